@@ -1,0 +1,127 @@
+"""The embedded cache: an in-process LRU with TTLs and pub/sub, needing no server.
+
+Each worker process holds its own cache (``shared_state=False``), so the engine splits
+the key space between workers and every hit rate means what it says. It is the
+"simplistic cache" of the client-strategy document: get, set, delete, publish, subscribe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from workbench.adapter import CacheSystem, Strategy
+from workbench.options import Option, OptionSet
+from workbench_embedded.cache import LockedCache, LruCache
+
+
+class DirectClient:
+    """Calls the cache on the worker's event loop: the cost of the cache itself."""
+
+    def __init__(self, cache: LruCache) -> None:
+        self.cache = cache
+
+    async def get(self, key: bytes) -> bytes | None:
+        return self.cache.get(key)
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        self.cache.set(key, value, ttl)
+
+    async def delete(self, key: bytes) -> bool:
+        return self.cache.delete(key)
+
+    async def publish(self, channel: bytes, message: bytes) -> None:
+        self.cache.publish(channel, message)
+
+    async def subscribe(self, channels: Sequence[bytes]) -> AsyncIterator[bytes]:
+        return await self.cache.subscribe(channels)
+
+    async def close(self) -> None:
+        return None
+
+
+class EmbeddedConnection:
+    def __init__(self, cache: LruCache, blocking: bool) -> None:
+        self.cache = cache
+        self.blocking = blocking
+        self.locked = LockedCache(cache)
+
+    async def client(self) -> Any:
+        return ThreadClient(self.locked) if self.blocking else DirectClient(self.cache)
+
+    async def server_stats(self) -> dict[str, Any]:
+        return self.cache.stats()
+
+    async def close(self) -> None:
+        return None
+
+
+class ThreadClient:
+    """Blocking client over the locked cache: one thread per virtual client."""
+
+    def __init__(self, locked: LockedCache) -> None:
+        self.locked = locked
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.locked.get(key)
+
+    def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        self.locked.set(key, value, ttl)
+
+    def delete(self, key: bytes) -> bool:
+        return self.locked.delete(key)
+
+    def close(self) -> None:
+        return None
+
+
+def _make_cache(system: dict[str, Any]) -> LruCache:
+    return LruCache(system["max_entries"], system["max_bytes"])
+
+
+async def _connect_direct(system: dict[str, Any], strategy: dict[str, Any]) -> EmbeddedConnection:
+    return EmbeddedConnection(_make_cache(system), blocking=False)
+
+
+async def _connect_threads(system: dict[str, Any], strategy: dict[str, Any]) -> EmbeddedConnection:
+    return EmbeddedConnection(_make_cache(system), blocking=True)
+
+
+plugin = CacheSystem(
+    name="embedded",
+    description="In-process LRU cache (entries and bytes bounded, TTL, pub/sub); no server needed",
+    options=OptionSet(
+        (
+            Option(
+                "max_entries",
+                "int",
+                1_000_000,
+                "evict the least recently used past this many keys",
+                minimum=1,
+            ),
+            Option(
+                "max_bytes",
+                "size",
+                1024**3,
+                "evict the least recently used past this many value bytes",
+                minimum=1,
+            ),
+        )
+    ),
+    strategies=(
+        Strategy(
+            "direct",
+            "clients call the cache on the worker's event loop",
+            _connect_direct,
+            operations=frozenset({"get", "set", "delete", "publish", "subscribe"}),
+        ),
+        Strategy(
+            "threads",
+            "one thread per client, the cache behind a lock",
+            _connect_threads,
+            blocking=True,
+        ),
+    ),
+    default_strategy="direct",
+    shared_state=False,
+)

@@ -1,0 +1,174 @@
+"""THE plugin contract: what a cache system and a client strategy declare and provide.
+
+A plugin is a module-level ``plugin = CacheSystem(...)`` registered under the entry-point
+group ``workbench.plugins``. Adapters only do I/O: the engine holds the stopwatch, counts
+hits and misses, and classifies errors. An adapter never reads the clock or records.
+
+Robustness rules:
+- Options arrive already parsed and complete (defaults filled in) as plain dicts: the
+  system's options and the strategy's options, separately.
+- ``get`` returns the value's bytes, or ``None`` for a miss. Any exception is an error,
+  classified by `error_kind`; raise `AdapterError(kind, ...)` to name the kind yourself.
+- ``set`` receives a ``bytes`` or ``memoryview`` value and a TTL in seconds or ``None``.
+- Async strategies return clients whose methods are coroutines; blocking strategies
+  (``blocking=True``) return clients with plain methods, driven one thread per client.
+- ``subscribe`` must not return before the subscription is live on the server, so that
+  nothing published after it returns is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from workbench.errors import PluginError
+from workbench.options import Option, OptionSet
+
+OPERATIONS = ("get", "set", "delete", "publish", "subscribe")
+
+
+class AdapterError(Exception):
+    """An error whose kind the adapter names (``"server"`` for an error reply, say)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def error_kind(exc: BaseException) -> str:
+    """The kind an error is counted under: timeout, connection, an adapter's own, or the type."""
+    if isinstance(exc, AdapterError):
+        return exc.kind
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | socket.timeout):
+        return "timeout"
+    if isinstance(exc, ConnectionError | EOFError | BrokenPipeError):
+        return "connection"
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return "timeout"
+    if "Connection" in name or isinstance(exc, OSError):
+        return "connection"
+    return name
+
+
+@runtime_checkable
+class Client(Protocol):
+    """One virtual client's handle (async form; blocking strategies drop the ``async``)."""
+
+    async def get(self, key: bytes) -> bytes | None: ...
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None: ...
+
+    async def delete(self, key: bytes) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
+class PubSubClient(Protocol):
+    """Optional, for strategies that declare ``publish``/``subscribe``."""
+
+    async def publish(self, channel: bytes, message: bytes) -> None: ...
+
+    async def subscribe(self, channels: Sequence[bytes]) -> AsyncIterator[bytes]: ...
+
+
+class Connection(Protocol):
+    """What `Strategy.connect` gives: opens clients, reports server statistics, closes."""
+
+    async def client(self) -> Any: ...
+
+    async def server_stats(self) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A way for clients to talk to the system: one connection each, a pool, pipelining..."""
+
+    name: str
+    description: str
+    connect: ConnectFn
+    operations: frozenset[str] = frozenset({"get", "set", "delete"})
+    options: OptionSet = field(default_factory=OptionSet)
+    blocking: bool = False
+
+
+class ManagedServer(Protocol):
+    """A server process the workbench started; stopped by its pid."""
+
+    pid: int
+    version: str
+    # Merged into the system's options so that clients reach this server.
+    target_options: dict[str, Any]
+
+    def memory(self) -> dict[str, int]: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ServerLauncher:
+    """How to start a server for this system on a free loopback port."""
+
+    options: OptionSet
+    start: Callable[[dict[str, Any]], ManagedServer]
+
+
+@dataclass(frozen=True)
+class CacheSystem:
+    """A cache system under test and the client strategies that can drive it."""
+
+    name: str
+    description: str
+    strategies: tuple[Strategy, ...]
+    default_strategy: str
+    options: OptionSet = field(default_factory=OptionSet)
+    server: ServerLauncher | None = None
+    # False when each worker process holds its own cache (the embedded one): the engine
+    # then splits the key space between workers so that hit rates mean what they say.
+    shared_state: bool = True
+
+    def strategy(self, name: str) -> Strategy:
+        for s in self.strategies:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.strategies)
+        raise PluginError(
+            f"unknown strategy {name!r}; {self.name} strategies: {known}", "strategy.name"
+        )
+
+
+def check_declaration(obj: object, entry_name: str) -> CacheSystem:
+    """Validate a loaded plugin object against the contract; raise PluginError if it fails."""
+    if not isinstance(obj, CacheSystem):
+        raise PluginError(
+            f"entry point must name a CacheSystem, got {type(obj).__name__}", entry_name
+        )
+    if not obj.strategies:
+        raise PluginError("declares no strategies", entry_name)
+    names = [s.name for s in obj.strategies]
+    if len(set(names)) != len(names):
+        raise PluginError(f"duplicate strategy names in {names}", entry_name)
+    if obj.default_strategy not in names:
+        raise PluginError(
+            f"default strategy {obj.default_strategy!r} is not one of {names}", entry_name
+        )
+    for s in obj.strategies:
+        unknown = set(s.operations) - set(OPERATIONS)
+        if unknown:
+            raise PluginError(
+                f"strategy {s.name!r} declares unknown operations {sorted(unknown)}", entry_name
+            )
+        if not callable(s.connect):
+            raise PluginError(f"strategy {s.name!r} has no callable connect", entry_name)
+    for o in (*obj.options.options, *(o for s in obj.strategies for o in s.options.options)):
+        if not isinstance(o, Option):
+            raise PluginError(f"option {o!r} is not an Option", entry_name)
+    return obj

@@ -1,0 +1,1 @@
+"""The headless face: a typer app, one module per noun."""

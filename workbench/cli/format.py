@@ -1,0 +1,46 @@
+"""Plain-text renderings shared by CLI commands (the live line, the step summary)."""
+
+from __future__ import annotations
+
+from workbench.live import StepView
+from workbench.metrics import SUMMARY_TICKS, Summary, format_us
+
+
+def live_line(elapsed: float, s: Summary) -> str:
+    hits = f"hits {s.hits:,} misses {s.misses:,}" if s.hits + s.misses else "no gets"
+    return (
+        f"[{elapsed:6.1f}s] {s.ops_per_s:>11,.0f} ops/s {s.mib_per_s:8.2f} MiB/s  "
+        f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}  {hits}  "
+        f"errors {s.errors:,}"
+    )
+
+
+def step_summary(step: StepView) -> list[str]:
+    s = step.summary
+    if s is None:
+        return [f"{step.title}: {step.status}, nothing measured"]
+    hit = f"{s.hit_rate:.2%}" if s.hit_rate is not None else "n/a"
+    lines = [
+        f"== {step.title} ({step.status}) ==",
+        f"{s.ops:,} ops in {s.duration:.2f}s: {s.ops_per_s:,.0f} ops/s, {s.mib_per_s:.2f} MiB/s, "
+        f"{step.clients} clients on {step.workers} worker(s)",
+        f"hits {s.hits:,}  misses {s.misses:,}  hit rate {hit}  errors {s.errors:,}",
+    ]
+    for kind, (count, rate, p50, p99) in s.per_op.items():
+        lines.append(
+            f"  {kind:<8} {count:>12,}  {rate:>11,.0f}/s  p50 {format_us(p50):>8}  "
+            f"p99 {format_us(p99):>8}"
+        )
+    if step.totals.published:
+        lines.append(
+            f"pub/sub: published {step.totals.published:,}, delivered "
+            f"{step.totals.delivered:,} of {step.totals.expected_deliveries:,} "
+            f"expected, lost {s.lost:,}"
+        )
+    for kind, n in step.totals.errors.items():
+        lines.append(f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})")
+    lines.append("Response times percentiles:")
+    for tick in SUMMARY_TICKS:
+        lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
+    lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
+    return lines

@@ -1,0 +1,93 @@
+"""`workbench runs list|show|rename|delete`: the stored runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+import typer
+
+from workbench.cli.common import StoreOption, one_line_errors, open_store, out
+from workbench.cli.format import step_summary
+from workbench.live import RunView
+from workbench.metrics import format_us
+
+app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_help=True)
+
+
+@app.command("list")
+@one_line_errors
+def list_runs(store: StoreOption = None) -> None:
+    """Every stored run, newest first."""
+    rows = open_store(store).list_runs()
+    if not rows:
+        out("no runs stored yet: try `workbench run`")
+        return
+    out(
+        f"{'id':<21} {'name':<24} {'when':<16} {'status':<11} {'target':<22} {'steps':>5} "
+        f"{'best ops/s':>12} {'p50':>8} {'p99':>8} {'hit rate':>8} {'errors':>7}"
+    )
+    for r in rows:
+        when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+        hr = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
+        out(
+            f"{r.id:<21} {r.name[:24]:<24} {when:<16} {r.status:<11} "
+            f"{(r.system + '/' + r.strategy)[:22]:<22} {r.steps:>5} "
+            f"{(r.ops_per_s or 0):>12,.0f} {format_us(r.p50_us or 0):>8} "
+            f"{format_us(r.p99_us or 0):>8} {hr:>8} {r.errors:>7,}"
+        )
+
+
+@app.command("show")
+@one_line_errors
+def show(
+    run: Annotated[str, typer.Argument(help="run id, id prefix, name, or 'last'")],
+    store: StoreOption = None,
+) -> None:
+    """A stored run: its spec, environment, notices and per-step figures."""
+    stored = open_store(store).load(run)
+    view = RunView()
+    for event in stored.events():
+        view = view.apply(event)
+    env = stored.environment
+    out(
+        f"run {stored.id} '{stored.name}' {stored.status}"
+        + (f": {stored.error}" if stored.error else "")
+    )
+    out(
+        f"started {dt.datetime.fromtimestamp(stored.created_at):%Y-%m-%d %H:%M:%S} on "
+        f"{env.get('host')} ({env.get('cpus')} CPUs, {env.get('cpu_model', '')}), "
+        f"Python {env.get('python')}"
+    )
+    t, s = stored.spec["target"], stored.spec["strategy"]
+    out(
+        f"target {t['system']} strategy {s['name'] or 'default'}; workload "
+        f"{stored.spec['workload']['mix']} keys {stored.spec['workload']['keys']} "
+        f"{stored.spec['workload']['key_distribution']} values "
+        f"{stored.spec['workload']['value_size']}"
+    )
+    for n in view.notices:
+        out(n)
+    for step in view.steps:
+        for line in step_summary(step):
+            out(line)
+
+
+@app.command("rename")
+@one_line_errors
+def rename(run: str, name: str, store: StoreOption = None) -> None:
+    """Give a stored run a new name."""
+    st = open_store(store)
+    run_id = st.resolve(run)
+    st.rename(run_id, name)
+    out(f"renamed {run_id} to {name!r}")
+
+
+@app.command("delete")
+@one_line_errors
+def delete(run: str, store: StoreOption = None) -> None:
+    """Delete a stored run and everything measured in it."""
+    st = open_store(store)
+    run_id = st.resolve(run)
+    st.delete(run_id)
+    out(f"deleted {run_id}")

@@ -1,0 +1,94 @@
+"""The one seam for where workers run. Today: local processes on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import signal
+import sys
+from typing import Any
+
+from workbench.engine.wire import pack, read_frame
+
+
+class WorkerHandle:
+    """A running worker: send orders, read frames, see its last stderr lines, stop it."""
+
+    def __init__(self, index: int, proc: asyncio.subprocess.Process) -> None:
+        self.index = index
+        self.proc = proc
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
+        self._stderr_task = asyncio.create_task(self._collect_stderr())
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def _collect_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while line := await self.proc.stderr.readline():
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    async def send(self, message: dict[str, Any]) -> bool:
+        """False when the worker is gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(pack(message))
+            await self.proc.stdin.drain()
+            return True
+        except (ConnectionError, BrokenPipeError, RuntimeError):
+            return False
+
+    async def receive(self) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        try:
+            return await read_frame(self.proc.stdout)
+        except (ValueError, ConnectionError):
+            return None
+
+    def describe_exit(self) -> str:
+        code = self.proc.returncode
+        tail = " | ".join(list(self.stderr_tail)[-3:])
+        return f"worker {self.index} (pid {self.pid}) exited with code {code}" + (
+            f": {tail}" if tail else ""
+        )
+
+    async def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()  # the worker ends at end of input
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout=10)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGKILL)
+            await self.proc.wait()
+        self._stderr_task.cancel()
+
+
+async def launch_local(count: int) -> list[WorkerHandle]:
+    """Start `count` worker processes and wait until each says it is ready."""
+    handles = []
+    env = dict(os.environ)
+    for i in range(count):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "workbench.engine.worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            # Own session: a Ctrl-C in the terminal reaches the coordinator only, which then
+            # stops the workers in order and keeps what they measured.
+            start_new_session=True,
+            limit=2**26,
+        )
+        handles.append(WorkerHandle(i, proc))
+    for h in handles:
+        first = await asyncio.wait_for(h.receive(), timeout=60)
+        if not first or first.get("type") != "ready":
+            await h.proc.wait()
+            raise RuntimeError(f"worker did not start: {h.describe_exit()}")
+    return handles

@@ -1,0 +1,141 @@
+"""RunView: a pure reducer over run events, the live figures both faces show.
+
+``view = view.apply(event)`` never mutates the old view, so a face can hold a snapshot
+while the next is built. Every figure comes from `metrics.summarise`, as in reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from workbench.events import (
+    Event,
+    Interval,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from workbench.metrics import (
+    Stats,
+    Summary,
+    all_ops_histogram,
+    merged,
+    percentile_curve,
+    summarise,
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One interval on the time axis of a step."""
+
+    elapsed: float
+    ops_per_s: float
+    mib_per_s: float
+    p50_us: float
+    p99_us: float
+    p999_us: float
+    per_op_ops: dict[str, float]
+    hit_rate: float | None
+    errors: int
+
+
+@dataclass(frozen=True)
+class StepView:
+    index: int
+    title: str
+    status: str = "pending"
+    workers: int = 0
+    clients: int = 0
+    server: dict[str, str] = field(default_factory=dict)
+    points: tuple[Point, ...] = ()
+    totals: Stats = field(default_factory=Stats)
+    summary: Summary | None = None  # of `totals`
+    latest: Summary | None = None  # of the last interval
+
+    def curve(self) -> list[tuple[float, float]]:
+        """(percentile, µs) of everything measured so far in this step."""
+        return percentile_curve(all_ops_histogram(self.totals))
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str = ""
+    name: str = ""
+    status: str = "idle"
+    error: str | None = None
+    steps: tuple[StepView, ...] = ()
+    current: int | None = None
+    notices: tuple[str, ...] = ()
+    spec: dict = field(default_factory=dict)
+
+    @property
+    def step(self) -> StepView | None:
+        return self.steps[self.current] if self.current is not None else None
+
+    @property
+    def finished_steps(self) -> list[StepView]:
+        return [s for s in self.steps if s.status not in ("pending", "running")]
+
+    @property
+    def remaining(self) -> int:
+        return sum(1 for s in self.steps if s.status == "pending")
+
+    def apply(self, event: Event) -> RunView:
+        if isinstance(event, RunStarted):
+            steps = tuple(StepView(s["index"], s["title"]) for s in event.steps)
+            return RunView(event.run_id, event.name, "running", steps=steps, spec=event.spec)
+        if isinstance(event, StepStarted):
+            step = replace(
+                self.steps[event.step],
+                status="running",
+                workers=event.workers,
+                clients=event.clients,
+                server=dict(event.server),
+            )
+            return replace(self, steps=_put(self.steps, step), current=event.step)
+        if isinstance(event, Interval):
+            old = self.steps[event.step]
+            totals = merged((old.totals, event.stats), concurrent=False)
+            step = replace(
+                old,
+                points=(*old.points, point(event)),
+                totals=totals,
+                summary=summarise(totals),
+                latest=summarise(event.stats),
+            )
+            return replace(self, steps=_put(self.steps, step))
+        if isinstance(event, StepFinished):
+            step = replace(
+                self.steps[event.step],
+                status=event.status,
+                totals=event.stats,
+                summary=summarise(event.stats),
+            )
+            return replace(self, steps=_put(self.steps, step))
+        if isinstance(event, Notice):
+            return replace(self, notices=(*self.notices, f"[{event.level}] {event.message}"))
+        if isinstance(event, RunFinished):
+            return replace(self, status=event.status, error=event.error)
+        return self
+
+
+def point(event: Interval) -> Point:
+    s = summarise(event.stats)
+    return Point(
+        event.elapsed,
+        s.ops_per_s,
+        s.mib_per_s,
+        s.p(50.0),
+        s.p(99.0),
+        s.p(99.9),
+        {k: v[1] for k, v in s.per_op.items()},
+        s.hit_rate,
+        s.errors,
+    )
+
+
+def _put(steps: tuple[StepView, ...], step: StepView) -> tuple[StepView, ...]:
+    return tuple(step if s.index == step.index else s for s in steps)

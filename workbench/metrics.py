@@ -1,0 +1,234 @@
+"""Every number the workbench shows comes from here: recording, merging and summarising.
+
+Latencies are kept in nanoseconds. The hot path only appends an int to a list; once per
+interval `fold` quantises the list to the histogram's own precision (3 significant
+digits, so nothing the histogram would keep is lost), counts equal values, and records
+each distinct value once with its count. Histograms travel in the standard HdrHistogram
+compressed encoding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+LOWEST_NS = 1
+HIGHEST_NS = 3_600_000_000_000  # one hour
+SIGNIFICANT_DIGITS = 3
+# HdrHistogram with 3 significant digits keeps 2048 sub-buckets: 11 bits of each value.
+_KEEP_BITS = 11
+
+# The ticks the source documents print (50, 75, 87.5, ... halving the rest each time).
+DOC_TICKS = (50.0, 75.0, 87.5, 93.75, 96.875, 98.4375, 99.21875)
+SUMMARY_TICKS = tuple(sorted({*DOC_TICKS, 90.0, 99.0, 99.9, 99.99}))
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+
+
+def quantise(values: Iterable[int]) -> Counter[int]:
+    """Values rounded down to the histogram's bucket, counted."""
+    return Counter((v >> s) << s if (s := v.bit_length() - _KEEP_BITS) > 0 else v for v in values)
+
+
+def fold(hist: HdrHistogram, values: list[int]) -> None:
+    """Record a batch of latencies (ns) into `hist`, one record call per distinct bucket."""
+    record = hist.record_value
+    for value, count in quantise(values).items():
+        record(max(value, LOWEST_NS), count)
+
+
+def encode(hist: HdrHistogram) -> str:
+    return hist.encode().decode("ascii")
+
+
+def decode(text: str | bytes) -> HdrHistogram:
+    return HdrHistogram.decode(text.encode("ascii") if isinstance(text, str) else text)
+
+
+@dataclass
+class Stats:
+    """Counters and latency histograms for a span of time (an interval, a step, a run)."""
+
+    duration: float = 0.0  # seconds of measured time
+    hist: dict[str, HdrHistogram] = field(default_factory=dict)  # op kind -> latencies (ns)
+    hits: int = 0
+    misses: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    first_errors: dict[str, str] = field(default_factory=dict)
+    bytes_in: int = 0
+    bytes_out: int = 0
+    published: int = 0
+    delivered: int = 0
+    expected_deliveries: int = 0
+    server: dict[str, Any] = field(default_factory=dict)  # latest server figures (memory...)
+
+    @property
+    def ops(self) -> int:
+        """Completed operations (not deliveries, which are measured but not issued)."""
+        return sum(h.get_total_count() for k, h in self.hist.items() if k != "deliver")
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def merge(self, other: Stats, *, concurrent: bool) -> None:
+        """Add `other` in. Concurrent spans (workers) keep the duration; consecutive ones add."""
+        self.duration = (
+            max(self.duration, other.duration) if concurrent else (self.duration + other.duration)
+        )
+        for kind, h in other.hist.items():
+            if kind not in self.hist:
+                self.hist[kind] = new_histogram()
+            self.hist[kind].add(h)
+        self.hits += other.hits
+        self.misses += other.misses
+        for kind, n in other.errors.items():
+            self.errors[kind] = self.errors.get(kind, 0) + n
+        for kind, msg in other.first_errors.items():
+            self.first_errors.setdefault(kind, msg)
+        self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
+        self.published += other.published
+        self.delivered += other.delivered
+        self.expected_deliveries += other.expected_deliveries
+        if other.server:
+            self.server = {**self.server, **other.server}
+            for k, v in other.server.items():
+                if k.startswith("peak_") and isinstance(v, int | float):
+                    self.server[k] = max(v, self.server.get(k, v))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "duration": self.duration,
+            "hist": {k: encode(h) for k, h in self.hist.items()},
+            "hits": self.hits,
+            "misses": self.misses,
+            "errors": self.errors,
+            "first_errors": self.first_errors,
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+            "published": self.published,
+            "delivered": self.delivered,
+            "expected_deliveries": self.expected_deliveries,
+            "server": self.server,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Stats:
+        fields = dict(data)
+        fields["hist"] = {k: decode(v) for k, v in data.get("hist", {}).items()}
+        fields["errors"] = dict(data.get("errors", {}))
+        fields["first_errors"] = dict(data.get("first_errors", {}))
+        fields["server"] = dict(data.get("server", {}))
+        return cls(**fields)
+
+
+def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:
+    total = Stats()
+    for p in parts:
+        total.merge(p, concurrent=concurrent)
+    return total
+
+
+def all_ops_histogram(stats: Stats) -> HdrHistogram:
+    """Latencies of every issued op kind together (deliveries excluded)."""
+    h = new_histogram()
+    for kind, hk in stats.hist.items():
+        if kind != "deliver":
+            h.add(hk)
+    return h
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures of one Stats, as every face shows them. Latencies in microseconds."""
+
+    duration: float
+    ops: int
+    ops_per_s: float
+    mib_per_s: float
+    hits: int
+    misses: int
+    hit_rate: float | None
+    errors: int
+    mean_us: float
+    stdev_us: float
+    min_us: float
+    max_us: float
+    percentiles_us: dict[float, float]
+    per_op: dict[str, tuple[int, float, float, float]]  # kind -> (count, ops/s, p50, p99) µs
+    lost: int
+
+    def p(self, tick: float) -> float:
+        return self.percentiles_us.get(tick, 0.0)
+
+
+def percentile_us(hist: HdrHistogram, p: float) -> float:
+    return hist.get_value_at_percentile(p) / 1000.0 if hist.get_total_count() else 0.0
+
+
+def summarise(stats: Stats, ticks: Iterable[float] = (*SUMMARY_TICKS,)) -> Summary:
+    h = all_ops_histogram(stats)
+    n = h.get_total_count()
+    dur = stats.duration or 0.0
+    rate = n / dur if dur > 0 else 0.0
+    moved = stats.bytes_in + stats.bytes_out
+    per_op = {}
+    for kind, hk in sorted(stats.hist.items()):
+        c = hk.get_total_count()
+        per_op[kind] = (
+            c,
+            c / dur if dur > 0 else 0.0,
+            percentile_us(hk, 50),
+            percentile_us(hk, 99),
+        )
+    looked_up = stats.hits + stats.misses
+    return Summary(
+        duration=dur,
+        ops=n,
+        ops_per_s=rate,
+        mib_per_s=moved / dur / 1048576 if dur > 0 else 0.0,
+        hits=stats.hits,
+        misses=stats.misses,
+        hit_rate=stats.hits / looked_up if looked_up else None,
+        errors=stats.error_count,
+        mean_us=h.get_mean_value() / 1000 if n else 0.0,
+        stdev_us=h.get_stddev() / 1000 if n else 0.0,
+        min_us=h.get_min_value() / 1000 if n else 0.0,
+        max_us=h.get_max_value() / 1000 if n else 0.0,
+        percentiles_us={t: percentile_us(h, t) for t in (*ticks, 100.0)},
+        per_op=per_op,
+        lost=max(0, stats.expected_deliveries - stats.delivered),
+    )
+
+
+def percentile_curve(hist: HdrHistogram, max_nines: int = 6) -> list[tuple[float, float]]:
+    """(percentile, latency µs) points evenly spaced in 1/(1-p), HdrHistogram-plot style."""
+    if not hist.get_total_count():
+        return []
+    points = []
+    steps_per_half = 4
+    for i in range(max_nines * 10 * steps_per_half // 3 + 1):
+        p = 100.0 * (1 - 0.5 ** (i / steps_per_half))
+        points.append((p, percentile_us(hist, p)))
+        if p >= 100 - 10 ** (2 - max_nines):
+            break
+    points.append((100.0, hist.get_max_value() / 1000))
+    return points
+
+
+def format_us(us: float) -> str:
+    """A latency for people: 812ns, 12.3µs, 4.56ms, 1.20s."""
+    if us < 1:
+        return f"{us * 1000:.0f}ns"
+    if us < 1000:
+        return f"{us:.1f}µs" if us < 100 else f"{us:.0f}µs"
+    if us < 1_000_000:
+        return f"{us / 1000:.2f}ms"
+    return f"{us / 1e6:.2f}s"

@@ -1,0 +1,1 @@
+"""Reports: pure functions from stored runs to text, one module per format."""

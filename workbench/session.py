@@ -1,0 +1,105 @@
+"""The one way to run an experiment: `run(spec, store)`. Both faces are a loop over it.
+
+Every event is stored before it is yielded, so what a face shows is what the store
+holds. A stop request (Ctrl-C, the TUI's stop key) ends the load promptly; what was
+measured is kept and the run is marked interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import secrets
+import time
+from collections.abc import AsyncIterator
+from importlib import metadata
+from typing import Any
+
+from workbench import __version__
+from workbench.engine.coordinator import Coordinator
+from workbench.errors import WorkbenchError
+from workbench.events import Event, RunFinished, RunStarted
+from workbench.spec.model import Spec, spec_to_dict
+from workbench.spec.plan import check_spec
+from workbench.store import Store, StoredRun
+
+LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def environment() -> dict[str, Any]:
+    """The machine and software a run was measured on, for the report's header."""
+    libs = {}
+    for name in LIBRARIES:
+        try:
+            libs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "workbench": __version__,
+        "libraries": libs,
+        "cpu_model": _cpu_model(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+async def run(
+    spec: Spec, store: Store, *, stop: asyncio.Event | None = None, name: str | None = None
+) -> AsyncIterator[Event]:
+    """Run `spec`, storing then yielding every event; ends with exactly one RunFinished."""
+    steps = check_spec(spec)
+    stop = stop or asyncio.Event()
+    run_id = new_run_id()
+    started = RunStarted(
+        run_id,
+        name or spec.name,
+        spec_to_dict(spec),
+        [{"index": s.index, "label": s.label, "title": s.title} for s in steps],
+        environment(),
+        time.time(),
+    )
+    store.record(started)
+    yield started
+    coordinator = Coordinator(run_id, steps, stop)
+    finished: RunFinished | None = None
+    try:
+        async for event in coordinator.events():
+            store.record(event)
+            yield event
+        finished = RunFinished(run_id, "interrupted" if stop.is_set() else coordinator.status)
+    except WorkbenchError as exc:
+        finished = RunFinished(run_id, "failed", str(exc))
+    except (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt):
+        store.record(RunFinished(run_id, "interrupted", "cancelled"))
+        raise
+    except Exception as exc:
+        finished = RunFinished(run_id, "failed", f"{type(exc).__name__}: {exc}")
+    store.record(finished)
+    yield finished
+
+
+def list_runs(store: Store) -> list[Any]:
+    return store.list_runs()
+
+
+def load_run(store: Store, ref: str) -> StoredRun:
+    return store.load(ref)

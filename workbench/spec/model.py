@@ -1,0 +1,191 @@
+"""The experiment spec: frozen dataclasses, lossless to and from plain dicts.
+
+Distributions stay in their written form (``"zipf(0.99)"``, ``"uniform(8,3000)"``) so that a
+profile, ``--set``, the TUI form and a stored run all say the same thing; `workload.py`
+parses them. `spec_from_dict` checks every field and names it in its errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from workbench.errors import SpecError
+
+OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    system: str = "embedded"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # Start the system's own server on a free loopback port for the run, and stop it after.
+    managed: bool = False
+    server: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    name: str = ""  # empty: the system's default strategy
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """Clients with their own operation mix, e.g. writers and readers at the same time."""
+
+    name: str = "all"
+    mix: Mapping[str, float] = field(default_factory=lambda: {"get": 0.9, "set": 0.1})
+    concurrency: int = 1
+
+
+@dataclass(frozen=True)
+class PubSub:
+    channels: int = 1
+    subscribers_per_channel: int = 1
+    message_size: int = 64
+
+
+@dataclass(frozen=True)
+class Workload:
+    mix: Mapping[str, float] = field(default_factory=lambda: {"get": 0.9, "set": 0.1})
+    # When given, replaces `mix` and `load.concurrency`: each group runs its own clients.
+    groups: tuple[OpGroup, ...] = ()
+    keys: int = 10_000
+    key_prefix: str = "wb:"
+    key_length: int = 12
+    key_distribution: str = "uniform"
+    value_size: str = "fixed(100)"
+    ttl: str = "none"
+    prefill: bool = False
+    pubsub: PubSub = field(default_factory=PubSub)
+
+
+@dataclass(frozen=True)
+class Load:
+    concurrency: int = 16
+    duration: float | None = 5.0
+    ops: int | None = None
+    warmup: float = 1.0
+    warmup_ops: int | None = None
+    workers: int = 0  # 0: one per core
+    interval: float = 1.0
+    rate: float | None = None  # total ops/s; switches to open loop
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    """One sweep axis: a spec path and the values each step puts there."""
+
+    path: str
+    values: tuple[Any, ...]
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str = "default"
+    description: str = ""
+    target: TargetSpec = field(default_factory=TargetSpec)
+    strategy: StrategySpec = field(default_factory=StrategySpec)
+    workload: Workload = field(default_factory=Workload)
+    load: Load = field(default_factory=Load)
+    seed: int = 1
+    sweep: tuple[SweepAxis, ...] = ()
+
+
+def spec_to_dict(obj: Any) -> Any:
+    """Plain data (dicts, lists, scalars) for TOML, JSON and the store."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: spec_to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): spec_to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return [spec_to_dict(v) for v in obj]
+    return obj
+
+
+def _type_name(tp: Any) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    if tp in names:
+        return names[tp]
+    if dataclasses.is_dataclass(tp):
+        return "a table"
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join("nothing" if a is type(None) else _type_name(a) for a in get_args(tp))
+    if origin is tuple:
+        return "a list"
+    return "a table"
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(value, arg, where)
+            except SpecError:
+                continue
+        raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise SpecError(f"expected a table; got {value!r}", where)
+        return _from_dict(tp, value, where)
+    if origin is tuple:
+        (item_tp, _) = get_args(tp)
+        if not isinstance(value, list | tuple):
+            raise SpecError(f"expected a list; got {value!r}", where)
+        return tuple(_convert(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is Mapping:
+        if not isinstance(value, Mapping):
+            raise SpecError(f"expected a table; got {value!r}", where)
+        _, val_tp = get_args(tp)
+        if val_tp is Any:
+            return dict(value)
+        return {k: _convert(v, val_tp, f"{where}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    elif tp is Any:
+        return value
+    raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
+
+
+def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
+    hints = get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise SpecError(
+            f"unknown field; expected one of {', '.join(names)}", f"{prefix}{unknown[0]}"
+        )
+    kwargs = {}
+    for name in names:
+        if name in data:
+            path = f"{where}.{name}" if where else name
+            kwargs[name] = _convert(data[name], hints[name], path)
+    return cls(**kwargs)
+
+
+def spec_from_dict(data: Mapping[str, Any]) -> Spec:
+    """Build a Spec from plain data, checking every field's type (not yet its meaning)."""
+    return _from_dict(Spec, data, "")

@@ -1,0 +1,183 @@
+"""Planning: a spec with sweep axes becomes steps, each a concrete spec, each checked."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from workbench.adapter import CacheSystem, Strategy
+from workbench.errors import PluginError, SpecError
+from workbench.plugins import load_plugin
+from workbench.spec.load import set_path
+from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.workload import (
+    OP_CODES,
+    parse_key_distribution,
+    parse_mix,
+    parse_ttl,
+    parse_value_size,
+)
+
+# What each workload operation needs the strategy to support.
+NEEDS = {
+    "get": {"get"},
+    "set": {"set"},
+    "delete": {"delete"},
+    "cache_aside": {"get", "set"},
+    "publish": {"publish", "subscribe"},
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    label: dict[str, str]
+    spec: Spec
+
+    @property
+    def title(self) -> str:
+        return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in self.label.items()) or "run"
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("name") or value.get("system") or value)
+    return str(value)
+
+
+def plan(spec: Spec) -> list[Step]:
+    """One step per combination of sweep values, first axis outermost."""
+    if not spec.sweep:
+        return [Step(0, {}, spec)]
+    base = spec_to_dict(replace(spec, sweep=()))
+    steps = []
+    axes = spec.sweep
+    for i, combo in enumerate(itertools.product(*(a.values for a in axes))):
+        data = spec_to_dict(base)
+        label = {}
+        for axis, value in zip(axes, combo, strict=True):
+            set_path(data, axis.path, value)
+            idx = axis.values.index(value)
+            label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
+        try:
+            steps.append(Step(i, label, spec_from_dict(data)))
+        except SpecError as exc:
+            raise SpecError(exc.message, f"sweep {label}: {exc.where}") from None
+    return steps
+
+
+def resolve_strategy(system: CacheSystem, spec: Spec) -> Strategy:
+    return system.strategy(spec.strategy.name or system.default_strategy)
+
+
+def workers_for(spec: Spec) -> int:
+    clients = total_clients(spec)
+    wanted = spec.load.workers or os.cpu_count() or 1
+    return max(1, min(wanted, clients))
+
+
+def total_clients(spec: Spec) -> int:
+    if spec.workload.groups:
+        return sum(g.concurrency for g in spec.workload.groups)
+    return spec.load.concurrency
+
+
+def used_operations(spec: Spec) -> set[str]:
+    mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
+    return {op for mix in mixes for op, w in mix.items() if w > 0}
+
+
+def check_step(spec: Spec) -> None:
+    """Everything that can be known wrong before a run starts; raises SpecError."""
+    wl, ld = spec.workload, spec.load
+    parse_key_distribution(wl.key_distribution)
+    parse_value_size(wl.value_size)
+    parse_ttl(wl.ttl)
+    if wl.groups:
+        for i, g in enumerate(wl.groups):
+            parse_mix(g.mix, f"workload.groups[{i}].mix")
+            if g.concurrency < 1:
+                raise SpecError(
+                    f"expected at least 1; got {g.concurrency}", f"workload.groups[{i}].concurrency"
+                )
+    else:
+        parse_mix(wl.mix)
+    if wl.keys < 1:
+        raise SpecError(f"expected at least 1 key; got {wl.keys}", "workload.keys")
+    if wl.key_length < 1 or wl.key_length > 250:
+        raise SpecError(f"expected 1 to 250 characters; got {wl.key_length}", "workload.key_length")
+    if ld.concurrency < 1:
+        raise SpecError(
+            f"expected at least 1 virtual client; got {ld.concurrency}", "load.concurrency"
+        )
+    if ld.duration is None and ld.ops is None:
+        raise SpecError("expected a duration or an op count (load.duration or load.ops)", "load")
+    if ld.duration is not None and ld.duration <= 0:
+        raise SpecError(
+            f"expected a duration above 0 seconds; got {ld.duration:g}", "load.duration"
+        )
+    if ld.ops is not None and ld.ops < 1:
+        raise SpecError(f"expected at least 1 op; got {ld.ops}", "load.ops")
+    if ld.interval < 0.05:
+        raise SpecError(
+            f"expected an interval of at least 0.05 s; got {ld.interval:g}", "load.interval"
+        )
+    if ld.warmup < 0:
+        raise SpecError(f"expected 0 or more seconds; got {ld.warmup:g}", "load.warmup")
+    if ld.workers < 0:
+        raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
+    if ld.rate is not None and ld.rate <= 0:
+        raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    ps = wl.pubsub
+    if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
+        raise SpecError(
+            "expected channels >= 1, subscribers_per_channel >= 0, "
+            "message_size >= 16 (the timestamp and sequence need 16 bytes)",
+            "workload.pubsub",
+        )
+    try:
+        system = load_plugin(spec.target.system)
+        strategy = resolve_strategy(system, spec)
+    except PluginError as exc:
+        raise SpecError(exc.message, exc.where) from None
+    system.options.resolve(dict(spec.target.options), "target.options")
+    strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    if spec.target.managed:
+        if system.server is None:
+            raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")
+        system.server.options.resolve(dict(spec.target.server), "target.server")
+    missing = sorted({n for op in used_operations(spec) for n in NEEDS[op]} - strategy.operations)
+    if missing:
+        raise SpecError(
+            f"strategy {strategy.name!r} of {system.name} does not support "
+            f"{', '.join(missing)}; it supports {', '.join(sorted(strategy.operations))}",
+            "workload.mix",
+        )
+
+
+def check_spec(spec: Spec) -> list[Step]:
+    """Plan the spec and check every step; the steps, or the first SpecError."""
+    steps = plan(spec)
+    for step in steps:
+        try:
+            check_step(step.spec)
+        except SpecError as exc:
+            if len(steps) == 1:
+                raise
+            raise SpecError(exc.message, f"{exc.where} (step {step.title})") from None
+    return steps
+
+
+__all__ = [
+    "OP_CODES",
+    "Step",
+    "check_spec",
+    "check_step",
+    "plan",
+    "resolve_strategy",
+    "total_clients",
+    "used_operations",
+    "workers_for",
+]

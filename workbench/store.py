@@ -1,0 +1,328 @@
+"""The results store: one SQLite file (WAL) holding every run, step, interval and notice.
+
+Location: the ``--store`` option, else ``$WORKBENCH_STORE``, else
+``$XDG_DATA_HOME/cache-workbench/runs.sqlite3``. Events are written as they happen, so an
+interrupted or crashed run keeps everything measured up to that point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import StoreError
+from workbench.events import (
+    Event,
+    Interval,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from workbench.metrics import Stats, merged, summarise
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL, finished_at REAL,
+    status TEXT NOT NULL, error TEXT, spec TEXT NOT NULL, environment TEXT NOT NULL,
+    plan TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+    title TEXT NOT NULL, label TEXT NOT NULL, spec TEXT NOT NULL, workers INTEGER NOT NULL,
+    clients INTEGER NOT NULL, server TEXT NOT NULL, status TEXT NOT NULL, stats TEXT,
+    ops_per_s REAL, p50_us REAL, p99_us REAL, hit_rate REAL, errors INTEGER,
+    started_at REAL NOT NULL, finished_at REAL, PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS intervals (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+    idx INTEGER NOT NULL, elapsed REAL NOT NULL, stats TEXT NOT NULL,
+    PRIMARY KEY (run_id, step, idx)
+);
+CREATE TABLE IF NOT EXISTS notices (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+    level TEXT NOT NULL, message TEXT NOT NULL, at REAL NOT NULL
+);
+"""
+
+
+def default_path() -> Path:
+    if env := os.environ.get("WORKBENCH_STORE"):
+        return Path(env)
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "cache-workbench" / "runs.sqlite3"
+
+
+@dataclass
+class StoredStep:
+    index: int
+    title: str
+    label: dict[str, str]
+    spec: dict[str, Any]
+    workers: int
+    clients: int
+    server: dict[str, Any]
+    status: str
+    stats: Stats
+    intervals: list[Interval] = field(default_factory=list)
+
+
+@dataclass
+class StoredRun:
+    id: str
+    name: str
+    created_at: float
+    finished_at: float | None
+    status: str
+    error: str | None
+    spec: dict[str, Any]
+    environment: dict[str, Any]
+    plan: list[dict[str, Any]]
+    steps: list[StoredStep]
+    notices: list[Notice]
+
+    def events(self) -> Iterator[Event]:
+        """The run again as the engine produced it."""
+        yield RunStarted(
+            self.id, self.name, self.spec, self.plan, self.environment, self.created_at
+        )
+        for s in self.steps:
+            yield StepStarted(
+                self.id, s.index, s.title, s.label, s.spec, s.workers, s.clients, s.server
+            )
+            yield from s.intervals
+            for n in self.notices:
+                if n.step == s.index:
+                    yield n
+            if self.status != "running" or s.status != "running":
+                yield StepFinished(self.id, s.index, s.status, s.stats)
+        if self.status != "running":
+            yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One line of a run listing."""
+
+    id: str
+    name: str
+    created_at: float
+    status: str
+    system: str
+    strategy: str
+    steps: int
+    ops_per_s: float | None
+    p50_us: float | None
+    p99_us: float | None
+    hit_rate: float | None
+    errors: int
+
+
+class Store:
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the results store: {exc}", str(self.path)) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def record(self, event: Event) -> None:
+        """Keep one event; called before any face sees it."""
+        now = time.time()
+        db = self.db
+        if isinstance(event, RunStarted):
+            db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    event.run_id,
+                    event.name,
+                    event.started_at,
+                    None,
+                    "running",
+                    None,
+                    json.dumps(event.spec),
+                    json.dumps(event.environment),
+                    json.dumps(event.steps),
+                ),
+            )
+        elif isinstance(event, StepStarted):
+            db.execute(
+                "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
+                "clients, server, status, started_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    event.run_id,
+                    event.step,
+                    event.title,
+                    json.dumps(event.label),
+                    json.dumps(event.spec),
+                    event.workers,
+                    event.clients,
+                    json.dumps(event.server),
+                    "running",
+                    now,
+                ),
+            )
+        elif isinstance(event, Interval):
+            db.execute(
+                "INSERT OR REPLACE INTO intervals VALUES (?,?,?,?,?)",
+                (
+                    event.run_id,
+                    event.step,
+                    event.index,
+                    event.elapsed,
+                    json.dumps(event.stats.to_dict()),
+                ),
+            )
+        elif isinstance(event, Notice):
+            db.execute(
+                "INSERT INTO notices VALUES (?,?,?,?,?)",
+                (event.run_id, event.step, event.level, event.message, now),
+            )
+        elif isinstance(event, StepFinished):
+            s = summarise(event.stats)
+            db.execute(
+                "UPDATE steps SET status=?, stats=?, ops_per_s=?, p50_us=?, p99_us=?, "
+                "hit_rate=?, errors=?, finished_at=? WHERE run_id=? AND idx=?",
+                (
+                    event.status,
+                    json.dumps(event.stats.to_dict()),
+                    s.ops_per_s,
+                    s.p(50.0),
+                    s.p(99.0),
+                    s.hit_rate,
+                    s.errors,
+                    now,
+                    event.run_id,
+                    event.step,
+                ),
+            )
+        elif isinstance(event, RunFinished):
+            db.execute(
+                "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
+                (event.status, event.error, now, event.run_id),
+            )
+
+    def resolve(self, ref: str) -> str:
+        """A run id from an id, an id prefix, a name, or 'last'."""
+        if ref == "last":
+            row = self.db.execute("SELECT id FROM runs ORDER BY created_at DESC LIMIT 1").fetchone()
+        else:
+            row = self.db.execute("SELECT id FROM runs WHERE id=?", (ref,)).fetchone()
+            if row is None:
+                rows = self.db.execute(
+                    "SELECT id FROM runs WHERE name=? OR id LIKE ? ORDER BY created_at DESC",
+                    (ref, ref + "%"),
+                ).fetchall()
+                row = rows[0] if rows else None
+        if row is None:
+            raise StoreError(
+                f"no run {ref!r} in the store (see `workbench runs list`)", str(self.path)
+            )
+        return row[0]
+
+    def load(self, ref: str) -> StoredRun:
+        run_id = self.resolve(ref)
+        r = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        steps = []
+        for row in self.db.execute(
+            "SELECT idx, title, label, spec, workers, clients, server, "
+            "status, stats FROM steps WHERE run_id=? ORDER BY idx",
+            (run_id,),
+        ):
+            intervals = [
+                Interval(run_id, row[0], i, el, Stats.from_dict(json.loads(st)))
+                for i, el, st in self.db.execute(
+                    "SELECT idx, elapsed, stats FROM intervals WHERE run_id=? AND step=? "
+                    "ORDER BY idx",
+                    (run_id, row[0]),
+                )
+            ]
+            stats = Stats.from_dict(json.loads(row[8])) if row[8] else _from_intervals(intervals)
+            steps.append(
+                StoredStep(
+                    row[0],
+                    row[1],
+                    json.loads(row[2]),
+                    json.loads(row[3]),
+                    row[4],
+                    row[5],
+                    json.loads(row[6]),
+                    row[7],
+                    stats,
+                    intervals,
+                )
+            )
+        notices = [
+            Notice(run_id, step, level, msg)
+            for step, level, msg in self.db.execute(
+                "SELECT step, level, message FROM notices WHERE run_id=? ORDER BY at", (run_id,)
+            )
+        ]
+        return StoredRun(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            json.loads(r[6]),
+            json.loads(r[7]),
+            json.loads(r[8]),
+            steps,
+            notices,
+        )
+
+    def list_runs(self, limit: int = 500) -> list[RunRow]:
+        rows = self.db.execute(
+            "SELECT r.id, r.name, r.created_at, r.status, r.spec, COUNT(s.idx), MAX(s.ops_per_s), "
+            "MIN(s.p50_us), MIN(s.p99_us), AVG(s.hit_rate), COALESCE(SUM(s.errors), 0) "
+            "FROM runs r LEFT JOIN steps s ON s.run_id = r.id GROUP BY r.id "
+            "ORDER BY r.created_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        out = []
+        for rid, name, created, status, spec, n, ops, p50, p99, hr, errs in rows:
+            sp = json.loads(spec)
+            out.append(
+                RunRow(
+                    rid,
+                    name,
+                    created,
+                    status,
+                    sp["target"]["system"],
+                    sp["strategy"]["name"] or "default",
+                    n,
+                    ops,
+                    p50,
+                    p99,
+                    hr,
+                    errs,
+                )
+            )
+        return out
+
+    def rename(self, ref: str, name: str) -> None:
+        self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
+
+    def delete(self, ref: str) -> None:
+        self.db.execute("DELETE FROM runs WHERE id=?", (self.resolve(ref),))
+
+
+def _from_intervals(intervals: list[Interval]) -> Stats:
+    """A step that never finished (a crash): its totals from the intervals it did store."""
+    return merged((i.stats for i in intervals), concurrent=False)

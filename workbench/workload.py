@@ -1,0 +1,307 @@
+"""Seeded workload generation: operations, keys, value sizes and TTLs for one virtual client.
+
+Distributions are written as text (``zipf(0.99)``, ``hotcold(0.8,0.2)``, ``uniform(8,3000)``)
+and parsed here once, at load time for validation and in each worker for generation.
+Values are slices of one pre-generated random buffer, so no op allocates a value.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from workbench.errors import SpecError
+from workbench.options import parse_duration, parse_size
+
+GET, SET, DELETE, CACHE_ASIDE, PUBLISH = range(5)
+OP_CODES = {
+    "get": GET,
+    "set": SET,
+    "delete": DELETE,
+    "cache_aside": CACHE_ASIDE,
+    "publish": PUBLISH,
+}
+
+KEY_DISTRIBUTIONS = ("uniform", "zipf", "gaussian", "sequential", "hotcold")
+VALUE_SIZE_FORMS = ("fixed", "uniform", "weighted")
+TTL_FORMS = ("none", "fixed", "range")
+
+_CALL = re.compile(r"\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A parsed distribution: its name and numeric parameters."""
+
+    kind: str
+    params: tuple[float, ...] = ()
+
+
+def _parse_call(
+    text: str, where: str, forms: tuple[str, ...], example: str
+) -> tuple[str, list[str]]:
+    m = _CALL.match(str(text))
+    expected = f"expected one of {', '.join(forms)} (e.g. {example})"
+    if not m or m.group(1) not in forms:
+        raise SpecError(f"{expected}; got {text!r}", where)
+    args = [a.strip() for a in m.group(2).split(",")] if m.group(2) else []
+    return m.group(1), [a for a in args if a]
+
+
+def _numbers(args: list[str], count: int, where: str, what: str) -> tuple[float, ...]:
+    if len(args) != count:
+        raise SpecError(f"expected {what}; got {len(args)} argument(s)", where)
+    try:
+        return tuple(float(a) for a in args)
+    except ValueError:
+        raise SpecError(f"expected {what}; got {', '.join(args)}", where) from None
+
+
+def parse_key_distribution(text: str, where: str = "workload.key_distribution") -> Dist:
+    kind, args = _parse_call(text, where, KEY_DISTRIBUTIONS, "zipf(0.99) or hotcold(0.8,0.2)")
+    if kind in ("uniform", "sequential"):
+        _numbers(args, 0, where, f"{kind} without arguments")
+        return Dist(kind)
+    if kind == "zipf":
+        (s,) = _numbers(args, 1, where, "zipf(s) with s > 0")
+        if s <= 0:
+            raise SpecError(f"expected zipf(s) with s > 0; got {s:g}", where)
+        return Dist(kind, (s,))
+    if kind == "gaussian":
+        mean, sd = _numbers(args, 2, where, "gaussian(mean, stddev) as shares of the key space")
+        if not 0 <= mean <= 1 or sd <= 0:
+            raise SpecError(
+                "expected gaussian(mean, stddev) with 0 <= mean <= 1 and stddev > 0; "
+                f"got gaussian({mean:g}, {sd:g})",
+                where,
+            )
+        return Dist(kind, (mean, sd))
+    access, keys = _numbers(
+        args, 2, where, "hotcold(access share, key share), e.g. hotcold(0.8,0.2)"
+    )
+    if not (0 < access < 1 and 0 < keys < 1):
+        raise SpecError(
+            "expected hotcold(access share, key share) with both between 0 and 1; "
+            f"got hotcold({access:g}, {keys:g})",
+            where,
+        )
+    return Dist(kind, (access, keys))
+
+
+def parse_value_size(text: str, where: str = "workload.value_size") -> Dist:
+    """fixed(N), uniform(MIN,MAX) or weighted(SIZE:WEIGHT, ...); sizes take units (4KiB, 1MB)."""
+    kind, args = _parse_call(text, where, VALUE_SIZE_FORMS, "uniform(8,3000)")
+    if kind == "fixed":
+        if len(args) != 1:
+            raise SpecError("expected fixed(SIZE), e.g. fixed(100)", where)
+        return Dist(kind, (float(parse_size(args[0], where)),))
+    if kind == "uniform":
+        if len(args) != 2:
+            raise SpecError("expected uniform(MIN,MAX), e.g. uniform(8,3000)", where)
+        lo, hi = parse_size(args[0], where), parse_size(args[1], where)
+        if lo > hi:
+            raise SpecError(f"expected MIN <= MAX in uniform(MIN,MAX); got {lo} > {hi}", where)
+        return Dist(kind, (float(lo), float(hi)))
+    pairs: list[float] = []
+    for arg in args:
+        size, _, weight = arg.partition(":")
+        try:
+            w = float(weight)
+        except ValueError:
+            raise SpecError(f"expected weighted(SIZE:WEIGHT, ...); got {arg!r}", where) from None
+        if w <= 0:
+            raise SpecError(f"expected positive weights; got {arg!r}", where)
+        pairs += [float(parse_size(size, where)), w]
+    if not pairs:
+        raise SpecError("expected weighted(SIZE:WEIGHT, ...), e.g. weighted(100:9,10KiB:1)", where)
+    return Dist(kind, tuple(pairs))
+
+
+def parse_ttl(text: str, where: str = "workload.ttl") -> Dist:
+    kind, args = _parse_call(text, where, TTL_FORMS, "fixed(2s) or range(1,5)")
+    if kind == "none":
+        return Dist(kind)
+    if kind == "fixed":
+        if len(args) != 1:
+            raise SpecError("expected fixed(SECONDS), e.g. fixed(2s)", where)
+        return Dist(kind, (parse_duration(args[0], where),))
+    if len(args) != 2:
+        raise SpecError("expected range(MIN,MAX) in seconds, e.g. range(1,5)", where)
+    lo, hi = parse_duration(args[0], where), parse_duration(args[1], where)
+    if lo > hi:
+        raise SpecError(f"expected MIN <= MAX in range(MIN,MAX); got {lo:g} > {hi:g}", where)
+    return Dist(kind, (lo, hi))
+
+
+def parse_mix(mix: Mapping[str, float], where: str = "workload.mix") -> dict[int, float]:
+    if not mix:
+        raise SpecError(f"expected at least one operation of {', '.join(OP_CODES)}", where)
+    out: dict[int, float] = {}
+    for name, weight in mix.items():
+        if name not in OP_CODES:
+            raise SpecError(
+                f"expected one of {', '.join(OP_CODES)}; got {name!r}", f"{where}.{name}"
+            )
+        if weight < 0:
+            raise SpecError(f"expected a weight of 0 or more; got {weight}", f"{where}.{name}")
+        if weight > 0:
+            out[OP_CODES[name]] = float(weight)
+    if not out:
+        raise SpecError("expected at least one operation with a positive weight", where)
+    return out
+
+
+def max_value_size(dist: Dist) -> int:
+    if dist.kind == "weighted":
+        return int(max(dist.params[0::2]))
+    return int(dist.params[-1])
+
+
+def _zipf_cdf(n: int, s: float) -> list[float]:
+    weights = (1.0 / math.pow(i, s) for i in range(1, n + 1))
+    cdf = list(itertools.accumulate(weights))
+    total = cdf[-1]
+    return [c / total for c in cdf]
+
+
+_ZIPF_CACHE: dict[tuple[int, float], list[float]] = {}
+
+
+def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Callable[[], int]:
+    """A function giving key indexes in [0, n) under `dist`; index 0 is the hottest key."""
+    rand = rng.random
+    if dist.kind == "uniform":
+        return lambda: int(rand() * n)
+    if dist.kind == "sequential":
+        counter = itertools.count(start)
+        return lambda: next(counter) % n
+    if dist.kind == "zipf":
+        key = (n, dist.params[0])
+        if key not in _ZIPF_CACHE:
+            _ZIPF_CACHE[key] = _zipf_cdf(n, dist.params[0])
+        cdf = _ZIPF_CACHE[key]
+        last = n - 1
+        return lambda: min(bisect.bisect_left(cdf, rand()), last)
+    if dist.kind == "gaussian":
+        mean, sd = dist.params[0] * n, dist.params[1] * n
+        gauss = rng.gauss
+
+        def gaussian() -> int:
+            for _ in range(64):  # rejection; a far tail sample is rare, and the loop is bounded
+                i = int(gauss(mean, sd))
+                if 0 <= i < n:
+                    return i
+            return min(max(int(mean), 0), n - 1)
+
+        return gaussian
+    access, share = dist.params
+    hot = max(1, int(n * share))
+    cold = max(1, n - hot)
+
+    def hotcold() -> int:
+        if rand() < access:
+            return int(rand() * hot)
+        return min(hot + int(rand() * cold), n - 1)
+
+    return hotcold
+
+
+def size_chooser(dist: Dist, rng: random.Random) -> Callable[[], int]:
+    if dist.kind == "fixed":
+        size = int(dist.params[0])
+        return lambda: size
+    if dist.kind == "uniform":
+        lo, hi = int(dist.params[0]), int(dist.params[1])
+        return lambda: rng.randint(lo, hi)
+    sizes = [int(s) for s in dist.params[0::2]]
+    cum = list(itertools.accumulate(dist.params[1::2]))
+    choices = rng.choices
+    return lambda: choices(sizes, cum_weights=cum)[0]
+
+
+def ttl_chooser(dist: Dist, rng: random.Random) -> Callable[[], float | None]:
+    if dist.kind == "none":
+        return lambda: None
+    if dist.kind == "fixed":
+        ttl = dist.params[0]
+        return lambda: ttl
+    lo, hi = dist.params
+    return lambda: rng.uniform(lo, hi)
+
+
+def format_key(prefix: str, index: int, length: int) -> bytes:
+    """The key for an index: the prefix, then the index zero-padded to `length` characters."""
+    return f"{prefix}{index:0{max(length - len(prefix), 1)}d}".encode()
+
+
+class ValueBuffer:
+    """One random buffer; values are memoryview slices of it, so none is allocated per op."""
+
+    SPREAD = 4096
+
+    def __init__(self, max_size: int, seed: int) -> None:
+        self.data = random.Random(seed).randbytes(max_size + self.SPREAD)
+        self.view = memoryview(self.data)
+
+    def value(self, key_index: int, size: int) -> memoryview:
+        # The offset depends on the key only, so a value can be checked against its key.
+        off = key_index % self.SPREAD
+        return self.view[off : off + size]
+
+
+@dataclass
+class Op:
+    code: int
+    key_index: int
+    key: bytes
+    size: int
+    ttl: float | None
+
+
+class OpStream:
+    """The seeded operation sequence of one virtual client; same seed, same sequence."""
+
+    def __init__(
+        self,
+        *,
+        mix: Mapping[int, float],
+        key_dist: Dist,
+        keys: int,
+        key_offset: int,
+        key_prefix: str,
+        key_length: int,
+        value_size: Dist,
+        ttl: Dist,
+        seed: int,
+        client_id: int,
+    ) -> None:
+        self.rng = random.Random(f"{seed}:{client_id}")
+        self.codes = list(mix)
+        self.cum = list(itertools.accumulate(mix.values()))
+        self.single = self.codes[0] if len(self.codes) == 1 else None
+        self.key_offset = key_offset
+        self.prefix, self.key_length = key_prefix, key_length
+        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * 7919)
+        self.next_size = size_chooser(value_size, self.rng)
+        self.next_ttl = ttl_chooser(ttl, self.rng)
+
+    def next(self) -> tuple[int, int, bytes, int, float | None]:
+        """(op code, key index, key, value size, ttl)."""
+        code = self.single
+        if code is None:
+            code = self.rng.choices(self.codes, cum_weights=self.cum)[0]
+        index = self.key_offset + self.next_key()
+        key = f"{self.prefix}{index:0{max(self.key_length - len(self.prefix), 1)}d}".encode()
+        return code, index, key, self.next_size(), self.next_ttl()
+
+
+def partition(keys: int, workers: int, worker: int) -> tuple[int, int]:
+    """The [offset, count) share of the key space that worker `worker` of `workers` owns."""
+    base, extra = divmod(keys, workers)
+    offset = worker * base + min(worker, extra)
+    return offset, base + (1 if worker < extra else 0)
