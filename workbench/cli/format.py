@@ -17,8 +17,8 @@ def live_line(elapsed: float, s: Summary) -> str:
 
 def step_summary(step: StepView) -> list[str]:
     s = step.summary
-    if s is None:
-        return [f"{step.title}: {step.status}, nothing measured"]
+    if s is None or not s.ops:
+        return [f"== {step.title} ({step.status}): nothing measured =="]
     hit = f"{s.hit_rate:.2%}" if s.hit_rate is not None else "n/a"
     lines = [
         f"== {step.title} ({step.status}) ==",

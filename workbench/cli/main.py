@@ -63,3 +63,7 @@ def main_callback(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

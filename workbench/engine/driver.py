@@ -59,6 +59,8 @@ class Buffers:
         "expected",
         "first_errors",
         "hits",
+        "hot_gets",
+        "hot_hits",
         "lat",
         "misses",
         "published",
@@ -68,6 +70,7 @@ class Buffers:
         self.lat: list[list[int]] = [[] for _ in range(6)]
         self.hits = self.misses = self.bytes_in = self.bytes_out = 0
         self.published = self.delivered = self.expected = 0
+        self.hot_gets = self.hot_hits = 0
         self.errors: dict[str, int] = {}
         self.first_errors: dict[str, str] = {}
 
@@ -91,6 +94,8 @@ async def to_stats(buf: Buffers, duration: float) -> Stats:
         published=buf.published,
         delivered=buf.delivered,
         expected_deliveries=buf.expected,
+        hot_gets=buf.hot_gets,
+        hot_hits=buf.hot_hits,
     )
     for code, values in enumerate(buf.lat):
         if not values:
@@ -189,6 +194,7 @@ async def async_client(
     value = values.view
     spread = values.SPREAD
     period = plan.period_ns
+    hot_end = stream.hot_end
     intended = perf()
     count = 0
     seq = 0
@@ -210,6 +216,9 @@ async def async_client(
                 got = await client.get(key)
                 t1 = perf()
                 buf.lat[GET].append(t1 - t0)
+                hot = index < hot_end
+                if hot:
+                    buf.hot_gets += 1
                 if got is None:
                     buf.misses += 1
                     if code == CACHE_ASIDE:
@@ -221,6 +230,8 @@ async def async_client(
                 else:
                     buf.hits += 1
                     buf.bytes_in += len(got)
+                    if hot:
+                        buf.hot_hits += 1
             elif code == SET:
                 off = index % spread
                 await client.set(key, value[off : off + size], ttl)
@@ -257,6 +268,7 @@ def thread_client(
     value = values.view
     spread = values.SPREAD
     period = plan.period_ns
+    hot_end = stream.hot_end
     intended = perf()
     lock = state.lock
     while state.running:
@@ -286,6 +298,8 @@ def thread_client(
                 with lock:
                     buf = state.buf
                     buf.lat[GET].append(t1 - t0)
+                    hot = index < hot_end
+                    buf.hot_gets += hot
                     if got is None:
                         buf.misses += 1
                         if set_ns is not None:
@@ -294,6 +308,7 @@ def thread_client(
                     else:
                         buf.hits += 1
                         buf.bytes_in += len(got)
+                        buf.hot_hits += hot
             elif code == SET:
                 off = index % spread
                 client.set(key, value[off : off + size], ttl)
@@ -368,6 +383,7 @@ class StepRun:
         self.stop_requested = asyncio.Event()
         self.tasks: list[asyncio.Future[Any]] = []
         self.clients: list[Any] = []
+        self.sub_clients: list[Any] = []
         self.conn: Connection | None = None
 
     def stop(self) -> None:
@@ -450,7 +466,7 @@ class StepRun:
         subs = []
         for c, _ in slots:
             client = await self.conn.client()  # type: ignore[union-attr]
-            self.clients.append(client)
+            self.sub_clients.append(client)
             subs.append(
                 asyncio.create_task(
                     subscriber(
@@ -562,7 +578,7 @@ class StepRun:
         for t in self.tasks:
             if not t.done() and isinstance(t, asyncio.Task):
                 t.cancel()
-        for client in self.clients:
+        for client in (*self.clients, *self.sub_clients):
             with contextlib.suppress(Exception):
                 result = client.close()
                 if asyncio.iscoroutine(result):

@@ -1,0 +1,31 @@
+"""The core runs without a UI: nothing outside tui/ and cli/ pulls in textual, typer or rich."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_core_imports_no_ui_library() -> None:
+    code = (
+        "import sys, workbench.session, workbench.store, workbench.live, workbench.engine.worker, "
+        "workbench.spec.plan, workbench.spec.save, workbench.plugins;"
+        "import importlib; [importlib.import_module(m) for m in "
+        "('workbench.report',)];"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'typer', 'rich'));"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_import_linter_contracts_hold() -> None:
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    out = subprocess.run([lint], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr

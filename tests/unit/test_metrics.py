@@ -1,0 +1,114 @@
+"""Recording, merging and encoding histograms; summaries agree with the histograms."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from workbench.metrics import (
+    DOC_TICKS,
+    Stats,
+    decode,
+    encode,
+    fold,
+    format_us,
+    merged,
+    new_histogram,
+    percentile_curve,
+    quantise,
+    summarise,
+)
+
+
+def latencies(n: int, seed: int = 1) -> list[int]:
+    rng = random.Random(seed)
+    return [int(rng.lognormvariate(11, 1.2)) + 1 for _ in range(n)]
+
+
+def test_fold_keeps_what_recording_one_by_one_keeps() -> None:
+    values = latencies(50_000)
+    folded, direct = new_histogram(), new_histogram()
+    fold(folded, values)
+    for v in values:
+        direct.record_value(v)
+    assert folded.get_total_count() == direct.get_total_count() == 50_000
+    for p in (*DOC_TICKS, 99.9, 99.99, 100.0):
+        assert folded.get_value_at_percentile(p) == direct.get_value_at_percentile(p)
+    assert folded.get_max_value() == direct.get_max_value()
+
+
+def test_quantise_collapses_to_few_buckets() -> None:
+    values = latencies(100_000)
+    assert len(quantise(values)) < len(set(values)) / 3
+
+
+def test_encoding_round_trip() -> None:
+    h = new_histogram()
+    fold(h, latencies(10_000))
+    back = decode(encode(h))
+    assert back.get_total_count() == h.get_total_count()
+    assert back.get_value_at_percentile(99.0) == h.get_value_at_percentile(99.0)
+
+
+def stats(seed: int, duration: float = 1.0) -> Stats:
+    h = new_histogram()
+    fold(h, latencies(5_000, seed))
+    return Stats(
+        duration=duration,
+        hist={"get": h},
+        hits=4_000,
+        misses=1_000,
+        errors={"timeout": 2},
+        first_errors={"timeout": "TimeoutError: slow"},
+        bytes_in=400_000,
+        hot_gets=3_000,
+        hot_hits=2_900,
+    )
+
+
+def test_merge_of_workers_and_of_intervals() -> None:
+    a, b = stats(1), stats(2)
+    together = merged([a, b], concurrent=True)
+    assert together.duration == 1.0
+    assert together.hist["get"].get_total_count() == 10_000
+    assert together.hits == 8_000 and together.errors == {"timeout": 4}
+    assert together.hot_hits == 5_800
+    in_a_row = merged([a, b], concurrent=False)
+    assert in_a_row.duration == 2.0
+
+
+def test_stats_dict_round_trip() -> None:
+    s = stats(3)
+    back = Stats.from_dict(s.to_dict())
+    assert back.to_dict() == s.to_dict()
+
+
+def test_summary_figures_come_from_the_histogram() -> None:
+    s = stats(4, duration=2.0)
+    summary = summarise(s)
+    h = s.hist["get"]
+    assert summary.ops == 5_000 and summary.ops_per_s == pytest.approx(2_500)
+    assert summary.p(50.0) == h.get_value_at_percentile(50.0) / 1000
+    assert summary.p(99.21875) == h.get_value_at_percentile(99.21875) / 1000
+    assert summary.max_us == h.get_max_value() / 1000
+    assert summary.hit_rate == pytest.approx(0.8)
+    assert summary.errors == 2
+    assert summary.mib_per_s == pytest.approx(400_000 / 2 / 1048576)
+
+
+def test_percentile_curve_is_monotonic_and_reaches_the_max() -> None:
+    h = new_histogram()
+    fold(h, latencies(20_000))
+    curve = percentile_curve(h)
+    ps = [p for p, _ in curve]
+    vs = [v for _, v in curve]
+    assert ps == sorted(ps) and vs == sorted(vs)
+    assert curve[-1] == (100.0, h.get_max_value() / 1000)
+
+
+def test_format_us() -> None:
+    assert format_us(0.5) == "500ns"
+    assert format_us(12.34) == "12.3µs"
+    assert format_us(4560) == "4.56ms"
+    assert format_us(1_200_000) == "1.20s"
