@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from enum import IntEnum
@@ -79,6 +80,18 @@ def one_line_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_STDOUT = {"open": True}
+
+
 def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    """Print a line; a reader that went away (`| head`) must not stop a run."""
+    if not _STDOUT["open"]:
+        return
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _STDOUT["open"] = False
+        # Point stdout at /dev/null so the interpreter's final flush does not fail either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

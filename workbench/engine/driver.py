@@ -553,6 +553,9 @@ class StepRun:
                 old, state.buf = state.buf, Buffers()
             if not warmup or done:
                 stats = await to_stats(old, now - last)
+                if self.ctx.worker == 0 and not warmup:
+                    # One worker asks the server for its own figures (memory, items...).
+                    stats.server = await self.server_stats()
                 self.send(
                     {
                         "type": "interval",
