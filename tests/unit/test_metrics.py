@@ -8,6 +8,7 @@ import pytest
 
 from workbench.metrics import (
     DOC_TICKS,
+    Recorded,
     Stats,
     decode,
     encode,
@@ -112,3 +113,23 @@ def test_format_us() -> None:
     assert format_us(12.34) == "12.3µs"
     assert format_us(4560) == "4.56ms"
     assert format_us(1_200_000) == "1.20s"
+
+
+def test_recorded_buckets_answer_exactly_as_hdrhistogram() -> None:
+    rng = random.Random(7)
+    for shape in range(4):
+        h = new_histogram()
+        for _ in range(5000):
+            v = int(rng.lognormvariate(8 + shape, 1.5)) + 1
+            h.record_value(v)
+        if shape == 3:
+            h.record_value(1)  # the lowest bucket too
+        for hist in (h, decode(encode(h))):
+            r = Recorded(hist)
+            ticks = [0.0, 1.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.999, 100.0]
+            got = r.values_at(ticks)
+            for t in ticks:
+                assert got[t] == hist.get_value_at_percentile(t), (shape, t)
+            mean, sd = r.mean_and_stddev()
+            assert mean == pytest.approx(hist.get_mean_value(), rel=1e-12)
+            assert sd == pytest.approx(hist.get_stddev(), rel=1e-9)

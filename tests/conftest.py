@@ -1,0 +1,35 @@
+"""Shared fixtures: real servers on free loopback ports, each stopped by its pid."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbench.servers import ServerProcess, start_memcached, start_redis
+
+
+def _need(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.fail(f"{program} is not installed; `./dev test` installs it")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[ServerProcess]:
+    _need("redis-server")
+    with start_redis() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def memcached_server() -> Iterator[ServerProcess]:
+    _need("memcached")
+    with start_memcached(memory_mb=64) as server:
+        yield server
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "runs.sqlite"

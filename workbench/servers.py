@@ -1,0 +1,297 @@
+"""Servers the workbench starts itself: on a free loopback port, stopped by their pid.
+
+Used by the adapters' launchers (``target.managed = true``), by ``workbench serve`` and
+by the tests, so that all three start a server the same way. Every server started here
+is also stopped at interpreter exit, so a crashed run does not leave one behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import TargetError
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT = 15.0
+STOP_TIMEOUT = 5.0
+
+_running: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nobody listens on right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def require_program(name: str, package: str) -> str:
+    """The path of a server program, or a TargetError telling how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        raise TargetError(
+            f"{name} is not installed (apt-get install {package}); "
+            "or point the target at a running server and set target.managed = false",
+            "target.managed",
+        )
+    return path
+
+
+def process_memory(pid: int) -> dict[str, int]:
+    """Resident and peak resident memory of a process in bytes, read from /proc."""
+    out: dict[str, int] = {}
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            parts = rest.split()
+            if parts:
+                out["rss_bytes" if name == "VmRSS" else "peak_rss_bytes"] = int(parts[0]) * 1024
+    return out
+
+
+@dataclass
+class ServerProcess:
+    """A running server: what the engine's ManagedServer protocol asks for, and a log."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    host: str
+    port: int
+    version: str
+    target_options: dict[str, Any] = field(default_factory=dict)
+    log_path: Path | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def memory(self) -> dict[str, int]:
+        return process_memory(self.pid)
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it does not go within STOP_TIMEOUT; always reaped."""
+    _running.pop(process.pid, None)
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for process in list(_running.values()):
+        stop_process(process)
+
+
+def _log_file(name: str) -> Path:
+    directory = Path(os.environ.get("TMPDIR", "/tmp")) / "workbench-servers"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}-{os.getpid()}-{time.monotonic_ns()}.log"
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def launch(
+    name: str,
+    argv: Sequence[str],
+    host: str,
+    port: int,
+    *,
+    version: str = "",
+    target_options: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = START_TIMEOUT,
+) -> ServerProcess:
+    """Start ``argv`` and wait until it accepts connections on host:port."""
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        raise TargetError(f"managed servers listen on loopback only, not {host}", "target.server")
+    log_path = _log_file(name)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,  # Ctrl-C in the terminal reaches the workbench only
+        )
+    _running[process.pid] = process
+    deadline = time.monotonic() + timeout
+    while not _accepts(host, port):
+        if process.poll() is not None:
+            _running.pop(process.pid, None)
+            raise TargetError(
+                f"{name} exited with status {process.returncode} before accepting connections"
+                f" on {host}:{port}:\n{_tail(log_path)}",
+                "target.server",
+            )
+        if time.monotonic() > deadline:
+            stop_process(process)
+            raise TargetError(
+                f"{name} did not accept connections on {host}:{port} within {timeout:g}s:\n"
+                f"{_tail(log_path)}",
+                "target.server",
+            )
+        time.sleep(0.02)
+    return ServerProcess(
+        name=name,
+        process=process,
+        host=host,
+        port=port,
+        version=version,
+        target_options=dict(target_options or {}),
+        log_path=log_path,
+    )
+
+
+def program_version(argv: Sequence[str]) -> str:
+    """First line a program prints for its version flag, or '' if it prints nothing."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (done.stdout or done.stderr).decode(errors="replace").strip()
+    return text.splitlines()[0] if text else ""
+
+
+def start_redis(
+    port: int = 0,
+    host: str = LOOPBACK,
+    maxmemory: str = "",
+    policy: str = "allkeys-lru",
+    extra: Sequence[str] = (),
+) -> ServerProcess:
+    """A throw-away redis-server: no persistence, no protected mode, on loopback."""
+    program = require_program("redis-server", "redis-server")
+    port = port or free_port(host)
+    argv = [
+        program,
+        "--port", str(port),
+        "--bind", host,
+        "--save", "",
+        "--appendonly", "no",
+        "--protected-mode", "no",
+        "--daemonize", "no",
+        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
+    ]
+    if maxmemory:
+        argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
+    argv += list(extra)
+    raw = program_version([program, "--version"])
+    version = next((w[2:] for w in raw.split() if w.startswith("v=")), raw)
+    return launch(
+        "redis-server",
+        argv,
+        host,
+        port,
+        version=f"redis {version}" if version else "redis",
+        target_options={"url": f"redis://{host}:{port}/0"},
+    )
+
+
+def start_memcached(
+    port: int = 0,
+    host: str = LOOPBACK,
+    memory_mb: int = 256,
+    max_item_size: str = "2m",
+    threads: int = 4,
+    extra: Sequence[str] = (),
+) -> ServerProcess:
+    """A throw-away memcached on loopback (UDP off)."""
+    program = require_program("memcached", "memcached")
+    port = port or free_port(host)
+    argv = [
+        program,
+        "-l", host,
+        "-p", str(port),
+        "-U", "0",
+        "-m", str(memory_mb),
+        "-I", max_item_size,
+        "-t", str(threads),
+    ]
+    if os.geteuid() == 0:
+        argv += ["-u", "root"]  # memcached refuses to run as root without it
+    argv += list(extra)
+    raw = program_version([program, "-V"])
+    return launch(
+        "memcached",
+        argv,
+        host,
+        port,
+        version=raw or "memcached",
+        target_options={"servers": [f"{host}:{port}"]},
+    )
+
+
+def start_python_server(
+    module: str,
+    args: Sequence[str] = (),
+    port: int = 0,
+    host: str = LOOPBACK,
+    target_options: dict[str, Any] | None = None,
+    version: str = "",
+) -> ServerProcess:
+    """A Python server module run as ``python -m module --host H --port P ARGS``."""
+    port = port or free_port(host)
+    argv = [sys.executable, "-m", module, "--host", host, "--port", str(port), *args]
+    return launch(
+        module.rsplit(".", 1)[-1],
+        argv,
+        host,
+        port,
+        version=version or module,
+        target_options=target_options or {"base_url": f"http://{host}:{port}"},
+    )
