@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -29,6 +30,26 @@ START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
 
 _running: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses that stay on this machine."""
+    if host in ("localhost", "::1", "[::1]"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def require_loopback(host: str, where: str) -> str:
+    """The host, or a TargetError: load loops only ever target this machine."""
+    if not is_loopback(host):
+        raise TargetError(
+            f"the workbench only loads loopback targets (127.0.0.1, ::1, localhost); got {host!r}",
+            where,
+        )
+    return host
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -156,8 +177,7 @@ def launch(
     timeout: float = START_TIMEOUT,
 ) -> ServerProcess:
     """Start ``argv`` and wait until it accepts connections on host:port."""
-    if host not in ("127.0.0.1", "::1", "localhost"):
-        raise TargetError(f"managed servers listen on loopback only, not {host}", "target.server")
+    require_loopback(host, "target.server")
     log_path = _log_file(name)
     with log_path.open("wb") as log:
         process = subprocess.Popen(

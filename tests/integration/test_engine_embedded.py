@@ -8,28 +8,11 @@ import signal
 from pathlib import Path
 
 import pytest
+from support import collect, finished
 
-from workbench import session
-from workbench.events import Event, Interval, Notice, RunFinished, StepFinished, StepStarted
+from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
 from workbench.metrics import merged
-from workbench.spec.load import load_spec
 from workbench.store import Store
-
-
-async def collect(
-    overrides: list[str], store: Store, stop: asyncio.Event | None = None, on_event=None
-) -> list[Event]:  # type: ignore[no-untyped-def]
-    spec = load_spec(None, ["load.warmup=0", "load.interval=0.25", *overrides])
-    events = []
-    async for e in session.run(spec, store, stop=stop):
-        events.append(e)
-        if on_event:
-            on_event(e)
-    return events
-
-
-def finished(events: list[Event]) -> list[StepFinished]:
-    return [e for e in events if isinstance(e, StepFinished)]
 
 
 @pytest.fixture

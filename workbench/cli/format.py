@@ -17,8 +17,13 @@ def live_line(elapsed: float, s: Summary) -> str:
 
 def step_summary(step: StepView) -> list[str]:
     s = step.summary
+    errors = [
+        f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
+        for kind, n in step.totals.errors.items()
+    ]
     if s is None or not s.ops:
-        return [f"== {step.title} ({step.status}): nothing measured =="]
+        every = ", every operation failed" if errors else ""
+        return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors]
     hit = f"{s.hit_rate:.2%}" if s.hit_rate is not None else "n/a"
     lines = [
         f"== {step.title} ({step.status}) ==",
@@ -37,8 +42,7 @@ def step_summary(step: StepView) -> list[str]:
             f"{step.totals.delivered:,} of {step.totals.expected_deliveries:,} "
             f"expected, lost {s.lost:,}"
         )
-    for kind, n in step.totals.errors.items():
-        lines.append(f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})")
+    lines += errors
     lines.append("Response times percentiles:")
     for tick in SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")

@@ -168,8 +168,10 @@ class Coordinator:
         finally:
             stop_wait.cancel()
             self._stop_server()
-        status = self._step_status(tally, stop_sent)
         total = merged(tally.emitted + tally.tails, concurrent=False)
+        status = self._step_status(tally, stop_sent)
+        if status == "completed" and not total.ops and total.error_count:
+            status = "failed"  # every operation failed: nothing about the cache was measured
         if tally.emitted:
             total.server = tally.emitted[-1].server | total.server
         yield StepFinished(self.run_id, step.index, status, total)

@@ -15,6 +15,7 @@ import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +123,7 @@ class LoadState:
     running: bool = True
     buf: Buffers = field(default_factory=Buffers)
     remaining: int | None = None  # ops left in the current phase, when counted
+    phase: int = 0  # warm-up, measured...: bumped with the budget, under the lock
     phase_over: asyncio.Event = field(default_factory=asyncio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     loop: asyncio.AbstractEventLoop | None = None
@@ -201,6 +203,9 @@ async def async_client(
     while state.running:
         if state.remaining is not None and not state.reserve():
             break
+        # An op is recorded in the interval it ends in, and only if it began in the same
+        # phase: one still in flight when warm-up ends is not measured.
+        phase = state.phase
         code, index, key, size, ttl = nxt()
         if period is not None:
             intended += period
@@ -210,49 +215,58 @@ async def async_client(
             t0 = intended
         else:
             t0 = perf()
-        buf = state.buf
         try:
             if code in (GET, CACHE_ASIDE):
                 got = await client.get(key)
                 t1 = perf()
-                buf.lat[GET].append(t1 - t0)
-                hot = index < hot_end
-                if hot:
-                    buf.hot_gets += 1
-                if got is None:
-                    buf.misses += 1
-                    if code == CACHE_ASIDE:
-                        off = index % spread
-                        t0 = perf()
-                        await client.set(key, value[off : off + size], ttl)
+                if state.phase == phase:
+                    buf = state.buf
+                    buf.lat[GET].append(t1 - t0)
+                    hot = index < hot_end
+                    if got is None:
+                        buf.misses += 1
+                    else:
+                        buf.hits += 1
+                        buf.bytes_in += len(got)
+                        if hot:
+                            buf.hot_hits += 1
+                    if hot:
+                        buf.hot_gets += 1
+                if got is None and code == CACHE_ASIDE:
+                    off = index % spread
+                    t0 = perf()
+                    await client.set(key, value[off : off + size], ttl)
+                    if state.phase == phase:
+                        buf = state.buf
                         buf.lat[SET].append(perf() - t0)
                         buf.bytes_out += size
-                else:
-                    buf.hits += 1
-                    buf.bytes_in += len(got)
-                    if hot:
-                        buf.hot_hits += 1
             elif code == SET:
                 off = index % spread
                 await client.set(key, value[off : off + size], ttl)
-                buf.lat[SET].append(perf() - t0)
-                buf.bytes_out += size
+                if state.phase == phase:
+                    buf = state.buf
+                    buf.lat[SET].append(perf() - t0)
+                    buf.bytes_out += size
             elif code == DELETE:
                 await client.delete(key)
-                buf.lat[DELETE].append(perf() - t0)
+                if state.phase == phase:
+                    state.buf.lat[DELETE].append(perf() - t0)
             else:
                 seq += 1
                 channel = channels[index % len(channels)]
                 message = _STAMP.pack(perf(), seq) + bytes(value[: max(size - 16, 0)])
                 await client.publish(channel, message)
-                buf.lat[PUBLISH].append(perf() - t0)
-                buf.published += 1
-                buf.expected += subs_per_channel
-                buf.bytes_out += len(message)
+                if state.phase == phase:
+                    buf = state.buf
+                    buf.lat[PUBLISH].append(perf() - t0)
+                    buf.published += 1
+                    buf.expected += subs_per_channel
+                    buf.bytes_out += len(message)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            state.buf.error(exc)
+            if state.phase == phase:
+                state.buf.error(exc)
             await asyncio.sleep(ERROR_PAUSE)
         count += 1
         if count % YIELD_EVERY == 0:
@@ -272,10 +286,10 @@ def thread_client(
     intended = perf()
     lock = state.lock
     while state.running:
-        if state.remaining is not None:
-            with lock:
-                if not state.reserve():
-                    break
+        with lock:  # the budget and the phase are read together (see _phase)
+            if state.remaining is not None and not state.reserve():
+                break
+            phase = state.phase  # as in async_client: recorded only within its own phase
         code, index, key, size, ttl = nxt()
         if period is not None:
             intended += period
@@ -296,6 +310,8 @@ def thread_client(
                     client.set(key, value[off : off + size], ttl)
                     set_ns = perf() - s0
                 with lock:
+                    if state.phase != phase:
+                        continue
                     buf = state.buf
                     buf.lat[GET].append(t1 - t0)
                     hot = index < hot_end
@@ -314,16 +330,22 @@ def thread_client(
                 client.set(key, value[off : off + size], ttl)
                 t1 = perf()
                 with lock:
-                    state.buf.lat[SET].append(t1 - t0)
-                    state.buf.bytes_out += size
+                    if state.phase != phase:
+                        continue
+                    buf = state.buf
+                    buf.lat[SET].append(t1 - t0)
+                    buf.bytes_out += size
             else:
                 client.delete(key)
                 t1 = perf()
                 with lock:
+                    if state.phase != phase:
+                        continue
                     state.buf.lat[DELETE].append(t1 - t0)
         except Exception as exc:
             with lock:
-                state.buf.error(exc)
+                if state.phase == phase:
+                    state.buf.error(exc)
             time.sleep(ERROR_PAUSE)
 
 
@@ -385,6 +407,7 @@ class StepRun:
         self.clients: list[Any] = []
         self.sub_clients: list[Any] = []
         self.conn: Connection | None = None
+        self.threads: ThreadPoolExecutor | None = None
 
     def stop(self) -> None:
         self.stop_requested.set()
@@ -431,11 +454,15 @@ class StepRun:
         for plan, client in zip(self.plans, self.clients, strict=True):
             stream = self.workload.stream(plan)
             if self.ctx.strategy.blocking:
+                if self.threads is None:
+                    # One thread per blocking client: the loop's default pool has only
+                    # min(32, cores + 4) threads and would silently cap the concurrency.
+                    self.threads = ThreadPoolExecutor(
+                        max_workers=len(self.plans), thread_name_prefix="wb-client"
+                    )
                 self.tasks.append(
-                    asyncio.ensure_future(
-                        asyncio.to_thread(
-                            thread_client, client, stream, self.values, self.state, plan
-                        )
+                    self.state.loop.run_in_executor(
+                        self.threads, thread_client, client, stream, self.values, self.state, plan
                     )
                 )
             else:
@@ -524,16 +551,17 @@ class StepRun:
 
     async def _phase(self, ops: int | None, seconds: float | None, *, warmup: bool) -> str:
         state, load = self.state, self.ctx.spec.load
-        with state.lock:
+        with state.lock:  # budget and buffer change together: a reserved op lands in this phase
             state.remaining = ops if ops else None
             state.budget_stops = not warmup
+            state.buf = Buffers()
+            state.phase += 1
         state.phase_over.clear()
         if self.stop_requested.is_set():
             return "interrupted"
         begin = time.perf_counter()
         last = begin
         index = 0
-        state.buf = Buffers()
         status = "completed"
         while True:
             boundary = begin + (index + 1) * load.interval
@@ -589,6 +617,8 @@ class StepRun:
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), timeout=5)
+        if self.threads is not None:
+            self.threads.shutdown(wait=False, cancel_futures=True)
 
     async def server_stats(self) -> dict[str, Any]:
         if self.conn is None:

@@ -160,6 +160,7 @@ def check_step(spec: Spec) -> None:
 def check_spec(spec: Spec) -> list[Step]:
     """Plan the spec and check every step; the steps, or the first SpecError."""
     steps = plan(spec)
+    named = []
     for step in steps:
         try:
             check_step(step.spec)
@@ -167,7 +168,12 @@ def check_spec(spec: Spec) -> list[Step]:
             if len(steps) == 1:
                 raise
             raise SpecError(exc.message, f"{exc.where} (step {step.title})") from None
-    return steps
+        # Each step records the strategy it really runs, not "" for the default.
+        name = resolve_strategy(load_plugin(step.spec.target.system), step.spec).name
+        named.append(
+            replace(step, spec=replace(step.spec, strategy=replace(step.spec.strategy, name=name)))
+        )
+    return named
 
 
 __all__ = [

@@ -1,0 +1,182 @@
+"""Redis: six client strategies, from one blocking connection per client to auto-pipelining.
+
+The strategies are the axis of `000_*.txt` and `002_*.txt`: how much a client pays per
+command depends less on Redis than on how the client shares connections. Sweep
+``strategy.name`` over them to see it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy
+from workbench.options import Option, OptionSet
+from workbench.servers import ServerProcess, start_redis
+from workbench_redis.info import InfoReader
+from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
+from workbench_redis.resp import Multiplexed, MultiplexedClient
+from workbench_redis.target import parse_target
+
+KV = frozenset({"get", "set", "delete"})
+KV_PUBSUB = KV | {"publish", "subscribe"}
+
+
+class MultiplexedConnection:
+    def __init__(self, mux: Multiplexed, info: InfoReader) -> None:
+        self.mux = mux
+        self.info = info
+
+    async def client(self) -> MultiplexedClient:
+        return MultiplexedClient(self.mux)
+
+    async def server_stats(self) -> dict[str, Any]:
+        return await self.info.read()
+
+    async def close(self) -> None:
+        await self.info.close()
+        await self.mux.close()
+
+
+async def _multiplexed(system: dict[str, Any], k: int) -> MultiplexedConnection:
+    target = parse_target(system)
+    mux = Multiplexed(target, k)
+    await mux.open()
+    return MultiplexedConnection(mux, InfoReader(target))
+
+
+async def _connect_multiplexed(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return await _multiplexed(system, 1)
+
+
+async def _connect_multiplexed_k(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return await _multiplexed(system, strategy["connections"])
+
+
+async def _connect_sync_per_client(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return SyncConnection(parse_target(system), pool_size=None)
+
+
+async def _connect_sync_pool(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return SyncConnection(parse_target(system), pool_size=strategy["pool_size"])
+
+
+async def _connect_async_pool(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return AsyncPoolConnection(parse_target(system), strategy["pool_size"])
+
+
+async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
+    return PipelineConnection(parse_target(system), strategy["batch"])
+
+
+def _start(options: dict[str, Any]) -> ServerProcess:
+    return start_redis(
+        maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
+        policy=options["maxmemory_policy"],
+        extra=("--io-threads", str(options["io_threads"])) if options["io_threads"] > 1 else (),
+    )
+
+
+POOL_SIZE = Option("pool_size", "int", 16, "connections in the pool", minimum=1, maximum=4096)
+
+plugin = CacheSystem(
+    name="redis",
+    description="Redis with redis-py and hiredis: per-client, pooled, pipelined, multiplexed",
+    options=OptionSet(
+        (
+            Option(
+                "url",
+                "str",
+                "redis://127.0.0.1:6379/0",
+                "redis://HOST:PORT/DB or rediss:// for TLS (loopback only)",
+            ),
+            Option(
+                "password_env",
+                "str",
+                "REDIS_PASSWORD",
+                "environment variable holding the password (never stored)",
+            ),
+            Option(
+                "username_env",
+                "str",
+                "REDIS_USERNAME",
+                "environment variable holding the ACL user (never stored)",
+            ),
+            Option("connect_timeout", "duration", 5.0, "give up connecting after", minimum=0.001),
+            Option("timeout", "duration", 5.0, "fail a command unanswered so long", minimum=0.001),
+        )
+    ),
+    strategies=(
+        Strategy(
+            "multiplexed",
+            "one connection per worker shared by all its clients, commands auto-pipelined",
+            _connect_multiplexed,
+            operations=KV_PUBSUB,
+        ),
+        Strategy(
+            "multiplexed-k",
+            "a fixed set of K auto-pipelined connections per worker, used round robin",
+            _connect_multiplexed_k,
+            operations=KV_PUBSUB,
+            options=OptionSet(
+                (Option("connections", "int", 4, "connections per worker", minimum=1, maximum=256),)
+            ),
+        ),
+        Strategy(
+            "async-pool",
+            "redis.asyncio with a blocking connection pool shared by the worker's clients",
+            _connect_async_pool,
+            operations=KV_PUBSUB,
+            options=OptionSet((POOL_SIZE,)),
+        ),
+        Strategy(
+            "pipeline",
+            "redis.asyncio pipelines of up to N commands gathered from concurrent clients",
+            _connect_pipeline,
+            operations=KV_PUBSUB,
+            options=OptionSet(
+                (Option("batch", "int", 16, "commands per pipeline", minimum=1, maximum=100_000),)
+            ),
+        ),
+        Strategy(
+            "sync-per-client",
+            "redis.Redis, one blocking connection per client, one thread each",
+            _connect_sync_per_client,
+            operations=KV,
+            blocking=True,
+        ),
+        Strategy(
+            "sync-pool",
+            "redis.Redis with a blocking connection pool shared by the clients' threads",
+            _connect_sync_pool,
+            operations=KV,
+            options=OptionSet((POOL_SIZE,)),
+            blocking=True,
+        ),
+    ),
+    default_strategy="multiplexed",
+    server=ServerLauncher(
+        options=OptionSet(
+            (
+                Option("maxmemory", "size", 0, "memory limit for data (0: none)", minimum=0),
+                Option(
+                    "maxmemory_policy",
+                    "choice",
+                    "allkeys-lru",
+                    "what Redis evicts at the limit",
+                    choices=(
+                        "noeviction",
+                        "allkeys-lru",
+                        "allkeys-lfu",
+                        "allkeys-random",
+                        "volatile-lru",
+                        "volatile-lfu",
+                        "volatile-random",
+                        "volatile-ttl",
+                    ),
+                ),
+                Option("io_threads", "int", 1, "redis I/O threads", minimum=1, maximum=128),
+            )
+        ),
+        start=_start,
+    ),
+)

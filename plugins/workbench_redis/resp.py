@@ -1,0 +1,325 @@
+"""A lean RESP2 connection that many virtual clients share: automatic pipelining.
+
+Commands issued during one turn of the event loop are written with a single write, and
+replies (Redis answers in order) are matched to their callers first in, first out,
+parsed by hiredis. This is what makes one connection as fast as a pool of them in
+`000_*.txt`: the cost of a round trip and a system call is shared by every command in
+flight. Nothing here reads the clock except the watchdog that turns a silent server
+into timeouts instead of a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import hiredis
+
+from workbench.adapter import AdapterError
+from workbench_redis.target import RedisTarget
+
+
+def pack(*args: bytes | memoryview | str | int) -> bytes:
+    """A command in RESP form (arguments as bulk strings)."""
+    out = bytearray(b"*%d\r\n" % len(args))
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = b"%d" % a
+        out += b"$%d\r\n" % len(a)
+        out += a
+        out += b"\r\n"
+    return bytes(out)
+
+
+def check(reply: Any) -> Any:
+    """A reply, or AdapterError('server') for an error reply."""
+    if isinstance(reply, hiredis.ReplyError):
+        raise AdapterError("server", str(reply))
+    return reply
+
+
+class RespProtocol(asyncio.Protocol):
+    """One TCP connection: a write buffer flushed once per loop turn, FIFO reply futures."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.reader = hiredis.Reader()
+        self.pending: deque[asyncio.Future[Any]] = deque()
+        self.out = bytearray()
+        self.flush_scheduled = False
+        self.transport: asyncio.Transport | None = None
+        self.lost: BaseException | None = None
+        self.last_progress = loop.time()
+        self.watchdog: asyncio.TimerHandle | None = None
+
+    # -- asyncio callbacks --
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if self.timeout > 0:
+            self.watchdog = self.loop.call_later(self.timeout / 4, self._watch)
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        self.last_progress = self.loop.time()
+        pending = self.pending
+        try:
+            while True:
+                reply = self.reader.gets()
+                if reply is False:
+                    return
+                fut = pending.popleft()
+                if not fut.done():
+                    fut.set_result(reply)
+        except (hiredis.ProtocolError, IndexError) as exc:
+            self._abort(ConnectionError(f"bad reply stream from redis: {exc!r}"))
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._fail(ConnectionError(f"connection to redis lost: {exc or 'closed by the server'}"))
+
+    # -- commands --
+    def command(self, frame: bytes) -> asyncio.Future[Any]:
+        """Queue one packed command; the future resolves with its reply."""
+        fut = self.loop.create_future()
+        if self.lost is not None:
+            fut.set_exception(self.lost)
+            return fut
+        if not self.pending:
+            self.last_progress = self.loop.time()
+        self.pending.append(fut)
+        self.out += frame
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self._flush)
+        return fut
+
+    def command_with_value(self, head: bytes, value: bytes | memoryview, tail: bytes) -> Any:
+        """Like `command`, without first joining a large value into one bytes object."""
+        fut = self.loop.create_future()
+        if self.lost is not None:
+            fut.set_exception(self.lost)
+            return fut
+        if not self.pending:
+            self.last_progress = self.loop.time()
+        self.pending.append(fut)
+        out = self.out
+        out += head
+        out += value
+        out += tail
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self._flush)
+        return fut
+
+    def _flush(self) -> None:
+        self.flush_scheduled = False
+        if self.out and self.transport is not None and self.lost is None:
+            self.transport.write(bytes(self.out))
+        self.out.clear()
+
+    def _watch(self) -> None:
+        if self.lost is not None:
+            return
+        if self.pending and self.loop.time() - self.last_progress > self.timeout:
+            self._abort(TimeoutError(f"redis did not answer within {self.timeout:g}s"))
+            return
+        self.watchdog = self.loop.call_later(self.timeout / 4, self._watch)
+
+    def _abort(self, exc: BaseException) -> None:
+        self._fail(exc)
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.lost is None:
+            self.lost = exc
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        while self.pending:
+            fut = self.pending.popleft()
+            if not fut.done():
+                fut.set_exception(self.lost)
+        self.out.clear()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self._fail(ConnectionError("connection closed by the workbench"))
+
+
+def _ssl_context(target: RedisTarget) -> ssl.SSLContext | None:
+    if not target.tls:
+        return None
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False  # loopback only: the name on a test certificate rarely fits
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+async def open_resp(target: RedisTarget) -> RespProtocol:
+    """Connect, log in and select the database; errors name what went wrong."""
+    loop = asyncio.get_running_loop()
+    _, proto = await asyncio.wait_for(
+        loop.create_connection(
+            lambda: RespProtocol(loop, target.timeout),
+            target.host,
+            target.port,
+            ssl=_ssl_context(target),
+        ),
+        timeout=target.connect_timeout,
+    )
+    try:
+        if target.password is not None:
+            auth = (target.username, target.password) if target.username else (target.password,)
+            check(await proto.command(pack("AUTH", *auth)))
+        if target.db:
+            check(await proto.command(pack("SELECT", target.db)))
+    except BaseException:
+        proto.close()
+        raise
+    return proto
+
+
+class Multiplexed:
+    """K shared RESP connections, used round robin, reopened after a failure."""
+
+    def __init__(self, target: RedisTarget, connections: int) -> None:
+        self.target = target
+        self.protos: list[RespProtocol | None] = [None] * connections
+        self.opening: list[asyncio.Future[RespProtocol] | None] = [None] * connections
+        self.turn = 0
+
+    async def open(self) -> None:
+        for i in range(len(self.protos)):
+            await self._reopen(i)
+
+    async def _reopen(self, i: int) -> RespProtocol:
+        # Many clients notice a lost connection at once: only the first reconnects.
+        pending = self.opening[i]
+        if pending is None:
+            pending = self.opening[i] = asyncio.ensure_future(open_resp(self.target))
+            try:
+                self.protos[i] = await pending
+            finally:
+                self.opening[i] = None
+            return self.protos[i]  # type: ignore[return-value]
+        return await asyncio.shield(pending)
+
+    def _pick(self) -> tuple[int, RespProtocol | None]:
+        i = self.turn
+        self.turn = (i + 1) % len(self.protos)
+        p = self.protos[i]
+        return i, (p if p is not None and p.lost is None else None)
+
+    async def call(self, frame: bytes) -> Any:
+        i, p = self._pick()
+        if p is None:
+            p = await self._reopen(i)
+        return check(await p.command(frame))
+
+    async def call_with_value(self, head: bytes, value: bytes | memoryview, tail: bytes) -> Any:
+        i, p = self._pick()
+        if p is None:
+            p = await self._reopen(i)
+        return check(await p.command_with_value(head, value, tail))
+
+    async def close(self) -> None:
+        for p in self.protos:
+            if p is not None:
+                p.close()
+
+
+class MultiplexedClient:
+    """A virtual client: a thin handle on the worker's shared connections."""
+
+    def __init__(self, mux: Multiplexed) -> None:
+        self.mux = mux
+        self.call = mux.call
+        self.call_with_value = mux.call_with_value
+
+    async def get(self, key: bytes) -> bytes | None:
+        return await self.call(b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key))  # type: ignore[no-any-return]
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        head = b"*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n" % (
+            5 if ttl else 3,
+            len(key),
+            key,
+            len(value),
+        )
+        if ttl:
+            ms = b"%d" % max(1, round(ttl * 1000))
+            tail = b"\r\n$2\r\nPX\r\n$%d\r\n%s\r\n" % (len(ms), ms)
+        else:
+            tail = b"\r\n"
+        await self.call_with_value(head, value, tail)
+
+    async def delete(self, key: bytes) -> bool:
+        return bool(await self.call(b"*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n" % (len(key), key)))
+
+    async def publish(self, channel: bytes, message: bytes) -> None:
+        await self.call(pack(b"PUBLISH", channel, message))
+
+    async def subscribe(self, channels: Sequence[bytes]) -> AsyncIterator[bytes]:
+        return await subscribe(self.mux.target, channels)
+
+    async def close(self) -> None:
+        return None
+
+
+class _PushProtocol(RespProtocol):
+    """A subscribed connection: every reply is a push, handed to a queue."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop, timeout=0)
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            self.queue.put_nowait(reply)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        super().connection_lost(exc)
+        self.queue.put_nowait(self.lost)
+
+
+async def subscribe(target: RedisTarget, channels: Sequence[bytes]) -> AsyncIterator[bytes]:
+    """A dedicated connection subscribed to `channels`; returns once Redis confirmed them all."""
+    loop = asyncio.get_running_loop()
+    _, proto = await asyncio.wait_for(
+        loop.create_connection(
+            lambda: _PushProtocol(loop), target.host, target.port, ssl=_ssl_context(target)
+        ),
+        timeout=target.connect_timeout,
+    )
+    assert proto.transport is not None
+    if target.password is not None:
+        auth = (target.username, target.password) if target.username else (target.password,)
+        proto.transport.write(pack("AUTH", *auth))
+        check(await asyncio.wait_for(proto.queue.get(), target.timeout))
+    proto.transport.write(pack(b"SUBSCRIBE", *channels))
+    for _ in channels:  # one confirmation per channel
+        reply = check(await asyncio.wait_for(proto.queue.get(), target.timeout))
+        if isinstance(reply, BaseException):
+            raise reply
+    return _messages(proto)
+
+
+async def _messages(proto: _PushProtocol) -> AsyncIterator[bytes]:
+    try:
+        while True:
+            reply = await proto.queue.get()
+            if isinstance(reply, BaseException):
+                raise reply
+            if isinstance(reply, list) and len(reply) == 3 and reply[0] == b"message":
+                yield reply[2]
+    finally:
+        with contextlib.suppress(Exception):
+            proto.close()

@@ -1,0 +1,95 @@
+"""Where the Redis server is and how to log in: parsed once from the system's options.
+
+Passwords and ACL users are never options: the options name environment variables that
+hold them, so a stored run or an exported report cannot carry a secret.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from workbench.errors import TargetError
+from workbench.servers import require_loopback
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    host: str
+    port: int
+    db: int
+    tls: bool
+    username: str | None
+    password: str | None
+    connect_timeout: float
+    timeout: float
+
+    def redis_py_kwargs(self) -> dict[str, Any]:
+        """Arguments for redis.Redis / redis.asyncio.Redis without an explicit pool."""
+        kwargs = self._common()
+        if self.tls:
+            kwargs.update(ssl=True, ssl_cert_reqs=None)
+        return kwargs
+
+    def pool_kwargs(self, asyncio: bool) -> dict[str, Any]:
+        """Arguments for a redis-py connection pool (TLS is a connection class there)."""
+        kwargs = self._common()
+        if self.tls:
+            if asyncio:
+                from redis.asyncio.connection import SSLConnection as AsyncSSL
+
+                kwargs.update(connection_class=AsyncSSL, ssl_cert_reqs=None)
+            else:
+                from redis.connection import SSLConnection
+
+                kwargs.update(connection_class=SSLConnection, ssl_cert_reqs=None)
+        return kwargs
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "db": self.db,
+            "username": self.username,
+            "password": self.password,
+            "socket_connect_timeout": self.connect_timeout,
+            "socket_timeout": self.timeout,
+        }
+
+
+def parse_target(options: dict[str, Any]) -> RedisTarget:
+    url = str(options["url"])
+    where = "target.options.url"
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        raise TargetError(f"expected a redis:// or rediss:// URL; got {url!r}", where)
+    host = parts.hostname or "127.0.0.1"
+    require_loopback(host, where)
+    try:
+        port = parts.port or 6379
+        path = parts.path.strip("/")
+        db = int(path) if path else 0
+    except ValueError as exc:
+        raise TargetError(f"expected redis://HOST:PORT/DB; got {url!r} ({exc})", where) from None
+    if parts.password:
+        raise TargetError(
+            "a password in the URL would be stored with the run; put it in the environment "
+            f"variable named by target.options.password_env ({options['password_env']})",
+            where,
+        )
+    username = os.environ.get(options["username_env"]) or (
+        unquote(parts.username) if parts.username else None
+    )
+    password = os.environ.get(options["password_env"]) or None
+    return RedisTarget(
+        host=host,
+        port=port,
+        db=db,
+        tls=parts.scheme == "rediss",
+        username=username,
+        password=password,
+        connect_timeout=float(options["connect_timeout"]),
+        timeout=float(options["timeout"]),
+    )

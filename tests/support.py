@@ -1,0 +1,33 @@
+"""Helpers shared by the test modules: run an experiment through the real session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from workbench import session
+from workbench.events import Event, StepFinished
+from workbench.spec.load import load_spec
+from workbench.store import Store
+
+
+async def collect(
+    overrides: list[str],
+    store: Store,
+    stop: asyncio.Event | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    profile: Path | None = None,
+) -> list[Event]:
+    """Every event of one run (no warm-up, quarter-second intervals unless overridden)."""
+    spec = load_spec(profile, ["load.warmup=0", "load.interval=0.25", *overrides])
+    events = []
+    async for e in session.run(spec, store, stop=stop):
+        events.append(e)
+        if on_event:
+            on_event(e)
+    return events
+
+
+def finished(events: list[Event]) -> list[StepFinished]:
+    return [e for e in events if isinstance(e, StepFinished)]
