@@ -1,0 +1,366 @@
+"""memcached: pymemcache's blocking clients, and a lean asyncio text-protocol client.
+
+Strategies:
+
+- ``multiplexed`` (default): asyncio. Each worker holds ``connections`` connections per
+  server, shared by all its virtual clients; requests are written as they come (those of
+  one loop turn in one write) and memcached's in-order replies are matched first in,
+  first out: natural pipelining. The lean path, meant to measure the server.
+- ``client-per-client``: blocking, one pymemcache ``Client`` (one connection per server)
+  per virtual client, each driven from its own thread.
+- ``pooled``: blocking, one pymemcache ``PooledClient`` per server shared by the threads;
+  with ``pool_size`` N at most N connections per server, and a thread waits for a free one.
+
+Several ``servers`` spread keys by rendezvous hashing (`protocol.Rendezvous`), the same
+in every strategy, so a key lives on the same server whichever strategy wrote it. The
+blocking strategies hash over pymemcache clients themselves rather than through
+pymemcache's ``HashClient``: that one answers a failing server with the default value (a
+get would count as a miss, not an error) during its retry window, drops a server for 60
+seconds once it is marked dead, and keeps that bookkeeping without a lock, which threads
+sharing one client race on.
+
+Only loopback servers are accepted. A set's TTL becomes ``exptime = ceil(ttl)`` (none: 0;
+beyond 30 days, the unix time it ends, as memcached reads such values). Error replies
+(``SERVER_ERROR``, ``CLIENT_ERROR``, ``ERROR``: a value over the item size limit, say)
+count as ``server`` errors; a lost connection as ``connection`` and a missing reply as
+``timeout``, and the next operation reconnects. memcached has no pub/sub.
+
+With ``target.managed = true`` the workbench starts ``memcached`` on a free loopback port
+with ``target.server.memory_mb`` (-m), ``max_item_size`` (-I) and ``threads`` (-t).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pymemcache.client.base import Client as PymemcacheClient
+from pymemcache.client.base import PooledClient
+from pymemcache.exceptions import (
+    MemcacheClientError,
+    MemcacheError,
+    MemcacheIllegalInputError,
+    MemcacheServerError,
+    MemcacheUnexpectedCloseError,
+    MemcacheUnknownCommandError,
+)
+
+from workbench.adapter import AdapterError, CacheSystem, ServerLauncher, Strategy, error_kind
+from workbench.options import Option, OptionSet
+from workbench.servers import ServerProcess, start_memcached
+from workbench_memcached.protocol import (
+    Address,
+    Links,
+    MultiplexedClient,
+    Rendezvous,
+    address_text,
+    exptime,
+    parse_servers,
+    to_stats,
+)
+
+
+def _translate(exc: Exception, server: str) -> AdapterError:
+    """pymemcache's exceptions in the engine's kinds, worded like the server's reply."""
+    if isinstance(exc, OSError):  # timeout or connection, said with the server's address
+        return AdapterError(error_kind(exc), f"memcached at {server}: {type(exc).__name__}: {exc}")
+    detail = exc.args[0] if exc.args else ""
+    if isinstance(detail, bytes):
+        detail = detail.decode(errors="replace")
+    if isinstance(exc, MemcacheUnexpectedCloseError):
+        return AdapterError("connection", f"memcached at {server} closed the connection")
+    if isinstance(exc, MemcacheIllegalInputError):
+        return AdapterError("invalid", f"not sent to memcached at {server}: {detail}")
+    if isinstance(exc, MemcacheUnknownCommandError):
+        return AdapterError("server", f"memcached at {server}: ERROR")
+    if isinstance(exc, MemcacheServerError):
+        return AdapterError("server", f"memcached at {server}: SERVER_ERROR {detail}")
+    if isinstance(exc, MemcacheClientError):
+        return AdapterError("server", f"memcached at {server}: CLIENT_ERROR {detail}")
+    return AdapterError("protocol", f"memcached at {server}: {type(exc).__name__}: {detail}")
+
+
+class _Bounded:
+    """A PooledClient behind a semaphore: threads wait for a free connection."""
+
+    def __init__(self, pooled: PooledClient, size: int) -> None:
+        self.pooled = pooled
+        self.slots = threading.BoundedSemaphore(size)
+        self.server = pooled.server
+
+    def get(self, key: bytes) -> Any:
+        with self.slots:
+            return self.pooled.get(key)
+
+    def set(self, key: bytes, value: bytes, expire: int, noreply: bool) -> Any:
+        with self.slots:
+            return self.pooled.set(key, value, expire=expire, noreply=noreply)
+
+    def delete(self, key: bytes, noreply: bool) -> Any:
+        with self.slots:
+            return self.pooled.delete(key, noreply=noreply)
+
+    def close(self) -> None:
+        self.pooled.close()
+
+
+def _picker(clients: Sequence[Any], hasher: Rendezvous) -> Callable[[bytes], Any]:
+    if len(clients) == 1:
+        only = clients[0]
+        return lambda key: only
+    index = hasher.index
+    return lambda key: clients[index(key)]
+
+
+def _name(client: Any) -> str:
+    server = client.server
+    return address_text(server) if isinstance(server, tuple) else str(server)
+
+
+class BlockingClient:
+    """A virtual client driven from its own thread over pymemcache clients (one per server)."""
+
+    __slots__ = ("clients", "owned", "pick")
+
+    def __init__(self, clients: Sequence[Any], hasher: Rendezvous, owned: bool) -> None:
+        self.clients = clients
+        self.pick = _picker(clients, hasher)
+        self.owned = owned
+
+    def get(self, key: bytes) -> bytes | None:
+        client = self.pick(key)
+        try:
+            value: bytes | None = client.get(key)
+        except (MemcacheError, OSError) as exc:
+            raise _translate(exc, _name(client)) from exc
+        return value
+
+    def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        client = self.pick(key)
+        data = value if isinstance(value, bytes) else bytes(value)
+        try:
+            client.set(key, data, expire=0 if ttl is None else exptime(ttl), noreply=False)
+        except (MemcacheError, OSError) as exc:
+            raise _translate(exc, _name(client)) from exc
+
+    def delete(self, key: bytes) -> bool:
+        client = self.pick(key)
+        try:
+            return bool(client.delete(key, noreply=False))
+        except (MemcacheError, OSError) as exc:
+            raise _translate(exc, _name(client)) from exc
+
+    def close(self) -> None:
+        if self.owned:
+            for client in self.clients:
+                client.close()
+
+
+def _client_options(system: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "connect_timeout": system["connect_timeout"] or None,
+        "timeout": system["timeout"] or None,
+        "no_delay": system["no_delay"],
+        "default_noreply": False,
+    }
+
+
+async def _stats_links(system: dict[str, Any], servers: list[Address]) -> Links:
+    """One connection per server for ``stats``; opening them checks that all answer."""
+    links = Links(servers, 1, system["connect_timeout"], system["timeout"], system["no_delay"])
+    await links.open_all()
+    return links
+
+
+async def _server_stats(links: Links) -> dict[str, Any]:
+    replies = await asyncio.gather(*(link.stats() for link in links.all))
+    return to_stats(replies)
+
+
+class BlockingConnection:
+    """The blocking strategies' connection: makes (or shares) pymemcache clients."""
+
+    def __init__(
+        self,
+        servers: list[Address],
+        make: Callable[[Address], Any],
+        shared: bool,
+        stats: Links,
+    ) -> None:
+        self.servers = servers
+        self.make = make
+        self.hasher = Rendezvous([address_text(a) for a in servers])
+        self.shared = [make(a) for a in servers] if shared else None
+        self.stats = stats
+        self.owned: list[BlockingClient] = []
+
+    async def client(self) -> BlockingClient:
+        if self.shared is not None:
+            return BlockingClient(self.shared, self.hasher, owned=False)
+        client = BlockingClient([self.make(a) for a in self.servers], self.hasher, owned=True)
+        self.owned.append(client)
+        return client
+
+    async def server_stats(self) -> dict[str, Any]:
+        return await _server_stats(self.stats)
+
+    async def close(self) -> None:
+        self.stats.close()
+        for client in self.shared or ():
+            client.close()
+        for owned in self.owned:
+            owned.close()
+
+
+class MultiplexedConnection:
+    def __init__(self, links: Links, stats: Links) -> None:
+        self.links = links
+        self.stats = stats
+
+    async def client(self) -> MultiplexedClient:
+        return MultiplexedClient(self.links.pick)
+
+    async def server_stats(self) -> dict[str, Any]:
+        return await _server_stats(self.stats)
+
+    async def close(self) -> None:
+        self.links.close()
+        self.stats.close()
+
+
+async def _connect_multiplexed(
+    system: dict[str, Any], strategy: dict[str, Any]
+) -> MultiplexedConnection:
+    servers = parse_servers(system["servers"])
+    stats = await _stats_links(system, servers)
+    links = Links(
+        servers,
+        strategy["connections"],
+        system["connect_timeout"],
+        system["timeout"],
+        system["no_delay"],
+    )
+    try:
+        await links.open_all()
+    except BaseException:
+        stats.close()
+        raise
+    return MultiplexedConnection(links, stats)
+
+
+async def _connect_per_client(
+    system: dict[str, Any], strategy: dict[str, Any]
+) -> BlockingConnection:
+    servers = parse_servers(system["servers"])
+    stats = await _stats_links(system, servers)
+    options = _client_options(system)
+    return BlockingConnection(
+        servers, lambda a: PymemcacheClient(a, **options), shared=False, stats=stats
+    )
+
+
+async def _connect_pooled(system: dict[str, Any], strategy: dict[str, Any]) -> BlockingConnection:
+    servers = parse_servers(system["servers"])
+    stats = await _stats_links(system, servers)
+    options = _client_options(system)
+    size = strategy["pool_size"]
+
+    def make(address: Address) -> Any:
+        pooled = PooledClient(address, max_pool_size=size or None, **options)
+        return _Bounded(pooled, size) if size else pooled
+
+    return BlockingConnection(servers, make, shared=True, stats=stats)
+
+
+def start_server(options: dict[str, Any]) -> ServerProcess:
+    """A throw-away memcached on a free loopback port."""
+    return start_memcached(
+        memory_mb=options["memory_mb"],
+        max_item_size=str(options["max_item_size"]),
+        threads=options["threads"],
+    )
+
+
+plugin = CacheSystem(
+    name="memcached",
+    description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
+    options=OptionSet(
+        (
+            Option(
+                "servers",
+                "list",
+                ["127.0.0.1:11211"],
+                "host:port of each server, loopback only; several: keys hashed over them",
+            ),
+            Option("connect_timeout", "duration", 2.0, "connection timeout (0: none)"),
+            Option(
+                "timeout",
+                "duration",
+                5.0,
+                "time to wait for a reply before it is an error (0: none)",
+            ),
+            Option("no_delay", "bool", True, "set TCP_NODELAY (send small requests at once)"),
+        )
+    ),
+    strategies=(
+        Strategy(
+            "multiplexed",
+            "asyncio: the worker's clients share connections, requests pipelined as they come",
+            _connect_multiplexed,
+            options=OptionSet(
+                (
+                    Option(
+                        "connections",
+                        "int",
+                        1,
+                        "connections per server per worker, used round-robin",
+                        minimum=1,
+                    ),
+                )
+            ),
+        ),
+        Strategy(
+            "client-per-client",
+            "one pymemcache Client (its own connection) per client, one thread each",
+            _connect_per_client,
+            blocking=True,
+        ),
+        Strategy(
+            "pooled",
+            "one pymemcache PooledClient per server shared by the clients' threads",
+            _connect_pooled,
+            options=OptionSet(
+                (
+                    Option(
+                        "pool_size",
+                        "int",
+                        0,
+                        "connections per server (0: as many as threads are busy at once)",
+                        minimum=0,
+                    ),
+                )
+            ),
+            blocking=True,
+        ),
+    ),
+    default_strategy="multiplexed",
+    server=ServerLauncher(
+        options=OptionSet(
+            (
+                Option("memory_mb", "int", 256, "memory for items in MiB (-m)", minimum=1),
+                Option(
+                    "max_item_size",
+                    "size",
+                    2 * 1024 * 1024,
+                    "largest item, e.g. 1m or 2m (-I)",
+                    minimum=1024,
+                    maximum=1024**3,
+                ),
+                Option("threads", "int", 4, "server threads (-t)", minimum=1),
+            )
+        ),
+        start=start_server,
+    ),
+)
