@@ -95,7 +95,11 @@ def parse_key_distribution(text: str, where: str = "workload.key_distribution") 
 
 
 def parse_value_size(text: str, where: str = "workload.value_size") -> Dist:
-    """fixed(N), uniform(MIN,MAX) or weighted(SIZE:WEIGHT, ...); sizes take units (4KiB, 1MB)."""
+    """fixed(N), uniform(MIN,MAX) or weighted(SIZE:WEIGHT, ...); sizes take units (4KiB, 1MB).
+
+    A bare size (100, 4KiB) means fixed(size)."""
+    if "(" not in text and text.strip() and text.strip()[0].isdigit():
+        text = f"fixed({text.strip()})"
     kind, args = _parse_call(text, where, VALUE_SIZE_FORMS, "uniform(8,3000)")
     if kind == "fixed":
         if len(args) != 1:
@@ -124,6 +128,9 @@ def parse_value_size(text: str, where: str = "workload.value_size") -> Dist:
 
 
 def parse_ttl(text: str, where: str = "workload.ttl") -> Dist:
+    """none, fixed(SECONDS) or range(MIN,MAX); a bare duration (60, 2s) means fixed."""
+    if "(" not in text and text.strip() and text.strip()[0].isdigit():
+        text = f"fixed({text.strip()})"
     kind, args = _parse_call(text, where, TTL_FORMS, "fixed(2s) or range(1,5)")
     if kind == "none":
         return Dist(kind)

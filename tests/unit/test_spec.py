@@ -11,6 +11,7 @@ from workbench.spec.load import load_spec, spec_from_data
 from workbench.spec.model import spec_to_dict
 from workbench.spec.plan import check_spec, plan
 from workbench.spec.save import save_spec
+from workbench.workload import parse_ttl, parse_value_size
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -148,3 +149,10 @@ def test_saved_profile_loads_back_identical(tmp_path: Path) -> None:
 def test_spec_dict_round_trip_is_lossless() -> None:
     spec = load_spec(None, ["load.concurrency=[1,2]", "target.options.max_entries=5"])
     assert spec_from_data(spec_to_dict(spec)) == spec
+
+
+def test_a_bare_number_is_a_fixed_value_size_or_ttl() -> None:
+    spec = load_spec(None, ["workload.value_size=100", "workload.ttl=60"])
+    assert parse_value_size(spec.workload.value_size) == parse_value_size("fixed(100)")
+    assert parse_ttl(spec.workload.ttl) == parse_ttl("fixed(60)")
+    assert parse_value_size("4KiB") == parse_value_size("fixed(4KiB)")

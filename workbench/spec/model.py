@@ -164,6 +164,8 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     elif tp is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)  # value_size = 100, ttl = 60: a number is its own expression
     elif tp is Any:
         return value
     raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
