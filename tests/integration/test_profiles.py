@@ -1,0 +1,57 @@
+"""Every profile in profiles/ runs end to end, shrunk to seconds with --set overrides.
+
+The profiles are the experiments of the source documents; CI runs each of them in a
+quick form (shorter steps, fewer sweep values) so that a profile that no longer loads
+or runs is caught, while the full ones stay what users run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import collect, finished
+
+from workbench.spec.load import load_spec
+from workbench.spec.plan import check_spec
+from workbench.store import Store
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+SHORT = ["load.duration=0.3", "load.warmup=0"]
+
+QUICK: dict[str, list[str]] = {
+    "quick": SHORT,
+    "embedded-sweep": [*SHORT, "load.concurrency=[1,4]"],
+    "client-strategies": [*SHORT, "load.concurrency=4"],
+    "client-strategies-pubsub": [*SHORT, "load.concurrency=2"],
+    "value-sizes": [*SHORT, "workload.keys=4", 'strategy.name=["multiplexed","sync-pool"]'],
+    "value-sizes-pubsub": SHORT,
+    "memory-limit-hit-rate": ["load.ops=400", "load.warmup_ops=400"],
+}
+# Errors a profile may meet for real: memcached refuses items when a slab class is full.
+ALLOWED_ERRORS: dict[str, set[str]] = {"memory-limit-hit-rate": {"server"}}
+
+
+def test_every_profile_has_a_quick_form_here() -> None:
+    names = {p.stem for p in PROFILES.glob("*.toml")}
+    assert names <= set(QUICK), f"add a quick form for {sorted(names - set(QUICK))}"
+
+
+@pytest.mark.parametrize("path", sorted(PROFILES.glob("*.toml")), ids=lambda p: p.stem)
+def test_a_profile_loads_and_plans(path: Path) -> None:
+    steps = check_spec(load_spec(path))
+    assert steps
+    assert load_spec(path).description, "say what the experiment is in one line"
+    assert path.read_text().startswith("#"), "head the profile with a comment naming its source"
+
+
+@pytest.mark.parametrize("name", sorted(QUICK))
+async def test_a_profile_runs_in_its_quick_form(name: str, tmp_path: Path) -> None:
+    path = PROFILES / f"{name}.toml"
+    events = await collect(QUICK[name], Store(tmp_path / "runs.sqlite"), profile=path)
+    steps = finished(events)
+    assert len(steps) == len(check_spec(load_spec(path, QUICK[name])))
+    for step in steps:
+        assert step.status == "completed", (step.index, step.stats.first_errors)
+        assert step.stats.ops > 0
+        assert set(step.stats.errors) <= ALLOWED_ERRORS.get(name, set()), step.stats.first_errors
