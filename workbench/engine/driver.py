@@ -44,7 +44,7 @@ KIND_NAMES = {GET: "get", SET: "set", DELETE: "delete", PUBLISH: "publish", DELI
 YIELD_EVERY = 64  # ops between forced loop turns, so in-process adapters cannot starve timers
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 FOLD_CHUNK = 4096
-_STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence
+_STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -124,6 +124,7 @@ class LoadState:
     buf: Buffers = field(default_factory=Buffers)
     remaining: int | None = None  # ops left in the current phase, when counted
     phase: int = 0  # warm-up, measured...: bumped with the budget, under the lock
+    measuring: bool = False  # in the measured phase (not warm-up)
     phase_over: asyncio.Event = field(default_factory=asyncio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     loop: asyncio.AbstractEventLoop | None = None
@@ -205,7 +206,7 @@ async def async_client(
             break
         # An op is recorded in the interval it ends in, and only if it began in the same
         # phase: one still in flight when warm-up ends is not measured.
-        phase = state.phase
+        phase, measured = state.phase, state.measuring
         code, index, key, size, ttl = nxt()
         if period is not None:
             intended += period
@@ -254,7 +255,10 @@ async def async_client(
             else:
                 seq += 1
                 channel = channels[index % len(channels)]
-                message = _STAMP.pack(perf(), seq) + bytes(value[: max(size - 16, 0)])
+                # The tag says whether the publish is measured, so that every worker's
+                # subscribers count the same messages whatever their own phase.
+                tag = seq << 1 | measured
+                message = _STAMP.pack(perf(), tag) + bytes(value[: max(size - 16, 0)])
                 await client.publish(channel, message)
                 if state.phase == phase:
                     buf = state.buf
@@ -371,7 +375,9 @@ async def subscriber(
     if counter[0] == total:
         ready.set()
     async for message in messages:
-        sent, _ = _STAMP.unpack_from(message)
+        sent, tag = _STAMP.unpack_from(message)
+        if not tag & 1:
+            continue  # published during warm-up: neither it nor its publish is counted
         buf = state.buf
         buf.lat[DELIVER].append(perf() - sent)
         buf.delivered += 1
@@ -556,6 +562,7 @@ class StepRun:
             state.budget_stops = not warmup
             state.buf = Buffers()
             state.phase += 1
+            state.measuring = not warmup
         state.phase_over.clear()
         if self.stop_requested.is_set():
             return "interrupted"
