@@ -286,3 +286,27 @@ async def test_a_server_that_dies_mid_run_is_counted_as_errors_and_the_run_is_ke
     assert sum(step.stats.errors.values()) > 0
     stored = store.load("last")
     assert stored.steps[0].stats.ops == step.stats.ops
+
+
+async def test_pubsub_through_the_engine_delivers_every_measured_message(
+    redis_server: ServerProcess, tmp_path: Path
+) -> None:
+    events = await collect(
+        [
+            "target.system=redis",
+            f"target.options.url={redis_server.target_options['url']}",
+            "workload.mix={publish=1}",
+            "workload.pubsub.channels=2",
+            "workload.pubsub.subscribers_per_channel=2",
+            "load.duration=0.6",
+            "load.warmup=0.3",  # publishes of the warm-up reach subscribers late: not counted
+            "load.concurrency=6",
+            "load.workers=2",
+        ],
+        Store(tmp_path / "runs.sqlite"),
+    )
+    (step,) = finished(events)
+    s = step.stats
+    assert s.published > 0
+    assert s.expected_deliveries == s.published * 2
+    assert s.delivered == s.expected_deliveries
