@@ -1,1 +1,56 @@
-"""Reports: pure functions from stored runs to text, one module per format."""
+"""Reports: pure functions from stored runs to text, one module per format.
+
+``render(runs, fmt, **options)`` takes one `StoredRun` or several (several give one
+comparison) and returns the whole report as a string. Every figure is read through the
+reducer the faces use (`workbench.live.RunView`) and `workbench.metrics.summarise`, so a
+report, `workbench runs show` and the live screens never disagree.
+
+Markdown formats (they start with what was measured where, and end with the command that
+measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``hitrate``.
+Data formats: ``json`` (the full stored runs), ``csv`` (one row per interval and per step),
+``hlog`` (an HdrHistogram interval log, one line per interval per op kind).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from workbench.errors import WorkbenchError
+from workbench.report.model import read_runs
+from workbench.store import StoredRun
+
+# format name -> (module, one-line description)
+FORMATS: dict[str, tuple[str, str]] = {
+    "table": ("table", "markdown comparison table per step, with the percentile ticks"),
+    "criterion": ("criterion", "criterion-like blocks per step: time, thrpt, percentiles"),
+    "wrk": ("wrk", "wrk-like blocks per step: thread stats, latency distribution, req/s"),
+    "gobench": ("gobench", "Go benchmark lines per step and op: N, ns/op, B/op, extras"),
+    "hitrate": ("hitrate", "hit-rate tables per step: overall, hot and cold keys, memory"),
+    "json": ("json_report", "the full stored runs as JSON"),
+    "csv": ("csv_report", "one CSV row per interval and per step"),
+    "hlog": ("hlog", "HdrHistogram interval log, one line per interval per op kind"),
+}
+MARKDOWN = ("table", "criterion", "wrk", "gobench", "hitrate")
+
+
+class ReportError(WorkbenchError):
+    """A report cannot be made: an unknown format, no runs."""
+
+
+def unknown_format(fmt: str) -> ReportError:
+    return ReportError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", "--format")
+
+
+def render(runs: StoredRun | Iterable[StoredRun], fmt: str = "table", **options: object) -> str:
+    """The report of `runs` in format `fmt`, as text ending with a newline."""
+    if fmt not in FORMATS:
+        raise unknown_format(fmt)
+    data = read_runs(runs)
+    if not data:
+        raise ReportError("no runs to report on")
+    module = importlib.import_module(f"workbench.report.{FORMATS[fmt][0]}")
+    return module.render(data, **options)
+
+
+__all__ = ["FORMATS", "MARKDOWN", "ReportError", "render"]

@@ -1,0 +1,49 @@
+"""`workbench report RUN... [--format F] [-o FILE]`: a stored run (or several, compared) as
+markdown shaped like the source documents, or as JSON, CSV or an HdrHistogram log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.report import FORMATS, render
+
+FORMAT_HELP = "; ".join(f"{name}: {desc}" for name, (_, desc) in FORMATS.items())
+
+
+@one_line_errors
+def command(
+    runs: Annotated[
+        list[str],
+        typer.Argument(help="run ids, id prefixes, names, or 'last'; several give a comparison"),
+    ],
+    format_: Annotated[
+        str, typer.Option("--format", "-f", help=f"one of {', '.join(FORMATS)}")
+    ] = "table",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write to this file, not stdout")
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """A report of stored runs: table (default), criterion, wrk, gobench, hitrate, json, csv,
+    hlog. Several runs give one comparison, ratios against the first."""
+    if format_ not in FORMATS:
+        raise fail(
+            f"unknown format {format_!r}; expected one of {', '.join(FORMATS)}",
+            ExitStatus.BAD_INPUT,
+        )
+    st = open_store(store)
+    stored = [st.load(ref) for ref in runs]
+    text = render(stored, format_)
+    if output is None:
+        out(text.rstrip("\n"))
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}", ExitStatus.ERROR) from None
+    typer.echo(f"wrote {format_} report of {len(stored)} run(s) to {output}", err=True)

@@ -1,0 +1,186 @@
+"""Criterion-like blocks, as in the client-strategy document (000): one heading per
+concurrency level, one block per strategy (step) under it, then conclusions from the data.
+
+    embedded/direct/concurrency = 4
+                            time:   [1.3815 us 1.5000 us 1.6075 us]
+                            thrpt:  [13.905 MiB/s 14.901 MiB/s 16.180 MiB/s]
+    Response times percentiles:
+    0.02% < 0.905us
+    50.04% < 1.526us
+    ...
+
+``time`` is wall time per operation across all clients (1 / throughput) and ``thrpt`` the
+value bytes moved per second (operations per second when no value bytes moved): the middle
+figure is the whole step, the outer ones the fastest and slowest measured interval. Each
+percentile line gives the share of operations at or below the latency shown, at the
+document's ticks (50, 75, 87.5, ... 99.22) plus 99.9 and the maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.metrics import DOC_TICKS, format_us
+from workbench.report.markdown import footer, header
+from workbench.report.model import RunData, StepData, cumulative_share
+from workbench.report.units import (
+    block_unit,
+    criterion_bytes_per_s,
+    criterion_elements_per_s,
+    criterion_time,
+    latency,
+)
+
+INDENT = " " * 24
+TICKS = (*DOC_TICKS, 99.9)
+
+
+def _three(mid: float, samples: list[float]) -> tuple[float, float, float]:
+    if not samples:
+        return mid, mid, mid
+    return min(min(samples), mid), mid, max(max(samples), mid)
+
+
+def share_text(share: float) -> str:
+    """A share of operations as 000 prints it; tiny shares keep two significant digits."""
+    return f"{share:.2g}%" if 0 < share < 0.005 else f"{share:.2f}%"
+
+
+def block(step: StepData, *, with_run: bool) -> list[str]:
+    s = step.summary
+    title = step.name(with_run=with_run)
+    if step.status != "completed":
+        title += f" ({step.status})"
+    if not s.ops or s.ops_per_s <= 0:
+        return [title, f"{INDENT}nothing measured", ""]
+    points = [p for p in step.points if p.ops_per_s > 0]
+    lo, mid, hi = _three(1e9 / s.ops_per_s, [1e9 / p.ops_per_s for p in points])
+    times = " ".join(criterion_time(v).strip() for v in (lo, mid, hi))
+    lines = [title, f"{INDENT}time:   [{times}]"]
+    if s.mib_per_s > 0:
+        rates = _three(s.mib_per_s * 1048576, [p.mib_per_s * 1048576 for p in points])
+        text = " ".join(criterion_bytes_per_s(v).strip() for v in rates)
+    else:
+        rates = _three(s.ops_per_s, [p.ops_per_s for p in points])
+        text = " ".join(criterion_elements_per_s(v).strip() for v in rates)
+    lines.append(f"{INDENT}thrpt:  [{text}]")
+    if s.errors:
+        lines.append(f"Found {s.errors:,} errors among {s.ops + s.errors:,} operations")
+    unit = block_unit(s.p(50.0))
+    hist = step.histogram
+    lines.append("Response times percentiles:")
+    lines.append(
+        f"{share_text(cumulative_share(hist, hist.get_min_value()))} < {latency(s.min_us, unit)}"
+    )
+    for tick in TICKS:
+        value_us = s.p(tick)
+        share = cumulative_share(hist, round(value_us * 1000))
+        lines.append(f"{share_text(share)} < {latency(value_us, unit)}")
+    lines.append(f"100.00% < {latency(s.max_us, unit)}")
+    lines.append("")
+    return lines
+
+
+def levels(runs: Sequence[RunData]) -> dict[int, list[StepData]]:
+    by_level: dict[int, list[StepData]] = {}
+    for run in runs:
+        for step in run.started_steps:
+            by_level.setdefault(step.clients, []).append(step)
+    return dict(sorted(by_level.items()))
+
+
+def conclusions(runs: Sequence[RunData]) -> list[str]:
+    """What the data says: the fastest per level, where throughput peaks and latency grows."""
+    several = len(runs) > 1
+    out: list[str] = []
+    by_level = levels(runs)
+    for level, steps in by_level.items():
+        measured = [s for s in steps if s.has_data]
+        if len(measured) < 2:
+            continue
+        fast = max(measured, key=lambda s: s.summary.ops_per_s)
+        slow = min(measured, key=lambda s: s.summary.ops_per_s)
+        calm = min(measured, key=lambda s: s.summary.p(99.0))
+        text = (
+            f"Concurrency {level}: {fast.series(with_run=several)} is fastest at "
+            f"{fast.summary.ops_per_s:,.0f} ops/s, "
+            f"x{fast.summary.ops_per_s / slow.summary.ops_per_s:.2f} the slowest "
+            f"({slow.series(with_run=several)})"
+        )
+        if calm is fast:
+            text += f", and has the lowest p99 ({format_us(calm.summary.p(99.0))})"
+        else:
+            text += (
+                f"; {calm.series(with_run=several)} has the lowest p99 "
+                f"({format_us(calm.summary.p(99.0))})"
+            )
+        out.append(text + ".")
+    series: dict[str, list[StepData]] = {}
+    for steps in by_level.values():
+        for s in steps:
+            if s.has_data:
+                series.setdefault(s.series(with_run=several), []).append(s)
+    for name, steps in series.items():
+        if len(steps) < 2:
+            continue
+        peak = max(steps, key=lambda s: s.summary.ops_per_s)
+        last = steps[-1]
+        text = (
+            f"{name}: throughput peaks at concurrency {peak.clients} "
+            f"({peak.summary.ops_per_s:,.0f} ops/s)"
+        )
+        if last is not peak and last.summary.ops_per_s < 0.95 * peak.summary.ops_per_s:
+            drop = 1 - last.summary.ops_per_s / peak.summary.ops_per_s
+            text += f" and falls {drop:.0%} by concurrency {last.clients}"
+        first = steps[0]
+        if first.summary.p(99.0) > 0:
+            growth = last.summary.p(99.0) / first.summary.p(99.0)
+            text += (
+                f"; p99 goes from {format_us(first.summary.p(99.0))} at concurrency "
+                f"{first.clients} to {format_us(last.summary.p(99.0))} at {last.clients} "
+                f"(x{growth:.1f})"
+            )
+        out.append(text + ".")
+        failing = [s for s in steps if s.summary.errors]
+        if failing:
+            s = failing[0]
+            kinds = ", ".join(sorted(s.totals.errors))
+            out.append(
+                f"{name}: errors from concurrency {s.clients} on ({s.summary.errors:,} {kinds})."
+            )
+    if not out:
+        for step in (s for r in runs for s in r.started_steps if s.has_data):
+            out.append(
+                f"{step.name(with_run=several)}: {step.summary.ops_per_s:,.0f} ops/s, p50 "
+                f"{format_us(step.summary.p(50.0))}, p99 {format_us(step.summary.p(99.0))}."
+            )
+    for run in runs:
+        for step in run.steps:
+            if step.status == "not run":
+                out.append(f"{step.name(with_run=several)} was not run.")
+            elif step.status != "completed":
+                out.append(f"{step.name(with_run=several)} is {step.status}: partial data.")
+    return [f"- {line}" for line in out]
+
+
+def render(runs: Sequence[RunData], **options: Any) -> str:
+    several = len(runs) > 1
+    lines = header(runs, options.get("title") or "Benchmark comparison")
+    lines += ["# Conclusions based on below data:", "", *conclusions(runs), ""]
+    lines += [
+        "`time`: wall time per operation across all clients [fastest interval, whole step, "
+        "slowest interval]; `thrpt`: value bytes per second [slowest interval, whole step, "
+        "fastest interval].",
+        "",
+    ]
+    for level, steps in levels(runs).items():
+        lines += [f"### ========== CONCURRENCY == {level} ============", "", "```"]
+        for step in steps:
+            lines += block(step, with_run=several)
+            lines.append("")
+        while lines[-1] == "":
+            lines.pop()
+        lines += ["```", ""]
+    lines += footer(runs)
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,181 @@
+"""Hit-rate tables, as in the memory-limited cache comparison (003): per step the key space
+and its hot share, gets and hits overall, on hot keys and on cold keys, the bytes cached
+against the working set and the limit, and the server's peak memory (VmHWM) when the
+workbench managed the server.
+
+Hot keys are the hot share of ``hotcold(access, keys)``, else the first 20% of the key
+space (where zipf is hottest too), as the engine counts them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.report.markdown import escape_cell, footer, header
+from workbench.report.model import RunData, StepData, target_options
+from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+
+RULE = "=" * 55
+USED_KEYS = ("used_memory", "bytes", "used_bytes", "cached_bytes")
+LIMIT_KEYS = ("maxmemory", "limit_maxbytes", "max_bytes", "limit_bytes")
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def hot_share(step: StepData) -> tuple[float, float | None]:
+    """(share of keys that are hot, configured share of accesses on them or None)."""
+    try:
+        dist = parse_key_distribution(step.spec["workload"]["key_distribution"])
+    except Exception:
+        return DEFAULT_HOT_SHARE, None
+    if dist.kind == "hotcold":
+        return dist.params[1], dist.params[0]
+    return DEFAULT_HOT_SHARE, None
+
+
+def mean_value_size(step: StepData) -> float:
+    try:
+        dist = parse_value_size(step.spec["workload"]["value_size"])
+    except Exception:
+        return 0.0
+    if dist.kind == "fixed":
+        return dist.params[0]
+    if dist.kind == "uniform":
+        return (dist.params[0] + dist.params[1]) / 2
+    sizes, weights = dist.params[0::2], dist.params[1::2]
+    return sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
+
+
+def _size(value: Any) -> int | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)i?[bB]?\s*", value)
+        if m:
+            scale = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[m.group(2).lower()]
+            return int(m.group(1)) * scale
+    return None
+
+
+def memory(step: StepData) -> tuple[int | None, int | None]:
+    """(bytes cached, the cache's byte limit), from the server's figures or the spec."""
+    server = step.totals.server
+    used = next((v for k in USED_KEYS if (v := _size(server.get(k))) is not None), None)
+    limit = next((v for k in LIMIT_KEYS if (v := _size(server.get(k))) is not None), None)
+    if limit is None or limit == 0:
+        options = target_options(step)
+        for key in ("max_bytes", "maxmemory", "memory_limit", "memory_mb"):
+            if (v := _size(options.get(key))) is not None and v > 0:
+                limit = v * 1024 * 1024 if key == "memory_mb" else v
+                break
+    return used, limit
+
+
+def mem(n: float) -> str:
+    """Megabytes as the document writes them ("1816m"), kilobytes below 10 MiB."""
+    if n >= 10 * 1024**2:
+        return f"{n / 1024**2:.0f}m"
+    return f"{n / 1024:.0f}k"
+
+
+def _hits_line(name: str, gets: int, hits: int) -> str:
+    return f"{name} {gets:>7}    hit: {hits:>7}    hit_rate: {_pct(hits, gets):6.2f}%"
+
+
+def block(step: StepData) -> list[str]:
+    s = step.summary
+    t = step.totals
+    keys = int(step.spec["workload"]["keys"])
+    share, access = hot_share(step)
+    hot_keys = int(keys * share)
+    gets = s.hits + s.misses
+    measured_access = _pct(t.hot_gets, gets)
+    if access is not None:
+        access_text = f"{access * 100:.0f}%"
+    else:
+        access_text = f"{measured_access:.0f}% (measured)"
+    cold_gets, cold_hits = gets - t.hot_gets, s.hits - t.hot_hits
+    lines = [
+        RULE,
+        f"case: {keys:>7}    hot: {hot_keys:>7}({share * 100:.0f}%)    hot_access: {access_text}",
+        _hits_line("get: ", gets, s.hits),
+        _hits_line("hot: ", t.hot_gets, t.hot_hits),
+        _hits_line("cold:", cold_gets, cold_hits),
+    ]
+    used, limit = memory(step)
+    if used is not None:
+        working_set = keys * mean_value_size(step)
+        text = f"cached: {mem(used):>5}({mem(working_set):>6} {_pct(used, working_set):3.0f}%"
+        text += f"  - {mem(limit):>6} {_pct(used, limit):3.0f}%)" if limit else ")"
+        lines.append(text)
+    items = t.server.get("curr_items")
+    if isinstance(items, int):
+        text = f"items: {items:>6}({keys:>6} {_pct(items, keys):3.0f}%"
+        most = target_options(step).get("max_entries")
+        if isinstance(most, int) and most < keys:
+            text += f"  - {most:>6} {_pct(items, most):3.0f}%"
+        lines.append(text + ")")
+    lines.append(RULE)
+    peak = t.server.get("peak_rss_bytes")
+    if isinstance(peak, int | float) and peak:
+        lines += ["", f"VmHWM:\t{int(peak) // 1024:>8} kB"]
+    return lines
+
+
+def summary_table(runs: Sequence[RunData]) -> list[str]:
+    several = len(runs) > 1
+    lines = [
+        "| step | status | gets | hit rate | hot keys | cold keys | cached | limit | VmHWM |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run in runs:
+        for step in run.started_steps:
+            s, t = step.summary, step.totals
+            gets = s.hits + s.misses
+            used, limit = memory(step)
+            peak = t.server.get("peak_rss_bytes")
+            cells = [
+                escape_cell(step.name(with_run=several)),
+                step.status,
+                f"{gets:,}",
+                f"{_pct(s.hits, gets):.2f}%" if gets else "n/a",
+                f"{_pct(t.hot_hits, t.hot_gets):.2f}%" if t.hot_gets else "n/a",
+                f"{_pct(s.hits - t.hot_hits, gets - t.hot_gets):.2f}%"
+                if gets - t.hot_gets
+                else "n/a",
+                mem(used) if used is not None else "-",
+                mem(limit) if limit else "-",
+                f"{int(peak) // 1024:,} kB" if isinstance(peak, int | float) and peak else "-",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def render(runs: Sequence[RunData], **options: Any) -> str:
+    several = len(runs) > 1
+    lines = header(runs, options.get("title") or "Cache hit rates")
+    lines += ["## Hit rates", "", *summary_table(runs)]
+    embedded = [
+        s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
+    ]
+    if embedded:
+        lines += [
+            "The embedded cache lives in each worker, each with its share of the keys: its "
+            "cached bytes and items are those of the first worker's cache.",
+            "",
+        ]
+    for run in runs:
+        for step in run.steps:
+            name = step.name(with_run=several) if step.started else step.title
+            status = "" if step.status == "completed" else f" ({step.status})"
+            lines += [f"### {name}{status}", ""]
+            if not step.started:
+                lines += ["Not run.", ""]
+                continue
+            lines += ["```", *block(step), "```", ""]
+    lines += footer(runs)
+    return "\n".join(lines).rstrip("\n") + "\n"

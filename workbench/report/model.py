@@ -1,0 +1,270 @@
+"""Stored runs as reports see them: read through the same reducer the faces use.
+
+A report never recomputes a figure its own way: every step's totals and summary come from
+`RunView` (so `workbench runs show`, the live line and a report agree), and every number
+from `metrics.summarise`. This module only arranges them: names, series, lookups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from workbench.events import Interval
+from workbench.live import Point, RunView, StepView
+from workbench.metrics import Stats, Summary, all_ops_histogram, summarise
+from workbench.store import StoredRun, StoredStep
+
+CONCURRENCY = "load.concurrency"
+STATUS_WORDS = {
+    "completed": "completed",
+    "interrupted": "interrupted: stopped before the end; figures cover what was measured",
+    "failed": "failed",
+    "running": "unfinished: the run never recorded its end (crashed?); figures are partial",
+}
+
+
+@dataclass(eq=False)
+class StepData:
+    """One planned step of one run: its stored record (when it started) and its view."""
+
+    run: RunData
+    index: int
+    title: str
+    label: dict[str, str]
+    view: StepView
+    stored: StoredStep | None
+
+    @property
+    def status(self) -> str:
+        if self.stored is None:
+            return "not run"
+        if self.view.status == "running":  # no StepFinished stored: live, or crashed
+            return "unfinished"
+        return self.view.status
+
+    @property
+    def started(self) -> bool:
+        return self.stored is not None
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.stored.spec if self.stored is not None else self.run.spec
+
+    @property
+    def totals(self) -> Stats:
+        return self.view.totals
+
+    @cached_property
+    def summary(self) -> Summary:
+        return self.view.summary or summarise(self.view.totals)
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        return self.view.points
+
+    @property
+    def intervals(self) -> list[Interval]:
+        return self.stored.intervals if self.stored is not None else []
+
+    @property
+    def clients(self) -> int:
+        if self.view.clients:
+            return self.view.clients
+        try:  # a step that never started: its planned concurrency
+            return int(self.label.get(CONCURRENCY) or self.spec["load"]["concurrency"])
+        except (KeyError, TypeError, ValueError):
+            return 0
+
+    @property
+    def workers(self) -> int:
+        return self.view.workers
+
+    @property
+    def server(self) -> dict[str, Any]:
+        return dict(self.view.server)
+
+    @cached_property
+    def histogram(self) -> HdrHistogram:
+        """Every issued op kind together, as `summarise` reads it."""
+        return all_ops_histogram(self.totals)
+
+    @property
+    def system(self) -> str:
+        return str(self.spec["target"]["system"])
+
+    @property
+    def strategy(self) -> str:
+        return strategy_name(self.spec)
+
+    @property
+    def has_data(self) -> bool:
+        return self.summary.ops > 0
+
+    def series(self, *, with_run: bool) -> str:
+        """The step's name without its concurrency: what it is compared across levels."""
+        parts = [f"{self.system}/{self.strategy}"]
+        for path, value in self.label.items():
+            if path in (CONCURRENCY, "strategy.name", "target.system", "target"):
+                continue
+            parts.append(f"{path.split('.')[-1]}={value}")
+        name = ", ".join(parts)
+        return f"{self.run.name}: {name}" if with_run else name
+
+    def name(self, *, with_run: bool) -> str:
+        """The step's full name: its series and its concurrency."""
+        return f"{self.series(with_run=with_run)}/concurrency = {self.clients}"
+
+
+@dataclass(eq=False)
+class RunData:
+    stored: StoredRun
+    view: RunView
+    steps: list[StepData]
+
+    @property
+    def id(self) -> str:
+        return self.stored.id
+
+    @property
+    def name(self) -> str:
+        return self.stored.name
+
+    @property
+    def status(self) -> str:
+        return self.stored.status
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.stored.spec
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.stored.environment
+
+    @property
+    def started_steps(self) -> list[StepData]:
+        return [s for s in self.steps if s.started]
+
+
+def read_run(stored: StoredRun) -> RunData:
+    """A stored run replayed through the reducer the faces use."""
+    view = RunView()
+    for event in stored.events():
+        view = view.apply(event)
+    run = RunData(stored, view, [])
+    by_index = {s.index: s for s in stored.steps}
+    plan = {p["index"]: p for p in stored.plan}
+    for sv in view.steps:
+        st = by_index.get(sv.index)
+        label = st.label if st is not None else dict(plan.get(sv.index, {}).get("label", {}))
+        run.steps.append(StepData(run, sv.index, sv.title, label, sv, st))
+    return run
+
+
+def read_runs(runs: StoredRun | Iterable[StoredRun]) -> list[RunData]:
+    if isinstance(runs, StoredRun):
+        runs = [runs]
+    return [read_run(r) for r in runs]
+
+
+def all_steps(runs: Sequence[RunData], *, started: bool = True) -> list[StepData]:
+    return [s for r in runs for s in r.steps if s.started or not started]
+
+
+def strategy_name(spec: dict[str, Any]) -> str:
+    """The strategy a spec names, or the system's default strategy when it names none."""
+    name = spec.get("strategy", {}).get("name") or ""
+    if name:
+        return str(name)
+    with contextlib.suppress(Exception):
+        from workbench.plugins import load_plugin
+
+        return load_plugin(spec["target"]["system"]).default_strategy
+    return "default"
+
+
+def target_options(step: StepData) -> dict[str, Any]:
+    """The system's and managed server's options with the plugin's defaults filled in."""
+    target = step.spec["target"]
+    out: dict[str, Any] = {**target.get("server", {}), **target.get("options", {})}
+    with contextlib.suppress(Exception):
+        from workbench.plugins import load_plugin
+
+        system = load_plugin(target["system"])
+        out = {**out, **system.options.resolve(dict(target.get("options", {})), "target.options")}
+        if target.get("managed") and system.server is not None:
+            server = system.server.options.resolve(dict(target.get("server", {})), "target.server")
+            out = {**server, **out}
+    return out
+
+
+def target_version(step: StepData) -> str:
+    """The version of the system measured, when anything recorded it."""
+    for source in (step.server, step.totals.server):
+        for key in ("version", "redis_version", "server_version"):
+            if source.get(key):
+                return str(source[key])
+    if step.system == "embedded":
+        return f"in-process, workbench {step.run.environment.get('workbench', '?')}"
+    return ""
+
+
+def target_address(step: StepData) -> str:
+    """Where the load went: a URL, host:port, or the in-process system's name."""
+    options = {**step.spec["target"].get("options", {}), **step.server}
+    for key in ("url", "base_url", "address"):
+        if options.get(key):
+            return str(options[key])
+    if options.get("host") and options.get("port"):
+        return f"{options['host']}:{options['port']}"
+    if options.get("port"):
+        return f"127.0.0.1:{options['port']}"
+    return f"{step.system}://{step.strategy}"
+
+
+def cumulative_share(hist: HdrHistogram, value_ns: int) -> float:
+    """Percent of recorded values at or below `value_ns` (at the histogram's precision)."""
+    total = hist.get_total_count()
+    if not total:
+        return 0.0
+    return 100.0 * _count_between(hist, 0, value_ns) / total
+
+
+def _count_between(hist: HdrHistogram, lo_ns: float, hi_ns: float) -> int:
+    """Recorded values in the buckets from the one holding `lo_ns` to the one holding `hi_ns`
+    (one C-speed slice of the counts, not hdrh's per-bucket Python iteration)."""
+    last = hist.counts_len - 1
+    lo = min(hist.get_counts_array_index(max(int(lo_ns), 0)), last)
+    hi = min(hist.get_counts_array_index(max(int(hi_ns), 0)), last)
+    return sum(hist.counts[lo : hi + 1]) if hi >= lo else 0
+
+
+def within_stdev(hist: HdrHistogram, mean_ns: float, stdev_ns: float) -> float:
+    """Percent of recorded values within one standard deviation of the mean (wrk's +/- Stdev)."""
+    total = hist.get_total_count()
+    if not total:
+        return 0.0
+    return 100.0 * _count_between(hist, mean_ns - stdev_ns, mean_ns + stdev_ns) / total
+
+
+def spread_within_stdev(values: Sequence[float]) -> tuple[float, float, float, float]:
+    """Mean, standard deviation, max and percent within one stdev of a list of samples."""
+    if not values:
+        return 0.0, 0.0, 0.0, 0.0
+    n = len(values)
+    mean = sum(values) / n
+    stdev = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    inside = sum(1 for v in values if mean - stdev <= v <= mean + stdev)
+    return mean, stdev, max(values), 100.0 * inside / n
+
+
+def kind_summary(step: StepData, kind: str) -> Summary:
+    """The summary of one op kind of a step, from the same `summarise` as the rest."""
+    stats = Stats(duration=step.totals.duration, hist={kind: step.totals.hist[kind]})
+    return summarise(stats)
