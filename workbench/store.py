@@ -304,8 +304,7 @@ class Store:
                     name,
                     created,
                     status,
-                    sp["target"]["system"],
-                    sp["strategy"]["name"] or "default",
+                    *_target_and_strategy(sp),
                     n,
                     ops,
                     p50,
@@ -326,3 +325,17 @@ class Store:
 def _from_intervals(intervals: list[Interval]) -> Stats:
     """A step that never finished (a crash): its totals from the intervals it did store."""
     return merged((i.stats for i in intervals), concurrent=False)
+
+
+def _target_and_strategy(spec: dict[str, Any]) -> tuple[str, str]:
+    """What a run targets, as a list would show it: the swept systems and strategies too."""
+    systems = [spec["target"]["system"]]
+    strategies = [spec["strategy"]["name"] or "default"]
+    for axis in spec.get("sweep", []):
+        if axis["path"] == "target.system":
+            systems = [str(v) for v in axis["values"]]
+        elif axis["path"] == "target":
+            systems = [str(v.get("system", "embedded")) for v in axis["values"]]
+        elif axis["path"] == "strategy.name":
+            strategies = [str(v) for v in axis["values"]]
+    return ",".join(dict.fromkeys(systems)), ",".join(strategies)

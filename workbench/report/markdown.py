@@ -88,7 +88,14 @@ def describe_target(run: RunData) -> str:
 
 def describe_strategy(run: RunData) -> str:
     swept = _swept(run, "strategy.name")
-    text = _axis_text(swept) + " (swept)" if swept else strategy_name(run.spec)
+    # Steps record the strategy they really ran (a target sweep runs each system's default).
+    ran = list(dict.fromkeys(s.strategy for s in run.started_steps))
+    if swept:
+        text = _axis_text(swept) + " (swept)"
+    elif len(ran) > 1:
+        text = ", ".join(ran)
+    else:
+        text = ran[0] if ran else strategy_name(run.spec)
     options = run.spec["strategy"].get("options")
     return text + (f"; options {_inline_table(options)}" if options else "")
 
