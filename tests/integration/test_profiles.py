@@ -27,6 +27,10 @@ QUICK: dict[str, list[str]] = {
     "value-sizes": [*SHORT, "workload.keys=4", 'strategy.name=["multiplexed","sync-pool"]'],
     "value-sizes-pubsub": SHORT,
     "memory-limit-hit-rate": ["load.ops=400", "load.warmup_ops=400"],
+    "caching-proxy-bad-query": [*SHORT, "load.concurrency=[1,16]"],
+    "caching-proxy-miss": [*SHORT, "load.concurrency=4"],
+    "caching-proxy-hit": [*SHORT, "load.concurrency=4"],
+    "kv-store": ["load.duration=1", "load.warmup=0.3"],
 }
 # Errors a profile may meet for real: memcached refuses items when a slab class is full.
 ALLOWED_ERRORS: dict[str, set[str]] = {"memory-limit-hit-rate": {"server"}}

@@ -1,16 +1,22 @@
-"""`workbench plugins`: the discovered cache systems, their strategies and options."""
+"""`workbench plugins`: the discovered cache systems; `new` scaffolds one, `check` tests one."""
 
 from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from workbench.adapter import CacheSystem
-from workbench.cli.common import one_line_errors, out
+from workbench.cli.common import ExitStatus, one_line_errors, out
+from workbench.errors import SpecError
 from workbench.options import Option
 from workbench.plugins import plugin_statuses
 
 app = typer.Typer(
-    help="Discovered cache systems and client strategies.", invoke_without_command=True
+    help="Discovered cache systems and client strategies (no command: list them).",
+    invoke_without_command=True,
 )
 
 
@@ -48,3 +54,81 @@ def plugins(ctx: typer.Context) -> None:
             for line in describe(row.system):
                 out(line)
         out()
+
+
+@app.command("new")
+@one_line_errors
+def new(
+    name: Annotated[str, typer.Argument(help="plugin name, e.g. keydb (lower case, digits, _)")],
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="where to write the project; default ./workbench-NAME"),
+    ] = None,
+) -> None:
+    """Write a pip-installable plugin package: pyproject, adapter module, conformance test."""
+    from workbench.scaffold import scaffold
+
+    root = scaffold(name, directory)
+    out(f"wrote plugin {name!r} in {root}")
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        out(f"  {path.relative_to(root)}")
+    out()
+    out("next:")
+    out(f"  pip install -e {root}        # then `workbench plugins` lists {name}")
+    out(f"  workbench plugins check {name}")
+    out(f"  workbench run --set target.system={name} --set load.duration=2")
+
+
+@app.command("check")
+@one_line_errors
+def check(
+    name: Annotated[str, typer.Argument(help="the plugin (cache system) to check")],
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", help="check one strategy; default: all")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            "-s",
+            help="option=value for the system (strategy.X, server.X for the others)",
+        ),
+    ] = None,
+    managed: Annotated[
+        bool,
+        typer.Option(
+            "--managed",
+            help="start the system's own server for the checks, and stop one to check errors",
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="run only this check (repeatable)")
+    ] = None,
+) -> None:
+    """The conformance kit: run the contract's checks against a live target."""
+    from workbench.conformance import CHECKS, Target, run_checks
+
+    unknown = [c for c in only or [] if c not in CHECKS]
+    if unknown:
+        raise SpecError(f"unknown check {unknown[0]!r}; checks: {', '.join(CHECKS)}", "--only")
+
+    def on_target(t: Target) -> None:
+        mode = "blocking" if t.strategy.blocking else "asyncio"
+        opts = ", ".join(f"{k}={v!r}" for k, v in t.system_options.items()) or "no options"
+        out(f"{t.system.name} / strategy {t.strategy.name} ({mode}): {opts}")
+
+    results = asyncio.run(
+        run_checks(
+            name,
+            strategy,
+            set_ or [],
+            managed=managed,
+            only=only or (),
+            on_target=on_target,
+            on_result=lambda r: out(f"  {r.line()}"),
+        )
+    )
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip")}
+    out(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    if counts["fail"]:
+        raise typer.Exit(int(ExitStatus.ERROR))

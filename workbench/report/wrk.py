@@ -16,6 +16,7 @@ from workbench.report.markdown import footer, header
 from workbench.report.model import (
     RunData,
     StepData,
+    kind_summary,
     spread_within_stdev,
     target_address,
     within_stdev,
@@ -37,16 +38,35 @@ def test_length(step: StepData) -> str:
     return wrk_time_s(step.summary.duration)
 
 
-def block(step: StepData) -> list[str]:
-    s = step.summary
+def group_kinds(step: StepData) -> list[tuple[str, str, int]]:
+    """(group name, op kind, clients) when every operation group issues one kind of its own.
+
+    004 ran two wrk processes at once, one POSTing and one GETting; a run with such groups
+    gets one wrk block per group, as the document shows them.
+    """
+    groups = step.spec["workload"].get("groups") or []
+    out = []
+    for g in groups:
+        kinds = [k for k, w in g["mix"].items() if w > 0]
+        if len(kinds) != 1 or kinds[0] not in ("get", "set", "delete"):
+            return []
+        out.append((g["name"], kinds[0], int(g["concurrency"])))
+    if len({k for _, k, _ in out}) != len(out):
+        return []
+    return out
+
+
+def block(step: StepData, kind: str | None = None, clients: int | None = None) -> list[str]:
+    """One wrk block: every operation of the step, or one op kind (one group's) of it."""
+    s = step.summary if kind is None else kind_summary(step, kind)
     lines = [
         f"Running {test_length(step)} test @ {target_address(step)}",
-        f"  {step.workers} threads and {step.clients} connections",
+        f"  {step.workers} threads and {clients or step.clients} connections",
     ]
     if not s.ops:
         lines.append(f"  no requests completed ({step.status})")
         return lines
-    hist = step.histogram
+    hist = step.histogram if kind is None else step.totals.hist[kind]
     lines.append(f"  Thread Stats{'Avg':>6}{'Stdev':>11}{'Max':>8}{'+/- Stdev':>12}")
     lines.append(
         _stats_line(
@@ -55,7 +75,11 @@ def block(step: StepData) -> list[str]:
             within_stdev(hist, s.mean_us * 1000, s.stdev_us * 1000),
         )
     )
-    per_thread = [p.ops_per_s / max(step.workers, 1) for p in step.points]
+    workers = max(step.workers, 1)
+    per_thread = [
+        (p.ops_per_s if kind is None else p.per_op_ops.get(kind, 0.0)) / workers
+        for p in step.points
+    ]
     mean, stdev, top, within = spread_within_stdev(per_thread)
     lines.append(
         _stats_line("Req/Sec", (wrk_metric(mean), wrk_metric(stdev), wrk_metric(top)), within)
@@ -64,18 +88,33 @@ def block(step: StepData) -> list[str]:
     for tick in (50.0, 75.0, 90.0, 99.0):
         lines.append(f"{tick:7.0f}%" + wrk_cell(wrk_time_us(s.p(tick)), 10).rstrip())
     t = step.totals
-    lines.append(
-        f"  {s.ops} requests in {wrk_time_us(s.duration * 1e6)}, {wrk_binary(t.bytes_in)}B read"
-    )
-    connect, timeout = t.errors.get("connection", 0), t.errors.get("timeout", 0)
-    if connect or timeout:
-        lines.append(f"  Socket errors: connect {connect}, read 0, write 0, timeout {timeout}")
-    other = sum(n for k, n in t.errors.items() if k not in SOCKET_KINDS)
-    if s.misses + other:
-        lines.append(f"  Non-2xx or 3xx responses: {s.misses + other}")
+    read = t.bytes_in if kind in (None, "get") else 0
+    lines.append(f"  {s.ops} requests in {wrk_time_us(s.duration * 1e6)}, {wrk_binary(read)}B read")
+    misses = step.summary.misses if kind in (None, "get") else 0
+    if kind is None:  # errors are counted per run step, not per operation kind
+        connect, timeout = t.errors.get("connection", 0), t.errors.get("timeout", 0)
+        if connect or timeout:
+            lines.append(f"  Socket errors: connect {connect}, read 0, write 0, timeout {timeout}")
+        misses += sum(n for k, n in t.errors.items() if k not in SOCKET_KINDS)
+    if misses:
+        lines.append(f"  Non-2xx or 3xx responses: {misses}")
     lines.append(f"Requests/sec: {s.ops_per_s:9.2f}")
-    rate = t.bytes_in / s.duration if s.duration else 0.0
+    rate = read / s.duration if s.duration else 0.0
     lines.append(f"Transfer/sec: {wrk_binary(rate):>10}B")
+    return lines
+
+
+def step_blocks(step: StepData) -> list[str]:
+    groups = group_kinds(step)
+    if not groups:
+        return ["```", *block(step), "```", ""]
+    lines: list[str] = []
+    for name, kind, clients in groups:
+        lines += [f"{name}", "```", *block(step, kind, clients), "```", ""]
+    errors = step.totals.errors
+    if errors:
+        listed = ", ".join(f"{k} {n:,}" for k, n in errors.items())
+        lines += [f"Errors (all groups): {listed}", ""]
     return lines
 
 
@@ -90,6 +129,6 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
             if not step.started:
                 lines += ["Not run.", ""]
                 continue
-            lines += ["```", *block(step), "```", ""]
+            lines += step_blocks(step)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

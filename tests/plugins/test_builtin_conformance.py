@@ -1,0 +1,88 @@
+"""The conformance kit over every discovered plugin and strategy, against real servers."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from typing import Any
+
+import pytest
+
+from workbench.adapter import CacheSystem, ManagedServer
+from workbench.conformance import check_plugin, failures
+from workbench.plugins import GROUP, load_plugin, plugin_statuses
+
+# Live targets: the session's servers where conftest starts one, else the plugin's launcher.
+FIXTURES = {"redis": "redis_server", "memcached": "memcached_server"}
+# Launcher options for the kit: the http plugin's key-value store stores what it is given.
+LAUNCH = {"http": {"kind": "kv-store"}}
+BUILTINS = sorted(
+    ep.name for ep in entry_points(group=GROUP) if ep.dist and ep.dist.name == "cache-workbench"
+)
+
+
+def _cases(with_launcher_only: bool = False) -> Iterator[Any]:
+    for row in plugin_statuses():
+        if row.system is None:
+            yield pytest.param(row.name, None, id=f"{row.name}-broken")
+            continue
+        if with_launcher_only and row.system.server is None:
+            continue
+        for s in row.system.strategies:
+            yield pytest.param(row.name, s.name, id=f"{row.name}-{s.name}")
+
+
+@pytest.fixture(scope="session")
+def launched() -> Iterator[Callable[[CacheSystem], ManagedServer]]:
+    """Servers started through a plugin's own launcher, one per plugin, stopped at the end."""
+    servers: dict[str, ManagedServer] = {}
+
+    def get(system: CacheSystem) -> ManagedServer:
+        if system.name not in servers:
+            assert system.server is not None
+            opts = system.server.options.resolve(LAUNCH.get(system.name, {}), "target.server")
+            servers[system.name] = system.server.start(opts)
+        return servers[system.name]
+
+    yield get
+    for server in servers.values():
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+def _system(name: str) -> CacheSystem:
+    row = next(r for r in plugin_statuses() if r.name == name)
+    if row.system is None:
+        pytest.skip(f"plugin {name} is broken, so it cannot be checked: {row.error}")
+    return row.system
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_every_builtin_plugin_loads(name: str) -> None:
+    assert load_plugin(name).name == name
+
+
+@pytest.mark.parametrize(("name", "strategy"), list(_cases()))
+def test_the_plugin_passes_the_kit_against_a_live_target(
+    name: str, strategy: str, request: pytest.FixtureRequest, launched: Any
+) -> None:
+    system = _system(name)
+    if name in FIXTURES:
+        settings = dict(request.getfixturevalue(FIXTURES[name]).target_options)
+    elif system.server is not None:
+        settings = dict(launched(system).target_options)
+    elif not system.shared_state:
+        settings = {}  # in-process: nothing to reach
+    else:
+        pytest.skip(f"{name} declares no server launcher and the tests start no server for it")
+    results = check_plugin(system, strategy, settings)
+    assert not failures(results), "\n" + "\n".join(r.line() for r in results)
+
+
+@pytest.mark.parametrize(("name", "strategy"), list(_cases(with_launcher_only=True)))
+def test_errors_are_classified_when_the_server_goes_away(name: str, strategy: str) -> None:
+    system = _system(name)
+    settings = {f"server.{k}": v for k, v in LAUNCH.get(name, {}).items()}
+    (result,) = check_plugin(system, strategy, settings, managed=True, only=["server-gone"])
+    assert result.status == "pass", result.line()
