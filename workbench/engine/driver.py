@@ -125,6 +125,7 @@ class LoadState:
     remaining: int | None = None  # ops left in the current phase, when counted
     phase: int = 0  # warm-up, measured...: bumped with the budget, under the lock
     measuring: bool = False  # in the measured phase (not warm-up)
+    early: Buffers = field(default_factory=Buffers)  # measured deliveries seen during warm-up
     phase_over: asyncio.Event = field(default_factory=asyncio.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     loop: asyncio.AbstractEventLoop | None = None
@@ -378,7 +379,9 @@ async def subscriber(
         sent, tag = _STAMP.unpack_from(message)
         if not tag & 1:
             continue  # published during warm-up: neither it nor its publish is counted
-        buf = state.buf
+        # Another worker may already measure while this one still warms up: keep such
+        # deliveries for this worker's first measured interval.
+        buf = state.buf if state.measuring else state.early
         buf.lat[DELIVER].append(perf() - sent)
         buf.delivered += 1
         buf.bytes_in += len(message)
@@ -536,7 +539,7 @@ class StepRun:
         self.state.running = False
         await self._finish_clients()
         if subs:
-            await asyncio.sleep(0.3)  # let the last messages arrive before counting losses
+            await self._drain_deliveries()
             for t in subs:
                 t.cancel()
             await asyncio.gather(*subs, return_exceptions=True)
@@ -555,12 +558,24 @@ class StepRun:
                 )
         return status
 
+    async def _drain_deliveries(self) -> None:
+        """Wait for messages still on their way: until none arrives for 0.3 s (at most 3 s)."""
+        quiet, last = 0, -1
+        for _ in range(30):
+            delivered = self.state.buf.delivered
+            quiet = quiet + 1 if delivered == last else 0
+            if quiet >= 3:
+                return
+            last = delivered
+            await asyncio.sleep(0.1)
+
     async def _phase(self, ops: int | None, seconds: float | None, *, warmup: bool) -> str:
         state, load = self.state, self.ctx.spec.load
         with state.lock:  # budget and buffer change together: a reserved op lands in this phase
             state.remaining = ops if ops else None
             state.budget_stops = not warmup
-            state.buf = Buffers()
+            state.buf = state.early if not warmup else Buffers()
+            state.early = Buffers()
             state.phase += 1
             state.measuring = not warmup
         state.phase_over.clear()
