@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,3 +34,14 @@ async def collect(
 
 def finished(events: list[Event]) -> list[StepFinished]:
     return [e for e in events if isinstance(e, StepFinished)]
+
+
+def stopped(pid: int) -> None:
+    """SIGSTOP a server and wait until the kernel shows it stopped (a signal is not instant)."""
+    os.kill(pid, signal.SIGSTOP)
+    for _ in range(500):  # bounded: 5 s
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop")

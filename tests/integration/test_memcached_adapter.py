@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import collect, stopped
 from workbench_memcached import plugin
 from workbench_memcached.protocol import THIRTY_DAYS, Rendezvous, exptime, parse_servers
 
-from workbench import session
 from workbench.adapter import AdapterError, Strategy, error_kind
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, StepFinished, StepStarted
 from workbench.servers import ServerProcess, free_port, start_memcached
-from workbench.spec.load import load_spec
 from workbench.store import Store
 
 STRATEGIES = [s.name for s in plugin.strategies]
@@ -329,7 +328,7 @@ async def test_a_silent_server_times_out_and_the_client_goes_on(name: str) -> No
         client = await o.client()
         key = unique("silent")
         await client.set(key, b"v")
-        os.kill(server.pid, signal.SIGSTOP)
+        stopped(server.pid)
         try:
             with pytest.raises(Exception) as info:
                 await client.get(key)
@@ -343,18 +342,6 @@ async def test_a_silent_server_times_out_and_the_client_goes_on(name: str) -> No
 
 
 # Through the engine
-
-
-async def collect(
-    overrides: list[str], store: Store, on_event: Callable[[Event], None] | None = None
-) -> list[Event]:
-    spec = load_spec(None, ["load.warmup=0", "load.interval=0.25", *overrides])
-    events = []
-    async for e in session.run(spec, store):
-        events.append(e)
-        if on_event:
-            on_event(e)
-    return events
 
 
 def target(server: ServerProcess) -> list[str]:
@@ -452,7 +439,7 @@ async def test_a_server_stopped_mid_run_is_counted_and_the_run_kept(
                 "load.workers=1",
             ],
             store,
-            on_event,
+            on_event=on_event,
         )
     finally:
         server.stop()
