@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -277,22 +276,19 @@ def test_servers_refuse_a_non_loopback_host() -> None:
 # ---- workbench serve ------------------------------------------------------------------------
 
 
-def _read_until(process: subprocess.Popen[str], needle: str, timeout: float = 30) -> str:
+def _read_until(process: subprocess.Popen[str], needle: str) -> str:
+    """Lines until one holds `needle` or the process ends (bounded by pytest's timeout).
+
+    Plain readline, no select(): a buffered text reader may already hold the line that
+    select() would wait for.
+    """
     assert process.stdout is not None
     seen = ""
-    sel = selectors.DefaultSelector()
-    sel.register(process.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
     while needle not in seen:
-        left = deadline - time.monotonic()
-        if left <= 0 or process.poll() is not None:
+        line = process.stdout.readline()
+        if not line:
             break
-        if sel.select(left):
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen += line
-    sel.close()
+        seen += line
     return seen
 
 
