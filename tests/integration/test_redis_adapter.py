@@ -310,3 +310,26 @@ async def test_pubsub_through_the_engine_delivers_every_measured_message(
     assert s.published > 0
     assert s.expected_deliveries == s.published * 2
     assert s.delivered == s.expected_deliveries
+
+
+async def test_a_failed_step_does_not_end_the_sweep(
+    redis_server: ServerProcess, tmp_path: Path
+) -> None:
+    from workbench.servers import free_port
+
+    nobody = f"redis://127.0.0.1:{free_port()}/0"
+    events = await collect(
+        [
+            "target.system=redis",
+            "target.options.connect_timeout=0.5",
+            f'sweep=[{{path = "target.options.url", values = ["{nobody}", '
+            f'"{redis_server.target_options["url"]}"], labels = ["nobody", "redis"]}}]',
+            "load.ops=300",
+            "load.workers=1",
+        ],
+        Store(tmp_path / "runs.sqlite"),
+    )
+    first, second = finished(events)
+    assert first.status == "failed"
+    assert second.status == "completed" and second.stats.ops == 300
+    assert events[-1].status == "failed"  # type: ignore[attr-defined]

@@ -43,6 +43,9 @@ async def _pump(
 ) -> None:
     while True:
         frame = await handle.receive()
+        if frame is None:  # end of its output: let it finish dying so its exit code is known
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(handle.proc.wait(), timeout=2)
         await inbox.put((handle.index, frame))
         if frame is None:
             return
@@ -78,9 +81,8 @@ class Coordinator:
                 async for event in self._step(step):
                     yield event
                     if isinstance(event, StepFinished) and event.status != "completed":
+                        # A failed step is kept as failed; the sweep goes on with the next.
                         self.status = event.status
-                if self.status != "completed":
-                    break
         finally:
             await self._shutdown()
 

@@ -20,6 +20,7 @@ class WorkerHandle:
         self.index = index
         self.proc = proc
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
+        self.broken: str = ""  # why its stream of frames could not be read, if it could not
         self._stderr_task = asyncio.create_task(self._collect_stderr())
 
     @property
@@ -45,15 +46,23 @@ class WorkerHandle:
         assert self.proc.stdout is not None
         try:
             return await read_frame(self.proc.stdout)
-        except (ValueError, ConnectionError):
+        except (ValueError, ConnectionError) as exc:
+            # The stream is out of step: nothing more from it can be trusted.
+            self.broken = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGKILL)
             return None
 
     def describe_exit(self) -> str:
         code = self.proc.returncode
         tail = " | ".join(list(self.stderr_tail)[-3:])
-        return f"worker {self.index} (pid {self.pid}) exited with code {code}" + (
-            f": {tail}" if tail else ""
-        )
+        if self.broken:
+            what = f"sent an unreadable frame ({self.broken})"
+        elif code is not None and code < 0:
+            what = f"was killed by {signal.Signals(-code).name}"
+        else:
+            what = f"exited with code {code}"
+        return f"worker {self.index} (pid {self.pid}) {what}" + (f": {tail}" if tail else "")
 
     async def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
