@@ -133,13 +133,16 @@ async def test_pubsub_delivers_every_message(store: Store) -> None:
             "load.ops=3000",
             "load.concurrency=4",
             "workload.mix={publish=1}",
-            "workload.pubsub={channels=3, subscribers_per_channel=2, message_size=128}",
+            "workload.pubsub={channels=3, subscribers_per_channel=2, message_size=5000}",
+            "workload.value_size=100",  # the message size, not the value size, is published
         ],
         store,
     )
     (step,) = finished(events)
     s = step.stats
     assert s.published == 3000
+    assert s.bytes_out == 3000 * 5000
+    assert s.bytes_in == 6000 * 5000
     assert s.expected_deliveries == 6000
     assert s.delivered == 6000
     assert s.hist["deliver"].get_total_count() == 6000

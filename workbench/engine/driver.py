@@ -192,6 +192,7 @@ async def async_client(
     plan: ClientPlan,
     channels: list[bytes],
     subs_per_channel: int,
+    message_size: int = 64,
 ) -> None:
     perf = time.perf_counter_ns
     nxt = stream.next
@@ -202,6 +203,7 @@ async def async_client(
     intended = perf()
     count = 0
     seq = 0
+    body = max(message_size - 16, 0)  # a published message: the stamp, then this many bytes
     while state.running:
         if state.remaining is not None and not state.reserve():
             break
@@ -259,7 +261,7 @@ async def async_client(
                 # The tag says whether the publish is measured, so that every worker's
                 # subscribers count the same messages whatever their own phase.
                 tag = seq << 1 | measured
-                message = _STAMP.pack(perf(), tag) + bytes(value[: max(size - 16, 0)])
+                message = _STAMP.pack(perf(), tag) + bytes(value[:body])
                 await client.publish(channel, message)
                 if state.phase == phase:
                     buf = state.buf
@@ -485,6 +487,7 @@ class StepRun:
                             plan,
                             channels,
                             ps.subscribers_per_channel,
+                            ps.message_size,
                         )
                     )
                 )
