@@ -16,7 +16,7 @@ names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${!FORMAT[@]}")
 for name in "${names[@]}"; do
   echo "== $name" >&2
-  .venv/bin/workbench run "profiles/$name.toml" --quiet --name "$name"
+  .venv/bin/workbench run "profiles/$name.toml" --quiet --name "$name" || echo "$name: run status $?" >&2
   .venv/bin/workbench report "$name" --format "${FORMAT[$name]}" -o "docs/results/$name.md"
   .venv/bin/workbench report "$name" --format table -o "docs/results/$name.table.md"
 done

@@ -34,6 +34,9 @@ def size_suffix(value_size: str) -> str:
 def bench_name(step: StepData, kind: str) -> str:
     spec = step.spec
     size = size_suffix(spec["workload"]["value_size"])
+    if kind in ("publish", "deliver"):  # messages have their own size
+        swept = "workload.pubsub.message_size" in step.label
+        size = "" if swept else f"{spec['workload']['pubsub']['message_size']}b"
     name = f"Benchmark{camel(step.system)}/{camel(step.strategy)}{camel(kind)}{size}"
     extras = []
     for path, value in step.label.items():
