@@ -113,7 +113,28 @@ class AsyncClient:
         return None
 
 
-class AsyncPoolConnection:
+class _AsyncConnection:
+    """What the redis.asyncio strategies share: clients over `_call`, INFO, closing."""
+
+    target: RedisTarget
+    info: InfoReader
+    r: aredis.Redis
+
+    async def _call(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    async def client(self) -> AsyncClient:
+        return AsyncClient(self._call, self.target)
+
+    async def server_stats(self) -> dict[str, Any]:
+        return await self.info.read()
+
+    async def close(self) -> None:
+        await self.info.close()
+        await self.r.aclose()
+
+
+class AsyncPoolConnection(_AsyncConnection):
     def __init__(self, target: RedisTarget, pool_size: int) -> None:
         self.target = target
         self.info = InfoReader(target)
@@ -128,18 +149,8 @@ class AsyncPoolConnection:
         except redis.ResponseError as exc:
             raise AdapterError("server", str(exc)) from exc
 
-    async def client(self) -> AsyncClient:
-        return AsyncClient(self._call, self.target)
 
-    async def server_stats(self) -> dict[str, Any]:
-        return await self.info.read()
-
-    async def close(self) -> None:
-        await self.info.close()
-        await self.r.aclose()
-
-
-class PipelineConnection:
+class PipelineConnection(_AsyncConnection):
     """Gathers the commands of concurrent clients into pipelines of at most `batch`."""
 
     def __init__(self, target: RedisTarget, batch: int) -> None:
@@ -183,14 +194,7 @@ class PipelineConnection:
         finally:
             self.flusher = None
 
-    async def client(self) -> AsyncClient:
-        return AsyncClient(self._call, self.target)
-
-    async def server_stats(self) -> dict[str, Any]:
-        return await self.info.read()
-
     async def close(self) -> None:
-        await self.info.close()
         if self.flusher is not None:
             self.flusher.cancel()
-        await self.r.aclose()
+        await super().close()

@@ -86,21 +86,12 @@ class RespProtocol(asyncio.Protocol):
     # -- commands --
     def command(self, frame: bytes) -> asyncio.Future[Any]:
         """Queue one packed command; the future resolves with its reply."""
-        fut = self.loop.create_future()
-        if self.lost is not None:
-            fut.set_exception(self.lost)
-            return fut
-        if not self.pending:
-            self.last_progress = self.loop.time()
-        self.pending.append(fut)
-        self.out += frame
-        if not self.flush_scheduled:
-            self.flush_scheduled = True
-            self.loop.call_soon(self._flush)
-        return fut
+        return self.command_with_value(frame, b"", b"")
 
-    def command_with_value(self, head: bytes, value: bytes | memoryview, tail: bytes) -> Any:
-        """Like `command`, without first joining a large value into one bytes object."""
+    def command_with_value(
+        self, head: bytes, value: bytes | memoryview, tail: bytes
+    ) -> asyncio.Future[Any]:
+        """Queue head + value + tail without first joining a large value into one bytes."""
         fut = self.loop.create_future()
         if self.lost is not None:
             fut.set_exception(self.lost)
