@@ -67,6 +67,7 @@ async def serve(send: Send) -> None:
     reader = asyncio.StreamReader(limit=2**26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     send({"type": "ready", "pid": os.getpid()})
+    watchdog = asyncio.create_task(_exit_with_parent(os.getppid()))
     step: asyncio.Task[None] | None = None
     go = asyncio.Event()
     holder: list[StepRun] = []
@@ -88,6 +89,15 @@ async def serve(send: Send) -> None:
     if step is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(step, timeout=30)
+    watchdog.cancel()
+
+
+async def _exit_with_parent(parent: int) -> None:
+    """A worker never outlives its coordinator, even one killed without closing our input."""
+    while True:
+        await asyncio.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(3)
 
 
 def main() -> None:
@@ -102,6 +112,9 @@ def main() -> None:
         runner = asyncio.run
     with contextlib.suppress(KeyboardInterrupt):
         runner(serve(lambda message: write_frame(out, message)))
+    # Frames are written unbuffered; do not wait at exit for a client thread stuck in a
+    # blocking call (the interpreter would join the executor's threads).
+    os._exit(0)
 
 
 if __name__ == "__main__":

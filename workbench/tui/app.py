@@ -1,0 +1,201 @@
+"""The interactive workbench: modes, bindings, and the one run worker (owned by the App).
+
+The run worker lives here and not on a screen, so that switching to History or Compare
+never stops a run. It is a plain `async for event in session.run(...)`, exactly as the
+CLI's; each event becomes a new immutable `RunView` in the `live` reactive, which every
+screen watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+from textual import on
+from textual.app import App
+from textual.binding import Binding
+from textual.reactive import var
+from textual.worker import Worker, WorkerState
+
+from workbench import session
+from workbench.errors import WorkbenchError
+from workbench.live import RunView
+from workbench.spec.model import Spec
+from workbench.store import Store
+from workbench.tui.commands import WorkbenchCommands
+from workbench.tui.messages import CompareRuns, Draft, DraftChanged
+from workbench.tui.screens.compare import CompareScreen
+from workbench.tui.screens.history import HistoryScreen
+from workbench.tui.screens.run import RunScreen
+from workbench.tui.screens.setup import SetupScreen
+
+
+def default_profiles_dir() -> Path:
+    """`profiles/` here, else the one beside the workbench package (a source checkout)."""
+    here = Path("profiles")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "profiles"
+
+
+class WorkbenchApp(App[None]):
+    """Setup, Run, History and Compare modes over one results store."""
+
+    TITLE = "Cache Workbench"
+    CSS_PATH = "workbench.tcss"
+    MODES = {
+        "setup": SetupScreen,
+        "run": RunScreen,
+        "history": HistoryScreen,
+        "compare": CompareScreen,
+    }
+    DEFAULT_MODE = "setup"
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    BINDINGS = [
+        Binding("f2", "switch_mode('setup')", "Setup", show=False, id="mode.setup"),
+        Binding("f3", "switch_mode('run')", "Run", show=False, id="mode.run"),
+        Binding("f4", "switch_mode('history')", "History", show=False, id="mode.history"),
+        Binding("f5", "switch_mode('compare')", "Compare", show=False, id="mode.compare"),
+        Binding("ctrl+r", "start_run", "Start", priority=True, id="run.start"),
+        Binding("f8", "stop_run", "Stop", priority=True, id="run.stop"),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False, id="theme"),
+    ]
+
+    live: var[RunView] = var(RunView, always_update=True)
+    draft: var[Draft] = var(Draft)
+    compare_ids: var[tuple[str, ...]] = var((), always_update=True)
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        profiles_dir: Path | None = None,
+        theme: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.profiles_dir = profiles_dir or default_profiles_dir()
+        self.stop_event = asyncio.Event()
+        self.run_worker_: Worker[None] | None = None
+        if theme:
+            self.theme = theme
+
+    # -- the run --------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        w = self.run_worker_
+        return w is not None and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    def start(self, spec: Spec, name: str | None = None) -> bool:
+        """Start `spec` in the app's run worker; False (with a notice) if one is going."""
+        if self.running:
+            self.notify("A run is in progress: F8 stops it.", severity="warning")
+            return False
+        self.stop_event = asyncio.Event()
+        self.run_worker_ = self.run_worker(
+            self._drive(spec, name),
+            name="run",
+            group="runs",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self.refresh_bindings()
+        return True
+
+    async def _drive(self, spec: Spec, name: str | None) -> None:
+        view = RunView()
+        async for event in session.run(spec, self.store, stop=self.stop_event, name=name):
+            view = view.apply(event)
+            self.live = view
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.run_worker_:
+            return
+        self.refresh_bindings()
+        if event.state == WorkerState.ERROR:
+            self.notify(f"The run could not start: {event.worker.error}", severity="error")
+        elif event.state == WorkerState.SUCCESS:
+            v = self.live
+            severity = {"failed": "error", "interrupted": "warning"}.get(v.status, "information")
+            self.notify(
+                f"Run '{v.name}' {v.status}"
+                + (f": {v.error}" if v.error else "")
+                + ". It is in History (F4).",
+                severity=severity,  # type: ignore[arg-type]
+            )
+
+    def action_start_run(self) -> None:
+        draft = self.draft
+        if draft.spec is None:
+            first = draft.errors[0] if draft.errors else None
+            self.notify(
+                f"Fix the set-up first: {first}" if first else "Nothing to run yet.",
+                severity="error",
+            )
+            self.switch_mode("setup")
+            return
+        if self.start(draft.spec):
+            self.switch_mode("run")
+
+    def action_stop_run(self) -> None:
+        if self.running and not self.stop_event.is_set():
+            self.stop_event.set()
+            self.notify("Stopping: what was measured is kept.")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "start_run":
+            return not self.running
+        if action == "stop_run":
+            return self.running
+        return True
+
+    async def action_quit(self) -> None:
+        if self.running:
+            self.stop_event.set()
+            self.notify("Stopping the run before quitting…")
+            worker = self.run_worker_
+            if worker is not None:
+                # The session marks the run interrupted either way.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(worker.wait(), timeout=15)
+        self.exit()
+
+    # -- app-level messages and commands --------------------------------------------------
+
+    @on(DraftChanged)
+    def _keep_draft(self, message: DraftChanged) -> None:
+        self.draft = message.draft
+
+    @on(CompareRuns)
+    def _compare(self, message: CompareRuns) -> None:
+        self.compare_ids = tuple(message.run_ids)
+        self.switch_mode("compare")
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def load_profile(self, path: Path) -> None:
+        """Open a profile in Setup (from the command palette)."""
+        self.switch_mode("setup")
+        screen = self.screen
+        if isinstance(screen, SetupScreen):
+            screen.load_profile(path)
+
+
+def make_app(store: Path | str | Store | None = None, **kwargs: object) -> WorkbenchApp:
+    """The app as the CLI builds it; tests build it the same way."""
+    st = store if isinstance(store, Store) else Store(store)
+    return WorkbenchApp(st, **kwargs)  # type: ignore[arg-type]
+
+
+def run_app(store: Path | str | None = None) -> None:
+    """Open the workbench on the results store at `store` (default: the usual place)."""
+    try:
+        app = make_app(store)
+    except WorkbenchError as exc:  # the store cannot be opened: one line, as the CLI does
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    app.run()

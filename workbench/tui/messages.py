@@ -1,0 +1,35 @@
+"""App-level messages: what a screen tells the app. Widget messages live with their widgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from workbench.errors import SpecError
+from workbench.spec.model import Spec
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The set-up being edited: its plain data, and the spec or the errors it gives."""
+
+    data: dict = field(default_factory=dict)
+    spec: Spec | None = None
+    errors: tuple[SpecError, ...] = ()
+
+
+class DraftChanged(Message):
+    """The Setup form changed; the app keeps the latest draft for its start key."""
+
+    def __init__(self, draft: Draft) -> None:
+        super().__init__()
+        self.draft = draft
+
+
+class CompareRuns(Message):
+    """History asks for these stored runs to be compared."""
+
+    def __init__(self, run_ids: list[str]) -> None:
+        super().__init__()
+        self.run_ids = run_ids

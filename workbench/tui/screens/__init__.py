@@ -1,0 +1,1 @@
+"""One module per mode, plus the dialogs they open."""

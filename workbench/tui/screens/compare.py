@@ -1,0 +1,218 @@
+"""Compare mode: stored runs side by side: percentile curves, throughput, differences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from workbench.errors import StoreError
+from workbench.live import StepView
+from workbench.metrics import Summary
+from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
+from workbench.tui.screens.history import replay
+from workbench.tui.widgets.chart import Axis, Chart, Series
+from workbench.tui.widgets.dashboard import (
+    curve_series,
+    percentile_axis,
+    stepped,
+    time_axis,
+)
+from workbench.tui.widgets.modebar import ModeBar
+
+if TYPE_CHECKING:
+    from workbench.tui.app import WorkbenchApp
+
+MAX_LINES = 6  # series on one chart before it stops being readable
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One measured step of one run: a line on the charts, a row in the table."""
+
+    label: str
+    run_id: str
+    step: StepView
+
+    @property
+    def summary(self) -> Summary:
+        assert self.step.summary is not None
+        return self.step.summary
+
+
+def entries_of(app: WorkbenchApp, run_ids: tuple[str, ...]) -> tuple[list[Entry], list[str]]:
+    entries: list[Entry] = []
+    problems: list[str] = []
+    runs = []
+    for rid in run_ids:
+        try:
+            runs.append(app.store.load(rid))
+        except StoreError as exc:
+            problems.append(str(exc))
+    names = [r.name for r in runs]
+    for run in runs:
+        view = replay(run)
+        name = run.name if names.count(run.name) == 1 else f"{run.name} {run.id[-4:]}"
+        measured = [s for s in view.steps if s.summary is not None and s.summary.ops]
+        for s in measured:
+            label = name if len(measured) == 1 else f"{name} {s.title}"
+            entries.append(Entry(label, run.id, s))
+    return entries, problems
+
+
+# (column, figure, higher is better)
+FIGURES: tuple[tuple[str, object, bool], ...] = (
+    ("ops/s", lambda s: s.ops_per_s, True),
+    ("MiB/s", lambda s: s.mib_per_s, True),
+    ("p50", lambda s: s.p(50.0), False),
+    ("p99", lambda s: s.p(99.0), False),
+    ("p99.9", lambda s: s.p(99.9), False),
+    ("max", lambda s: s.max_us, False),
+    ("hit rate", lambda s: s.hit_rate, True),
+    ("errors", lambda s: s.errors, False),
+)
+
+
+def _show(column: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if column == "ops/s":
+        return format_rate(value)
+    if column == "MiB/s":
+        return f"{value:.2f}"
+    if column == "hit rate":
+        return format_pct(value)
+    if column == "errors":
+        return f"{int(value):,}"
+    return format_us(value)
+
+
+def difference_cells(entry: Entry, base: Entry | None) -> list[Text]:
+    """Each figure, and against the baseline its change (green when better)."""
+    cells = []
+    for column, get, higher_better in FIGURES:
+        value = get(entry.summary)  # type: ignore[operator]
+        text = Text(_show(column, value))
+        if base is not None and value is not None:
+            ref = get(base.summary)  # type: ignore[operator]
+            if ref:
+                change = (value - ref) / ref
+                if abs(change) >= 0.005:
+                    better = (change > 0) == higher_better
+                    text.append(f" {change:+.0%}", style="green" if better else "red")
+        cells.append(text)
+    return cells
+
+
+class CompareScreen(Screen[None]):
+    """Overlaid percentile curves and throughput, and a table of differences."""
+
+    BINDINGS = [
+        Binding("b", "baseline", "Baseline"),
+        Binding("e", "export", "Export"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[Entry] = []
+        self.base = 0
+
+    def compose(self) -> ComposeResult:
+        yield ModeBar("compare")
+        yield Static(id="compare-head")
+        with Grid(id="compare-charts"):
+            yield Chart(
+                "Latency by percentile",
+                id="cmp-percentiles",
+                y=Axis(log=True, fmt=axis_us),
+                empty="select runs in History (space), then c",
+            )
+            yield Chart(
+                "Throughput ops/s",
+                id="cmp-throughput",
+                x=time_axis(),
+                y=Axis(fmt=format_rate),
+                empty="",
+            )
+        yield DataTable(id="diff", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#diff").border_title = "Differences"
+        self.watch(self.app, "compare_ids", self._load)
+
+    def _load(self, run_ids: tuple[str, ...]) -> None:
+        app = cast("WorkbenchApp", self.app)
+        self.entries, problems = entries_of(app, run_ids)
+        self.base = 0
+        head = self.query_one("#compare-head", Static)
+        if not self.entries:
+            head.update(
+                Text(
+                    "Nothing to compare yet: in History (F4) select runs with space, then press c.",
+                    style="dim",
+                )
+            )
+        else:
+            runs = len({e.run_id for e in self.entries})
+            head.update(
+                Text(f"Comparing {len(self.entries)} result(s) from {runs} run(s)")
+                + Text("  b makes the highlighted row the baseline", style="dim")
+            )
+        for p in problems:
+            self.notify(p, severity="warning")
+        self.show()
+
+    def show(self) -> None:
+        """Lines are numbered as the table's rows, whose first cell carries the colour."""
+        shown = self.entries[:MAX_LINES]
+        curves = tuple(curve_series(str(i + 1), e.step.curve()) for i, e in enumerate(shown))
+        pct = self.query_one("#cmp-percentiles", Chart)
+        pct.x_axis = percentile_axis(curves)
+        pct.series = curves
+        tp = self.query_one("#cmp-throughput", Chart)
+        tp.series = tuple(
+            Series(str(i + 1), stepped([(p.elapsed, p.ops_per_s) for p in e.step.points]))
+            for i, e in enumerate(shown)
+        )
+        more = len(self.entries) - MAX_LINES
+        pct.border_title = "Latency by percentile" + (f" (first {MAX_LINES})" if more > 0 else "")
+        colors = pct.colors()
+        table = self.query_one("#diff", DataTable)
+        table.clear(columns=True)
+        table.add_column("#", key="mark")
+        table.add_column("result", key="label")
+        for column, _, _ in FIGURES:
+            table.add_column(column, key=column)
+        base = self.entries[self.base] if self.entries else None
+        for i, e in enumerate(self.entries):
+            mark = Text()
+            if i < MAX_LINES:
+                mark.append("━ ", style=colors[i % len(colors)])
+            mark.append(str(i + 1), style="bold" if i == self.base else "")
+            label = Text(e.label)
+            if i == self.base:
+                label.append(" (base)", style="bold")
+            cells = difference_cells(e, None if i == self.base else base)
+            table.add_row(mark, label, *cells, key=str(i))
+
+    def action_baseline(self) -> None:
+        table = self.query_one("#diff", DataTable)
+        if self.entries and 0 <= table.cursor_row < len(self.entries):
+            self.base = table.cursor_row
+            self.show()
+
+    def action_export(self) -> None:
+        from workbench.tui.screens.export import ExportScreen
+
+        ids = list(dict.fromkeys(e.run_id for e in self.entries))
+        if not ids:
+            self.notify("Nothing to export: select runs in History first.", severity="warning")
+            return
+        self.app.push_screen(ExportScreen(ids))

@@ -1,0 +1,327 @@
+"""History mode: every stored run; open, rename, delete, select several to compare, export."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from workbench.errors import StoreError
+from workbench.live import RunView
+from workbench.store import RunRow, StoredRun
+from workbench.tui.figures import format_pct, format_rate, format_us, format_when
+from workbench.tui.messages import CompareRuns
+from workbench.tui.screens.dialogs import AskText, Confirm
+from workbench.tui.widgets.dashboard import STATUS_STYLE, DashboardKeys, RunDashboard, step_row
+from workbench.tui.widgets.modebar import ModeBar
+
+if TYPE_CHECKING:
+    from workbench.tui.app import WorkbenchApp
+
+RUN_COLUMNS = (
+    "✓",
+    "name",
+    "when",
+    "status",
+    "target",
+    "steps",
+    "best ops/s",
+    "p50",
+    "p99",
+    "hit rate",
+    "errors",
+)
+
+
+def replay(run: StoredRun) -> RunView:
+    view = RunView()
+    for event in run.events():
+        view = view.apply(event)
+    return view
+
+
+def run_cells(row: RunRow, selected: bool) -> tuple[str | Text, ...]:
+    return (
+        Text("✓", style="bold green") if selected else "",
+        row.name,
+        format_when(row.created_at),
+        Text(row.status, style=STATUS_STYLE.get(row.status, "")),
+        f"{row.system}/{row.strategy}",
+        str(row.steps),
+        format_rate(row.ops_per_s) if row.ops_per_s else "-",
+        format_us(row.p50_us) if row.p50_us else "-",
+        format_us(row.p99_us) if row.p99_us else "-",
+        format_pct(row.hit_rate),
+        Text(f"{row.errors:,}", style="red" if row.errors else ""),
+    )
+
+
+def describe(run: StoredRun) -> Group:
+    """A stored run: what ran where, then a row per step with its key figures."""
+    spec, env = run.spec, run.environment
+    wl, ld = spec.get("workload", {}), spec.get("load", {})
+    text = Text()
+    text.append(f"{run.name}", style="bold")
+    text.append(f"  {run.status}", style=STATUS_STYLE.get(run.status, ""))
+    text.append(f"  {format_when(run.created_at)}  {run.id}\n", style="dim")
+    if run.error:
+        text.append(f"{run.error}\n", style="red")
+    mix = ", ".join(f"{k} {v:g}" for k, v in wl.get("mix", {}).items())
+    how = f"{ld.get('ops'):,} ops" if ld.get("ops") else f"{ld.get('duration', 0):g} s"
+    swept = {a.get("path") for a in spec.get("sweep", [])}
+    strategy = "(swept)" if "strategy.name" in swept else spec["strategy"]["name"] or "default"
+    clients = "swept" if "load.concurrency" in swept else ld.get("concurrency")
+    text.append(
+        f"{spec['target']['system']}/{strategy} · {clients} clients · {how} · mix {mix} · "
+        f"{wl.get('keys', 0):,} keys "
+        f"{wl.get('key_distribution', '')} · values {wl.get('value_size', '')} · ttl "
+        f"{wl.get('ttl', '')}\n"
+    )
+    for axis in spec.get("sweep", []):
+        values = ", ".join(str(v) for v in axis.get("values", []))
+        text.append(f"sweep {axis.get('path')}: {values}\n", style="dim")
+    text.append(
+        f"{env.get('host', '?')}: {env.get('cpus', '?')} CPUs {env.get('cpu_model', '')}, "
+        f"Python {env.get('python', '?')}",
+        style="dim",
+    )
+    view = replay(run)
+    table = Table(box=None, padding=(0, 1), show_edge=False)
+    for name, justify in (
+        ("step", "left"),
+        ("ops/s", "right"),
+        ("p50", "right"),
+        ("p99", "right"),
+        ("p99.9", "right"),
+        ("hit", "right"),
+        ("err", "right"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=name != "step")  # type: ignore[arg-type]
+    for step in view.steps:
+        cells = step_row(step)
+        title = Text(f"{cells[0]}. {step.title}")
+        if step.status != "completed":
+            title.append(f" {step.status}", style=STATUS_STYLE.get(step.status, ""))
+        table.add_row(title, cells[3], cells[5], cells[6], cells[7], cells[9], cells[10])
+    notices = Text("\n".join(view.notices), style="yellow")
+    return Group(text, Text(""), table, notices)
+
+
+class HistoryScreen(Screen[None]):
+    """The stored runs, newest first."""
+
+    BINDINGS = [
+        Binding("o", "open", "Open"),
+        Binding("space", "toggle", "Select"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "rename", "Rename"),
+        Binding("d,delete", "delete", "Delete"),
+        Binding("e", "export", "Export"),
+        Binding("f9", "refresh", "Refresh", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[RunRow] = []
+        self.selected: list[str] = []  # in the order they were picked: the first is the baseline
+        self._last_status = ""
+
+    @property
+    def wb(self) -> WorkbenchApp:
+        return cast("WorkbenchApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield ModeBar("history")
+        with Horizontal(id="history-body"):
+            yield DataTable(id="runs", cursor_type="row")
+            yield Static(id="run-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.add_columns(*RUN_COLUMNS)
+        self.query_one("#runs").border_title = "Runs"
+        self.query_one("#run-detail").border_title = "Run"
+        self.watch(self.app, "live", self._live_changed, init=False)
+        self.refresh_runs()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_runs()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 180, "narrow")  # the runs table needs the width
+
+    def _live_changed(self, view: RunView) -> None:
+        if view.status != self._last_status:
+            self._last_status = view.status
+            self.refresh_runs()
+
+    def refresh_runs(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        current = self.current_id()
+        self.rows = self.wb.store.list_runs()
+        known = {r.id for r in self.rows}
+        self.selected = [i for i in self.selected if i in known]
+        table.clear()
+        for row in self.rows:
+            table.add_row(*run_cells(row, row.id in self.selected), key=row.id)
+        if current in known:
+            table.move_cursor(row=table.get_row_index(current), animate=False)
+        n = len(self.rows)
+        table.border_title = f"Runs ({n})" if n else "Runs"
+        table.border_subtitle = (
+            f"{len(self.selected)} selected: c compares" if self.selected else "space selects"
+        )
+        if not self.rows:
+            self.query_one("#run-detail", Static).update(
+                Text("No runs stored yet. Set one up in Setup (F2), Ctrl+R starts it.", style="dim")
+            )
+        else:
+            self._show_detail()
+
+    def current_id(self) -> str | None:
+        table = self.query_one("#runs", DataTable)
+        if not self.rows or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
+            return None
+        return self.rows[table.cursor_row].id
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _highlighted(self) -> None:
+        self._show_detail()
+
+    @on(DataTable.RowSelected, "#runs")
+    def _selected(self) -> None:
+        self.action_open()
+
+    def _show_detail(self) -> None:
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        try:
+            run = self.wb.store.load(run_id)
+        except StoreError as exc:
+            self.query_one("#run-detail", Static).update(Text(str(exc), style="red"))
+            return
+        self.query_one("#run-detail", Static).update(describe(run))
+
+    def action_toggle(self) -> None:
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        if run_id in self.selected:
+            self.selected.remove(run_id)
+        else:
+            self.selected.append(run_id)
+        table = self.query_one("#runs", DataTable)
+        row = self.rows[table.cursor_row]
+        table.update_cell(
+            run_id, table.ordered_columns[0].key, run_cells(row, run_id in self.selected)[0]
+        )
+        table.border_subtitle = (
+            f"{len(self.selected)} selected: c compares" if self.selected else "space selects"
+        )
+        if table.cursor_row < len(self.rows) - 1:
+            table.move_cursor(row=table.cursor_row + 1)
+
+    def action_compare(self) -> None:
+        ids = list(self.selected)
+        if len(ids) < 2:
+            current = self.current_id()
+            if current and current not in ids:
+                ids.append(current)
+        if len(ids) < 2:
+            self.notify("Select two or more runs with space, then press c.", severity="warning")
+            return
+        self.post_message(CompareRuns(ids))
+
+    def action_open(self) -> None:
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        self.app.push_screen(RunDetailScreen(run_id))
+
+    def action_rename(self) -> None:
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        row = self.rows[self.query_one("#runs", DataTable).cursor_row]
+
+        def done(name: str | None) -> None:
+            if name:
+                self.wb.store.rename(run_id, name)
+                self.refresh_runs()
+                self.notify(f"Renamed to {name!r}")
+
+        self.app.push_screen(AskText(f"New name for {row.name} ({run_id})", row.name), done)
+
+    def action_delete(self) -> None:
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        if self.wb.running and self.wb.live.run_id == run_id:
+            self.notify("That run is still going: stop it first (F8).", severity="warning")
+            return
+        row = self.rows[self.query_one("#runs", DataTable).cursor_row]
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.wb.store.delete(run_id)
+                self.refresh_runs()
+                self.notify(f"Deleted {row.name} ({run_id})")
+
+        self.app.push_screen(
+            Confirm(f"Delete run {row.name} ({run_id}) and everything measured in it?"), done
+        )
+
+    def action_export(self) -> None:
+        from workbench.tui.screens.export import ExportScreen
+
+        ids = list(self.selected) or ([self.current_id()] if self.current_id() else [])
+        if not ids:
+            self.notify("No runs to export yet.", severity="warning")
+            return
+        self.app.push_screen(ExportScreen([i for i in ids if i]))
+
+    def action_refresh(self) -> None:
+        self.refresh_runs()
+
+
+class RunDetailScreen(DashboardKeys, Screen[None]):
+    """A stored run on the same dashboard as a live one."""
+
+    BINDINGS = [
+        *DashboardKeys.KEYS,
+        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("e", "export", "Export"),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+    def compose(self) -> ComposeResult:
+        yield ModeBar("history")
+        yield RunDashboard(id="stored")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = cast("WorkbenchApp", self.app)
+        try:
+            run = app.store.load(self.run_id)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one(RunDashboard).view = replay(run)
+
+    def action_export(self) -> None:
+        from workbench.tui.screens.export import ExportScreen
+
+        self.app.push_screen(ExportScreen([self.run_id]))

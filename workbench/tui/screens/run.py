@@ -1,0 +1,45 @@
+"""Run mode: the live run, from the app's `live` view."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from workbench.live import RunView
+from workbench.tui.widgets.dashboard import DashboardKeys, RunDashboard
+from workbench.tui.widgets.modebar import ModeBar
+
+
+class RunScreen(DashboardKeys, Screen[None]):
+    """Throughput, latency over time, the percentile curve, counters and the steps."""
+
+    BINDINGS = [
+        *DashboardKeys.KEYS,
+        Binding("s", "app.stop_run", "Stop", show=False),
+        Binding("e", "export", "Export"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield ModeBar("run")
+        yield RunDashboard(id="live")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "live", self._show)
+
+    def _show(self, view: RunView) -> None:
+        dash = self.query_one(RunDashboard)
+        if dash.view.run_id != view.run_id:
+            dash.pinned = None
+        dash.view = view
+
+    def action_export(self) -> None:
+        from workbench.tui.screens.export import ExportScreen
+
+        view = self.query_one(RunDashboard).view
+        if not view.run_id:
+            self.notify("No run to export yet.", severity="warning")
+            return
+        self.app.push_screen(ExportScreen([view.run_id]))

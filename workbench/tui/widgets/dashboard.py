@@ -1,0 +1,383 @@
+"""The run dashboard: charts, counters and the steps table for one `RunView`.
+
+Used for the live run and for a stored run opened from History. It takes a view (attributes
+down) and never fetches anything; every figure comes from `live` and `metrics`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Grid
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+
+from workbench.live import RunView, StepView
+from workbench.tui.figures import (
+    axis_us,
+    format_bytes,
+    format_count,
+    format_pct,
+    format_rate,
+    format_us,
+    hot_cold_rates,
+    nines_label,
+    percentile_x,
+)
+from workbench.tui.widgets.chart import Axis, Chart, Series
+
+STEP_COLUMNS = (
+    "#",
+    "step",
+    "status",
+    "ops/s",
+    "MiB/s",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "hit rate",
+    "errors",
+)
+STATUS_STYLE = {
+    "completed": "green",
+    "running": "bold",
+    "interrupted": "yellow",
+    "failed": "red",
+    "pending": "dim",
+}
+
+
+def _seconds(v: float) -> str:
+    return f"{v:.0f}s" if v >= 10 or v == int(v) else f"{v:.1f}s"
+
+
+def _us_axis() -> Axis:
+    return Axis(log=True, fmt=axis_us)
+
+
+def stepped(points: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """Each interval's figure held across the interval (it is a rate over that span)."""
+    out: list[tuple[float, float]] = []
+    prev = 0.0
+    for elapsed, value in points:
+        out += [(prev, value), (elapsed, value)]
+        prev = elapsed
+    return tuple(out)
+
+
+def throughput_series(step: StepView, mib: bool) -> tuple[Series, ...]:
+    pts = step.points
+    if mib:
+        return (Series("MiB/s", stepped([(p.elapsed, p.mib_per_s) for p in pts])),)
+    kinds = sorted({k for p in pts for k in p.per_op_ops})
+    out = [Series("all ops", stepped([(p.elapsed, p.ops_per_s) for p in pts]))]
+    if len(kinds) > 1:
+        out += [
+            Series(k, stepped([(p.elapsed, p.per_op_ops.get(k, 0.0)) for p in pts])) for k in kinds
+        ]
+    return tuple(out)
+
+
+def latency_series(step: StepView) -> tuple[Series, ...]:
+    pts = step.points
+    return (
+        Series("p50", stepped([(p.elapsed, p.p50_us) for p in pts])),
+        Series("p99", stepped([(p.elapsed, p.p99_us) for p in pts])),
+        Series("p99.9", stepped([(p.elapsed, p.p999_us) for p in pts])),
+    )
+
+
+def curve_series(name: str, curve: list[tuple[float, float]]) -> Series:
+    """A percentile curve on the 1/(1-p) axis (the max, at infinity, is left out)."""
+    return Series(name, tuple((percentile_x(p), us) for p, us in curve if p < 100.0))
+
+
+def percentile_axis(series: tuple[Series, ...]) -> Axis:
+    hi = max((x for s in series for x, _ in s.points), default=3.0)
+    hi = max(2, math.ceil(hi - 1e-9))
+    return Axis(lo=0.0, hi=float(hi), ticks=list(range(hi + 1)), fmt=nines_label)
+
+
+def time_axis() -> Axis:
+    return Axis(lo=0.0, fmt=_seconds)
+
+
+def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> Group | Table:
+    """Hits, misses, bytes, errors (with the first message), server figures, per-op rates."""
+    rows: list[tuple[str | Text, str | Text]] = []
+    s = step.summary if step else None
+    if step is None or s is None:
+        rows = [("ops", "-"), ("ops/s", "-"), ("hits", "-"), ("misses", "-"), ("errors", "-")]
+    else:
+        t = step.totals
+        hot, cold = hot_cold_rates(t)
+        rows += [
+            ("ops", format_count(s.ops)),
+            ("ops/s", format_rate(s.ops_per_s)),
+            ("measured", _seconds(s.duration)),
+            ("MiB/s", f"{s.mib_per_s:.2f}"),
+            ("hits", format_count(s.hits)),
+            ("misses", format_count(s.misses)),
+            ("hit rate", format_pct(s.hit_rate)),
+            ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
+            ("bytes in", format_bytes(t.bytes_in)),
+            ("bytes out", format_bytes(t.bytes_out)),
+            ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
+            ("clients", f"{step.clients} on {step.workers} worker(s)"),
+        ]
+        if t.published:
+            rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
+        for key, value in sorted(t.server.items()):
+            memory = "memory" in key or "bytes" in key
+            if isinstance(value, int | float) and memory:
+                shown = format_bytes(value)
+            elif isinstance(value, int):
+                shown = format_count(value)
+            else:
+                shown = str(value)
+            rows.append((key.replace("_", " "), shown))
+    grid = Table.grid(padding=(0, 1), expand=True)
+    pairs = 2 if wide else 1
+    for _ in range(pairs):
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(no_wrap=True, overflow="ellipsis")
+    for i in range(0, len(rows), pairs):
+        chunk = rows[i : i + pairs]
+        cells: list[str | Text] = [c for pair in chunk for c in pair]
+        grid.add_row(*cells, *([""] * (2 * pairs - len(cells))))
+    if step is not None:
+        for kind, n in sorted(step.totals.errors.items()):
+            first = step.totals.first_errors.get(kind, "")
+            grid.add_row(
+                Text(f"! {kind}", style="red"),
+                Text(f"{format_count(n)}: {first}", style="red", overflow="ellipsis"),
+                *([""] * (2 * pairs - 2)),
+            )
+    for notice in view.notices[-3:]:
+        grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
+    if s is None or len(s.per_op) < 1:
+        return grid
+    per_op = Table(box=None, padding=(0, 1), expand=True, header_style="dim")
+    for name in ("op", "count", "ops/s", "p50", "p99"):
+        per_op.add_column(name, justify="left" if name == "op" else "right", no_wrap=True)
+    for kind, (count, rate, p50, p99) in s.per_op.items():
+        per_op.add_row(kind, format_count(count), format_rate(rate), format_us(p50), format_us(p99))
+    return Group(grid, Text(""), per_op)
+
+
+def step_row(step: StepView) -> tuple[Text | str, ...]:
+    s = step.summary
+    status = Text(step.status, style=STATUS_STYLE.get(step.status, ""))
+    if s is None or not s.ops:
+        return (str(step.index + 1), step.title, status, *(["-"] * 8))
+    return (
+        str(step.index + 1),
+        step.title,
+        status,
+        format_rate(s.ops_per_s),
+        f"{s.mib_per_s:.2f}",
+        format_us(s.p(50.0)),
+        format_us(s.p(99.0)),
+        format_us(s.p(99.9)),
+        format_us(s.max_us),
+        format_pct(s.hit_rate),
+        format_count(s.errors),
+    )
+
+
+class DashboardKeys:
+    """Keys of a screen showing a `RunDashboard`: MiB/s toggle and paging through steps."""
+
+    KEYS = [
+        Binding("m", "toggle_mib", "ops/MiB"),
+        Binding("left_square_bracket", "page(-1)", "prev step", key_display="["),
+        Binding("right_square_bracket", "page(1)", "next step", key_display="]"),
+    ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "page":
+            return len(self.query_one(RunDashboard).view.steps) > 1  # type: ignore[attr-defined]
+        return True
+
+    def action_toggle_mib(self) -> None:
+        self.query_one(RunDashboard).toggle_mib()  # type: ignore[attr-defined]
+
+    def action_page(self, delta: int) -> None:
+        self.query_one(RunDashboard).page(delta)  # type: ignore[attr-defined]
+
+
+class RunDashboard(Container):
+    """Charts and figures of one run; `view` is the run, `shown` the step on the charts."""
+
+    view: reactive[RunView] = reactive(RunView, always_update=True, init=False)
+    pinned: reactive[int | None] = reactive(None, init=False)
+    mib: reactive[bool] = reactive(False, init=False)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="run-head")
+        with Grid(id="charts"):
+            yield Chart("Throughput", id="throughput", x=time_axis(), y=Axis(fmt=format_rate))
+            yield Chart("Latency over time", id="latency", x=time_axis(), y=_us_axis())
+            yield Chart("Latency by percentile", id="percentiles", y=_us_axis())
+            yield Static(id="counters")
+        yield DataTable(id="steps", cursor_type="row", zebra_stripes=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#steps", DataTable)
+        table.add_columns(*STEP_COLUMNS)
+        self.query_one("#counters", Static).border_title = "Counters"
+        self.query_one("#steps").border_title = "Steps"
+        self.refresh_view()
+
+    def watch_view(self, old: RunView, new: RunView) -> None:
+        if len(old.steps) != len(new.steps):
+            self.screen.refresh_bindings()
+        self.refresh_view()
+
+    def watch_pinned(self) -> None:
+        self.refresh_view()
+
+    def watch_mib(self) -> None:
+        self.refresh_view()
+
+    def toggle_mib(self) -> None:
+        self.mib = not self.mib
+
+    def page(self, delta: int) -> None:
+        """Show the step `delta` away from the one shown."""
+        current = self.shown_index()
+        if current is None or not self.view.steps:
+            return
+        self.pinned = min(max(current + delta, 0), len(self.view.steps) - 1)
+
+    def shown_index(self) -> int | None:
+        """The pinned step, else the running one, else the last that measured anything."""
+        v = self.view
+        if self.pinned is not None and self.pinned < len(v.steps):
+            return self.pinned
+        if v.status == "running" and v.current is not None:
+            return v.current
+        measured = [s.index for s in v.steps if s.points or s.summary]
+        if measured:
+            return measured[-1]
+        return v.current
+
+    @on(DataTable.RowSelected, "#steps")
+    def _pick_step(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            index = int(event.row_key.value)
+            self.pinned = None if index == self.pinned else index
+
+    def refresh_view(self) -> None:
+        if not self.is_mounted:
+            return
+        v = self.view
+        index = self.shown_index()
+        step = v.steps[index] if index is not None and index < len(v.steps) else None
+        self.query_one("#run-head", Static).update(self.head(v, step))
+        with self.app.batch_update():
+            tp = self.query_one("#throughput", Chart)
+            tp.border_title = "Throughput MiB/s" if self.mib else "Throughput ops/s"
+            tp.y_axis = Axis(fmt=(lambda x: f"{x:.3g}") if self.mib else format_rate)
+            lat = self.query_one("#latency", Chart)
+            pct = self.query_one("#percentiles", Chart)
+            axis = self._time_axis(v, step)
+            tp.x_axis = lat.x_axis = axis
+            if step is None:
+                tp.series = lat.series = pct.series = ()
+            else:
+                tp.series = throughput_series(step, self.mib)
+                lat.series = latency_series(step)
+                curve = curve_series(step.title, step.curve())
+                pct.x_axis = percentile_axis((curve,))
+                pct.series = (curve,) if curve.points else ()
+                s = step.summary
+                if s is not None and s.ops:
+                    pct.border_subtitle = (
+                        f"p50 {format_us(s.p(50.0))}  p99 {format_us(s.p(99.0))}  "
+                        f"p99.9 {format_us(s.p(99.9))}  max {format_us(s.max_us)}"
+                    )
+                if step.latest is not None:
+                    latest = step.latest
+                    lat.border_subtitle = lat.legend() + (f"  now {format_us(latest.p(99.0))}")
+                    tp.border_subtitle = tp.legend() + (
+                        f"  now {format_rate(latest.ops_per_s)}/s {latest.mib_per_s:.1f} MiB/s"
+                    )
+            counters = self.query_one("#counters", Static)
+            wide = counters.content_size.width >= 60 or not counters.is_mounted
+            counters.update(counters_table(v, step, wide))
+            self._fill_steps(v, index)
+
+    def _fill_steps(self, v: RunView, shown: int | None) -> None:
+        table = self.query_one("#steps", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for s in v.steps:
+            table.add_row(*step_row(s), key=str(s.index))
+        if v.steps:
+            target = shown if self.pinned is not None and shown is not None else cursor
+            table.move_cursor(row=min(max(target, 0), len(v.steps) - 1), animate=False)
+        self.set_class(len(v.steps) <= 1, "-single-step")
+
+    def head(self, v: RunView, step: StepView | None) -> Text:
+        if not v.run_id:
+            return Text(
+                "No run yet. Set one up in Setup (F2) and start it with Ctrl+R.", style="dim"
+            )
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{v.name} ", style="bold")
+        text.append(f"{v.status}", style=STATUS_STYLE.get(v.status, ""))
+        if v.error:
+            text.append(f": {v.error}", style="red")
+        if step is not None:
+            text.append(f"  step {step.index + 1}/{len(v.steps)} ", style="dim")
+            text.append(step.title)
+            if step.clients:
+                text.append(f"  {step.clients} clients, {step.workers} worker(s)", style="dim")
+            if step.server:
+                text.append(f"  server pid {step.server.get('pid', '?')}", style="dim")
+            text.append("  " + self._progress(v, step))
+            if step.status == "running" and not step.points:
+                text.append("  warming up…", style="yellow")
+        if v.status == "running" and v.remaining:
+            text.append(f"  {v.remaining} step(s) to go", style="dim")
+        return text
+
+    @staticmethod
+    def _time_axis(v: RunView, step: StepView | None) -> Axis:
+        """Seconds from 0 to the planned duration, so a live chart fills from the left."""
+        load = v.spec.get("load", {})
+        duration = load.get("duration") if not load.get("ops") else None
+        last = step.points[-1].elapsed if step and step.points else 0.0
+        hi = float(duration) if duration and last <= duration * 1.05 else None
+        return Axis(lo=0.0, hi=hi, fmt=_seconds)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 100, "narrow")
+        self.refresh_view()
+
+    @staticmethod
+    def _progress(v: RunView, step: StepView) -> str:
+        load = v.spec.get("load", {})
+        ops_target, duration = load.get("ops"), load.get("duration")
+        done_ops = step.summary.ops if step.summary else 0
+        elapsed = step.points[-1].elapsed if step.points else 0.0
+        if ops_target:
+            frac = done_ops / ops_target
+            label = f"{format_count(done_ops)}/{format_count(ops_target)} ops"
+        elif duration:
+            frac = elapsed / duration
+            label = f"{elapsed:.1f}/{duration:g}s"
+        else:
+            return ""
+        if step.status != "running":
+            frac = 1.0 if step.status == "completed" else min(frac, 1.0)
+        filled = round(min(max(frac, 0.0), 1.0) * 10)
+        return "▰" * filled + "▱" * (10 - filled) + " " + label
