@@ -322,3 +322,12 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
+
+
+def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:
+    """Hit rate on the hottest keys and on the rest, from the counters the engine keeps."""
+    looked_up = stats.hits + stats.misses
+    hot = stats.hot_hits / stats.hot_gets if stats.hot_gets else None
+    cold_gets = looked_up - stats.hot_gets
+    cold = (stats.hits - stats.hot_hits) / cold_gets if cold_gets > 0 else None
+    return hot, cold

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from workbench.metrics import Stats, format_us
+from workbench.metrics import format_us, hot_cold_rates
 
 __all__ = [
     "axis_us",
@@ -50,15 +50,6 @@ def format_pct(v: float | None) -> str:
 
 def format_when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%b %d %H:%M")
-
-
-def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:
-    """Hit rate on the hottest keys and on the rest, from the counters the engine keeps."""
-    looked_up = stats.hits + stats.misses
-    hot = stats.hot_hits / stats.hot_gets if stats.hot_gets else None
-    cold_gets = looked_up - stats.hot_gets
-    cold = (stats.hits - stats.hot_hits) / cold_gets if cold_gets > 0 else None
-    return hot, cold
 
 
 def percentile_x(p: float) -> float:
