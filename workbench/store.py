@@ -7,6 +7,7 @@ interrupted or crashed run keeps everything measured up to that point.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -27,6 +28,7 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.metrics import Stats, merged, summarise
+from workbench.plugins import load_plugin
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -338,4 +340,7 @@ def _target_and_strategy(spec: dict[str, Any]) -> tuple[str, str]:
             systems = [str(v.get("system", "embedded")) for v in axis["values"]]
         elif axis["path"] == "strategy.name":
             strategies = [str(v) for v in axis["values"]]
+    if strategies == ["default"] and len(systems) == 1:
+        with contextlib.suppress(Exception):  # a plugin that no longer loads keeps "default"
+            strategies = [load_plugin(systems[0]).default_strategy]
     return ",".join(dict.fromkeys(systems)), ",".join(strategies)
