@@ -59,8 +59,13 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(s.getsockname()[1])
 
 
-def require_program(name: str, package: str) -> str:
-    """The path of a server program, or a TargetError telling how to install it."""
+def require_program(name: str, package: str, given: str = "") -> str:
+    """The path of a server program (`given`, else from PATH), or a TargetError saying why."""
+    if given:
+        found = shutil.which(given)
+        if found is None:
+            raise TargetError(f"{given!r} is not an executable program", "target.server.binary")
+        return found
     path = shutil.which(name)
     if path is None:
         raise TargetError(
@@ -233,9 +238,10 @@ def start_redis(
     maxmemory: str = "",
     policy: str = "allkeys-lru",
     extra: Sequence[str] = (),
+    binary: str = "",
 ) -> ServerProcess:
     """A throw-away redis-server: no persistence, no protected mode, on loopback."""
-    program = require_program("redis-server", "redis-server")
+    program = require_program("redis-server", "redis-server", binary)
     port = port or free_port(host)
     argv = [
         program,
@@ -269,9 +275,10 @@ def start_memcached(
     max_item_size: str = "2m",
     threads: int = 4,
     extra: Sequence[str] = (),
+    binary: str = "",
 ) -> ServerProcess:
     """A throw-away memcached on loopback (UDP off)."""
-    program = require_program("memcached", "memcached")
+    program = require_program("memcached", "memcached", binary)
     port = port or free_port(host)
     argv = [
         program,

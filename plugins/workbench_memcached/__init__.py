@@ -280,6 +280,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
         memory_mb=options["memory_mb"],
         max_item_size=str(options["max_item_size"]),
         threads=options["threads"],
+        binary=options["binary"],
     )
 
 
@@ -359,6 +360,7 @@ plugin = CacheSystem(
                     maximum=1024**3,
                 ),
                 Option("threads", "int", 4, "server threads (-t)", minimum=1),
+                Option("binary", "str", "", "memcached program to run (empty: from PATH)"),
             )
         ),
         start=start_server,

@@ -73,6 +73,7 @@ def _start(options: dict[str, Any]) -> ServerProcess:
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
         policy=options["maxmemory_policy"],
         extra=("--io-threads", str(options["io_threads"])) if options["io_threads"] > 1 else (),
+        binary=options["binary"],
     )
 
 
@@ -175,6 +176,7 @@ plugin = CacheSystem(
                     ),
                 ),
                 Option("io_threads", "int", 1, "redis I/O threads", minimum=1, maximum=128),
+                Option("binary", "str", "", "redis-server program to run (empty: from PATH)"),
             )
         ),
         start=_start,

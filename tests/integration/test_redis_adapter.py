@@ -333,3 +333,28 @@ async def test_a_failed_step_does_not_end_the_sweep(
     assert first.status == "failed"
     assert second.status == "completed" and second.stats.ops == 300
     assert events[-1].status == "failed"  # type: ignore[attr-defined]
+
+
+async def test_a_managed_server_can_be_a_given_binary(tmp_path: Path) -> None:
+    import shutil
+
+    from workbench.events import Notice
+
+    store = Store(tmp_path / "runs.sqlite")
+    given = shutil.which("redis-server")
+    events = await collect(
+        [
+            "target.system=redis",
+            "target.managed=true",
+            "sweep=[{path = 'target.server.binary', "
+            f"values = ['{given}', '/nonexistent/redis']}}]",
+            "load.ops=200",
+            "load.workers=1",
+        ],
+        store,
+    )
+    ok, missing = finished(events)
+    assert ok.status == "completed" and ok.stats.ops == 200
+    assert missing.status == "failed"
+    notice = next(e for e in events if isinstance(e, Notice) and e.step == 1)
+    assert "/nonexistent/redis" in notice.message and "not an executable" in notice.message
