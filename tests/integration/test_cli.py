@@ -60,7 +60,7 @@ def test_runs_list_and_show_read_back_a_run(store: Path) -> None:
         == 0
     )
     listing = run(["runs", "list"], store)
-    assert "mine" in listing.stdout and "embedded/default" in listing.stdout
+    assert "mine" in listing.stdout and "embedded/direct" in listing.stdout
     shown = run(["runs", "show", "mine"], store)
     assert shown.returncode == 0 and "1,000 ops" in shown.stdout
 
