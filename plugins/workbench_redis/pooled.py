@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -113,15 +114,16 @@ class AsyncClient:
         return None
 
 
-class _AsyncConnection:
+class _AsyncConnection(ABC):
     """What the redis.asyncio strategies share: clients over `_call`, INFO, closing."""
 
     target: RedisTarget
     info: InfoReader
     r: aredis.Redis
 
+    @abstractmethod
     async def _call(self, *args: Any) -> Any:
-        raise NotImplementedError
+        """Run one command (name and arguments) and return its reply."""
 
     async def client(self) -> AsyncClient:
         return AsyncClient(self._call, self.target)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.report.markdown import escape_cell, footer, header
+from workbench.report.markdown import escape_cell, footer, header, step_sections
 from workbench.report.model import RunData, StepData, target_options
 from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
 
@@ -156,7 +156,6 @@ def summary_table(runs: Sequence[RunData]) -> list[str]:
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:
-    several = len(runs) > 1
     lines = header(runs, options.get("title") or "Cache hit rates")
     lines += ["## Hit rates", "", *summary_table(runs)]
     embedded = [
@@ -168,14 +167,6 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
             "cached bytes and items are those of the first worker's cache.",
             "",
         ]
-    for run in runs:
-        for step in run.steps:
-            name = step.name(with_run=several) if step.started else step.title
-            status = "" if step.status == "completed" else f" ({step.status})"
-            lines += [f"### {name}{status}", ""]
-            if not step.started:
-                lines += ["Not run.", ""]
-                continue
-            lines += ["```", *block(step), "```", ""]
+    lines += step_sections(runs, lambda step: ["```", *block(step), "```", ""])
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -8,13 +8,14 @@ import json
 import re
 import shlex
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.report.model import (
     CONCURRENCY,
     STATUS_WORDS,
     RunData,
+    StepData,
     strategy_name,
     target_version,
 )
@@ -330,3 +331,16 @@ def reproduce_command(spec: dict[str, Any]) -> str | None:
     if sets is None:
         return None
     return " ".join(["workbench run", *(f"--set {shlex.quote(s)}" for s in sets)])
+
+
+def step_sections(runs: Sequence[RunData], body: Callable[[StepData], list[str]]) -> list[str]:
+    """A `### step` section per planned step of every run: `body(step)`, or "Not run."."""
+    several = len(runs) > 1
+    lines: list[str] = []
+    for run in runs:
+        for step in run.steps:
+            name = step.name(with_run=several) if step.started else step.title
+            status = "" if step.status == "completed" else f" ({step.status})"
+            lines += [f"### {name}{status}", ""]
+            lines += body(step) if step.started else ["Not run.", ""]
+    return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.report.markdown import footer, header
+from workbench.report.markdown import footer, header, step_sections
 from workbench.report.model import (
     RunData,
     StepData,
@@ -119,16 +119,7 @@ def step_blocks(step: StepData) -> list[str]:
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:
-    several = len(runs) > 1
     lines = header(runs, options.get("title") or "Load test")
-    for run in runs:
-        for step in run.steps:
-            name = step.name(with_run=several) if step.started else step.title
-            status = "" if step.status == "completed" else f" ({step.status})"
-            lines += [f"### {name}{status}", ""]
-            if not step.started:
-                lines += ["Not run.", ""]
-                continue
-            lines += step_blocks(step)
+    lines += step_sections(runs, step_blocks)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"
