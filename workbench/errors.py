@@ -29,3 +29,7 @@ class TargetError(WorkbenchError):
 
 class StoreError(WorkbenchError):
     """The results store cannot be opened, or a run is not in it."""
+
+
+class RunRefError(StoreError):
+    """A run reference matches no run, or more than one."""

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from workbench.metrics import Stats
 
-RunStatus = Literal["running", "completed", "interrupted", "failed"]
+RunStatus = Literal["running", "completed", "interrupted", "failed", "abandoned"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class RunStarted:
     steps: list[dict[str, Any]]  # {"index", "label", "title"} per step
     environment: dict[str, Any]
     started_at: float
+    # Who runs it: {"host", "pid", "pid_start"}, so that a run whose process is gone can be
+    # told apart from one still running (empty in runs stored before it was kept).
+    runner: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,28 @@ class StepStarted:
     workers: int
     clients: int
     server: dict[str, Any] = field(default_factory=dict)  # managed server pid, version...
+    # The resolved facts, so that reading a run never needs the plugin that ran it.
+    system: str = ""
+    strategy: str = ""  # the strategy really run, never "" once resolved
+    system_options: dict[str, Any] = field(default_factory=dict)
+    strategy_options: dict[str, Any] = field(default_factory=dict)
+    server_options: dict[str, Any] = field(default_factory=dict)  # {} when not managed
+    engine: dict[str, str] = field(default_factory=dict)  # {"name", "version"}
+    allow_remote: bool = False
+    nodes: list[dict[str, Any]] = field(default_factory=list)  # [] for this host
+
+    def resolved(self) -> dict[str, Any]:
+        """The resolved facts as the store keeps them."""
+        return {
+            "system": self.system,
+            "strategy": self.strategy,
+            "system_options": self.system_options,
+            "strategy_options": self.strategy_options,
+            "server_options": self.server_options,
+            "engine": self.engine,
+            "allow_remote": self.allow_remote,
+            "nodes": self.nodes,
+        }
 
 
 @dataclass(frozen=True)

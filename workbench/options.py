@@ -7,6 +7,7 @@ value, a string typed in a form or after --set) into the declared kind, or raise
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -108,8 +109,8 @@ def parse_duration(value: Any, where: str) -> float:
     if isinstance(value, bool):
         raise SpecError(f"expected a duration such as 2, 500ms or 1m; got {value!r}", where)
     if isinstance(value, int | float):
-        if value < 0:
-            raise SpecError(f"expected a duration of 0 or more; got {value}", where)
+        if not value >= 0 or not math.isfinite(value):
+            raise SpecError(f"expected a finite duration of 0 or more; got {value}", where)
         return float(value)
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _DURATION_UNITS:
@@ -131,6 +132,8 @@ def parse_option(opt: Option, value: Any, where: str) -> Any:
             if isinstance(value, bool):
                 raise ValueError
             parsed = float(value)
+            if not math.isfinite(parsed):
+                raise ValueError
         elif kind == "bool":
             if isinstance(value, bool):
                 parsed = value

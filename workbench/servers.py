@@ -2,7 +2,8 @@
 
 Used by the adapters' launchers (``target.managed = true``), by ``workbench serve`` and
 by the tests, so that all three start a server the same way. Every server started here
-is also stopped at interpreter exit, so a crashed run does not leave one behind.
+is stopped at interpreter exit, and dies with the process that started it (the kernel's
+PR_SET_PDEATHSIG), so neither a crashed nor a killed run leaves one behind.
 """
 
 from __future__ import annotations
@@ -18,16 +19,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import TargetError
+from workbench.processes import dies_with_this_process
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
+
+# The key the engine adds to a step's system options when the spec allowed remote targets.
+ALLOW_REMOTE = "allow_remote"
 
 _running: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -42,11 +47,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def require_loopback(host: str, where: str) -> str:
-    """The host, or a TargetError: load loops only ever target this machine."""
-    if not is_loopback(host):
+def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = None) -> str:
+    """The host, or a TargetError: load goes to this machine unless the step allowed a
+    remote target (the engine then sets `ALLOW_REMOTE` in the system's options)."""
+    if not is_loopback(host) and not (options is not None and options.get(ALLOW_REMOTE)):
         raise TargetError(
-            f"the workbench only loads loopback targets (127.0.0.1, ::1, localhost); got {host!r}",
+            f"{host!r} is not on this machine (127.0.0.1, ::1, localhost); to load a remote "
+            "target, set target.allow_remote = true or pass --allow-remote",
             where,
         )
     return host
@@ -182,7 +189,12 @@ def launch(
     timeout: float = START_TIMEOUT,
 ) -> ServerProcess:
     """Start ``argv`` and wait until it accepts connections on host:port."""
-    require_loopback(host, "target.server")
+    if not is_loopback(host):  # never on another interface, whatever a run may load
+        raise TargetError(
+            f"servers the workbench starts listen on loopback only (127.0.0.1, ::1, "
+            f"localhost); got {host!r}",
+            "target.server",
+        )
     log_path = _log_file(name)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -192,6 +204,9 @@ def launch(
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
             start_new_session=True,  # Ctrl-C in the terminal reaches the workbench only
+            # Killed by the kernel if the workbench dies without stopping it (SIGKILL, a
+            # closed terminal): the atexit stop below covers every other ending.
+            preexec_fn=dies_with_this_process(),
         )
     _running[process.pid] = process
     deadline = time.monotonic() + timeout

@@ -20,6 +20,7 @@ from workbench import __version__
 from workbench.engine.coordinator import Coordinator
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
+from workbench.processes import this_runner
 from workbench.spec.model import Spec, spec_to_dict
 from workbench.spec.plan import check_spec
 from workbench.store import Store, StoredRun
@@ -76,6 +77,7 @@ async def run(
         [{"index": s.index, "label": s.label, "title": s.title} for s in steps],
         environment(),
         time.time(),
+        this_runner(),
     )
     store.record(started)
     yield started

@@ -7,7 +7,6 @@ interrupted or crashed run keeps everything measured up to that point.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import StoreError
+from workbench.errors import RunRefError, StoreError
 from workbench.events import (
     Event,
     Interval,
@@ -27,8 +26,9 @@ from workbench.events import (
     StepFinished,
     StepStarted,
 )
+from workbench.live import RunView
 from workbench.metrics import Stats, merged, summarise
-from workbench.plugins import load_plugin
+from workbench.processes import runner_gone
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -54,6 +54,13 @@ CREATE TABLE IF NOT EXISTS notices (
 );
 """
 
+# Columns added after the first release: (table, column, declaration). Older stores gain
+# them when opened; rows written before hold NULL and read back as the defaults.
+ADDED_COLUMNS = (
+    ("runs", "runner", "TEXT"),  # {"host", "pid", "pid_start"} of the process running it
+    ("steps", "resolved", "TEXT"),  # StepStarted.resolved(): the facts a reader needs
+)
+
 
 def default_path() -> Path:
     if env := os.environ.get("WORKBENCH_STORE"):
@@ -74,6 +81,38 @@ class StoredStep:
     status: str
     stats: Stats
     intervals: list[Interval] = field(default_factory=list)
+    # StepStarted.resolved(); in runs stored before it was kept, what the spec says.
+    resolved: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def system(self) -> str:
+        return str(self.resolved.get("system") or self.spec.get("target", {}).get("system", ""))
+
+    @property
+    def strategy(self) -> str:
+        """The strategy the step ran ("" only in old runs that named none)."""
+        return str(self.resolved.get("strategy") or self.spec.get("strategy", {}).get("name") or "")
+
+    def started_event(self, run_id: str) -> StepStarted:
+        r = self.resolved
+        return StepStarted(
+            run_id,
+            self.index,
+            self.title,
+            self.label,
+            self.spec,
+            self.workers,
+            self.clients,
+            self.server,
+            system=self.system,
+            strategy=self.strategy,
+            system_options=dict(r.get("system_options") or {}),
+            strategy_options=dict(r.get("strategy_options") or {}),
+            server_options=dict(r.get("server_options") or {}),
+            engine=dict(r.get("engine") or {}),
+            allow_remote=bool(r.get("allow_remote", False)),
+            nodes=list(r.get("nodes") or []),
+        )
 
 
 @dataclass
@@ -89,16 +128,21 @@ class StoredRun:
     plan: list[dict[str, Any]]
     steps: list[StoredStep]
     notices: list[Notice]
+    runner: dict[str, Any] = field(default_factory=dict)
 
     def events(self) -> Iterator[Event]:
         """The run again as the engine produced it."""
         yield RunStarted(
-            self.id, self.name, self.spec, self.plan, self.environment, self.created_at
+            self.id,
+            self.name,
+            self.spec,
+            self.plan,
+            self.environment,
+            self.created_at,
+            dict(self.runner),
         )
         for s in self.steps:
-            yield StepStarted(
-                self.id, s.index, s.title, s.label, s.spec, s.workers, s.clients, s.server
-            )
+            yield s.started_event(self.id)
             yield from s.intervals
             for n in self.notices:
                 if n.step == s.index:
@@ -107,6 +151,20 @@ class StoredRun:
                 yield StepFinished(self.id, s.index, s.status, s.stats)
         if self.status != "running":
             yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
+
+    def view(self) -> RunView:
+        """The run replayed through the reducer every face uses."""
+        view = RunView()
+        for event in self.events():
+            view = view.apply(event)
+        return view
+
+    @property
+    def allow_remote(self) -> bool:
+        """Whether the run was allowed to load a target off this machine."""
+        return bool(self.spec.get("target", {}).get("allow_remote")) or any(
+            s.resolved.get("allow_remote") for s in self.steps
+        )
 
 
 @dataclass(frozen=True)
@@ -137,8 +195,33 @@ class Store:
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            self._add_columns()
+            self.mark_abandoned()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the results store: {exc}", str(self.path)) from None
+
+    def _add_columns(self) -> None:
+        for table, column, declaration in ADDED_COLUMNS:
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+    def mark_abandoned(self) -> list[str]:
+        """Runs stored as running whose process is gone (killed, or its terminal closed)
+        become "abandoned"; what they measured stays. The ids marked."""
+        gone = [
+            run_id
+            for run_id, runner in self.db.execute(
+                "SELECT id, runner FROM runs WHERE status='running' AND runner IS NOT NULL"
+            ).fetchall()
+            if runner_gone(json.loads(runner))
+        ]
+        for run_id in gone:
+            self.db.execute(
+                "UPDATE runs SET status='abandoned', error=? WHERE id=? AND status='running'",
+                ("the process running it ended without finishing it", run_id),
+            )
+        return gone
 
     def close(self) -> None:
         self.db.close()
@@ -149,7 +232,8 @@ class Store:
         db = self.db
         if isinstance(event, RunStarted):
             db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs (id, name, created_at, finished_at, status, error, spec, "
+                "environment, plan, runner) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     event.run_id,
                     event.name,
@@ -160,12 +244,13 @@ class Store:
                     json.dumps(event.spec),
                     json.dumps(event.environment),
                     json.dumps(event.steps),
+                    json.dumps(event.runner) if event.runner else None,
                 ),
             )
         elif isinstance(event, StepStarted):
             db.execute(
                 "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
-                "clients, server, status, started_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "clients, server, status, started_at, resolved) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     event.run_id,
                     event.step,
@@ -177,6 +262,7 @@ class Store:
                     json.dumps(event.server),
                     "running",
                     now,
+                    json.dumps(event.resolved()),
                 ),
             )
         elif isinstance(event, Interval):
@@ -220,30 +306,48 @@ class Store:
             )
 
     def resolve(self, ref: str) -> str:
-        """A run id from an id, an id prefix, a name, or 'last'."""
+        """The one run `ref` names: its exact id, a unique id prefix, its exact name, or
+        'last' (the newest). None is a StoreError; an empty reference, or one matching
+        several runs, a RunRefError naming them."""
+        if not ref.strip():
+            raise RunRefError(
+                "expected a run id, an id prefix, a name or 'last'; got an empty reference"
+            )
         if ref == "last":
             row = self.db.execute("SELECT id FROM runs ORDER BY created_at DESC LIMIT 1").fetchone()
-        else:
-            row = self.db.execute("SELECT id FROM runs WHERE id=?", (ref,)).fetchone()
             if row is None:
-                rows = self.db.execute(
-                    "SELECT id FROM runs WHERE name=? OR id LIKE ? ORDER BY created_at DESC",
-                    (ref, ref + "%"),
-                ).fetchall()
-                row = rows[0] if rows else None
-        if row is None:
+                raise StoreError("no runs stored yet", str(self.path))
+            return str(row[0])
+        row = self.db.execute("SELECT id FROM runs WHERE id=?", (ref,)).fetchone()
+        if row is not None:
+            return str(row[0])
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.db.execute(
+            "SELECT id, name FROM runs WHERE name=? OR id LIKE ? ESCAPE '\\' "
+            "ORDER BY created_at DESC",
+            (ref, escaped + "%"),
+        ).fetchall()
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if not rows:
             raise StoreError(
                 f"no run {ref!r} in the store (see `workbench runs list`)", str(self.path)
             )
-        return row[0]
+        shown = ", ".join(f"{rid} ({name!r})" for rid, name in rows[:5])
+        more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+        raise RunRefError(f"{ref!r} matches {len(rows)} runs: {shown}{more}; give more of the id")
 
     def load(self, ref: str) -> StoredRun:
         run_id = self.resolve(ref)
-        r = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        r = self.db.execute(
+            "SELECT id, name, created_at, finished_at, status, error, spec, environment, plan, "
+            "runner FROM runs WHERE id=?",
+            (run_id,),
+        ).fetchone()
         steps = []
         for row in self.db.execute(
             "SELECT idx, title, label, spec, workers, clients, server, "
-            "status, stats FROM steps WHERE run_id=? ORDER BY idx",
+            "status, stats, resolved FROM steps WHERE run_id=? ORDER BY idx",
             (run_id,),
         ):
             intervals = [
@@ -267,6 +371,7 @@ class Store:
                     row[7],
                     stats,
                     intervals,
+                    json.loads(row[9]) if row[9] else {},
                 )
             )
         notices = [
@@ -287,6 +392,7 @@ class Store:
             json.loads(r[8]),
             steps,
             notices,
+            json.loads(r[9]) if r[9] else {},
         )
 
     def list_runs(self, limit: int = 500) -> list[RunRow]:
@@ -297,25 +403,31 @@ class Store:
             "ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
+        ran = self._strategies_ran([r[0] for r in rows])
         out = []
         for rid, name, created, status, spec, n, ops, p50, p99, hr, errs in rows:
-            sp = json.loads(spec)
+            system, strategy = _target_and_strategy(json.loads(spec), ran.get(rid, []))
             out.append(
-                RunRow(
-                    rid,
-                    name,
-                    created,
-                    status,
-                    *_target_and_strategy(sp),
-                    n,
-                    ops,
-                    p50,
-                    p99,
-                    hr,
-                    errs,
-                )
+                RunRow(rid, name, created, status, system, strategy, n, ops, p50, p99, hr, errs)
             )
         return out
+
+    def _strategies_ran(self, run_ids: list[str]) -> dict[str, list[str]]:
+        """The strategy each started step recorded, per run, in step order."""
+        ran: dict[str, list[str]] = {}
+        for start in range(0, len(run_ids), 500):  # SQLite's bound-variable limit
+            chunk = run_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for rid, resolved, spec in self.db.execute(
+                f"SELECT run_id, resolved, spec FROM steps WHERE run_id IN ({marks}) "
+                "ORDER BY run_id, idx",
+                chunk,
+            ):
+                facts = json.loads(resolved) if resolved else {}
+                name = facts.get("strategy") or json.loads(spec).get("strategy", {}).get("name")
+                if name:
+                    ran.setdefault(rid, []).append(str(name))
+        return ran
 
     def rename(self, ref: str, name: str) -> None:
         self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
@@ -329,8 +441,9 @@ def _from_intervals(intervals: list[Interval]) -> Stats:
     return merged((i.stats for i in intervals), concurrent=False)
 
 
-def _target_and_strategy(spec: dict[str, Any]) -> tuple[str, str]:
-    """What a run targets, as a list would show it: the swept systems and strategies too."""
+def _target_and_strategy(spec: dict[str, Any], ran: list[str]) -> tuple[str, str]:
+    """What a run targets, as a list would show it: the swept systems and strategies too,
+    and for a run that named no strategy, the one its steps recorded running."""
     systems = [spec["target"]["system"]]
     strategies = [spec["strategy"]["name"] or "default"]
     for axis in spec.get("sweep", []):
@@ -340,7 +453,6 @@ def _target_and_strategy(spec: dict[str, Any]) -> tuple[str, str]:
             systems = [str(v.get("system", "embedded")) for v in axis["values"]]
         elif axis["path"] == "strategy.name":
             strategies = [str(v) for v in axis["values"]]
-    if strategies == ["default"] and len(systems) == 1:
-        with contextlib.suppress(Exception):  # a plugin that no longer loads keeps "default"
-            strategies = [load_plugin(systems[0]).default_strategy]
+    if strategies == ["default"] and len(systems) == 1 and ran:
+        strategies = list(dict.fromkeys(ran))
     return ",".join(dict.fromkeys(systems)), ",".join(strategies)

@@ -58,9 +58,12 @@ def _numbers(args: list[str], count: int, where: str, what: str) -> tuple[float,
     if len(args) != count:
         raise SpecError(f"expected {what}; got {len(args)} argument(s)", where)
     try:
-        return tuple(float(a) for a in args)
+        numbers = tuple(float(a) for a in args)
     except ValueError:
         raise SpecError(f"expected {what}; got {', '.join(args)}", where) from None
+    if not all(math.isfinite(n) for n in numbers):
+        raise SpecError(f"expected {what} as finite numbers; got {', '.join(args)}", where)
+    return numbers
 
 
 def parse_key_distribution(text: str, where: str = "workload.key_distribution") -> Dist:
@@ -119,8 +122,8 @@ def parse_value_size(text: str, where: str = "workload.value_size") -> Dist:
             w = float(weight)
         except ValueError:
             raise SpecError(f"expected weighted(SIZE:WEIGHT, ...); got {arg!r}", where) from None
-        if w <= 0:
-            raise SpecError(f"expected positive weights; got {arg!r}", where)
+        if not w > 0 or not math.isfinite(w):
+            raise SpecError(f"expected positive finite weights; got {arg!r}", where)
         pairs += [float(parse_size(size, where)), w]
     if not pairs:
         raise SpecError("expected weighted(SIZE:WEIGHT, ...), e.g. weighted(100:9,10KiB:1)", where)
@@ -155,8 +158,10 @@ def parse_mix(mix: Mapping[str, float], where: str = "workload.mix") -> dict[int
             raise SpecError(
                 f"expected one of {', '.join(OP_CODES)}; got {name!r}", f"{where}.{name}"
             )
-        if weight < 0:
-            raise SpecError(f"expected a weight of 0 or more; got {weight}", f"{where}.{name}")
+        if not weight >= 0 or not math.isfinite(weight):
+            raise SpecError(
+                f"expected a finite weight of 0 or more; got {weight}", f"{where}.{name}"
+            )
         if weight > 0:
             out[OP_CODES[name]] = float(weight)
     if not out:

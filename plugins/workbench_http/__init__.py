@@ -35,7 +35,9 @@ Strategies: ``keep-alive`` (one aiohttp session per worker whose connection pool
 new TCP connection for every request) and ``lean`` (no aiohttp: one keep-alive
 connection per virtual client and a minimal HTTP/1.1 client, as wrk does, for when the
 server rather than the client library is to be measured; see `workbench_http.lean`).
-``base_url`` must be a loopback address.
+``base_url`` must be a loopback address unless the spec sets ``target.allow_remote``.
+Redirects are never followed (a 3xx answer counts as error ``http-3xx``): a redirect to
+another host would get past that check.
 
 With ``target.managed = true`` the workbench starts one of the reference servers of
 `workbench_http.servers` (``target.server.kind``: ``caching-proxy``, with a throw-away
@@ -81,14 +83,14 @@ def _opt(where: str) -> str:
     return f"target.options.{where}"
 
 
-def _check_base_url(url: str) -> str:
+def _check_base_url(url: str, options: dict[str, Any] | None = None) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError(
             f"expected an http:// URL such as http://127.0.0.1:8000; got {url!r}",
             _opt("base_url"),
         )
-    require_loopback(parts.hostname, _opt("base_url"))
+    require_loopback(parts.hostname, _opt("base_url"), options)
     return url.rstrip("/")
 
 
@@ -213,7 +215,7 @@ class Config:
 
     @classmethod
     def from_options(cls, o: dict[str, Any]) -> Config:
-        base = _check_base_url(o["base_url"])
+        base = _check_base_url(o["base_url"], o)
         headers: dict[str, str] = {}
         for line in o["headers"]:
             name, sep, value = line.partition(":")
@@ -319,7 +321,9 @@ def _status_error(
     method: str, target: str, status: int, reason: str | None, body: bytes
 ) -> AdapterError:
     snippet = body[:120].decode("utf-8", errors="replace")
-    return AdapterError(f"http-{status}", f"{method} {target}: {status} {reason or ''} {snippet}")
+    # `target` is a request target, or a whole template that already begins with the method.
+    request = target if target.startswith(f"{method} ") else f"{method} {target}"
+    return AdapterError(f"http-{status}", f"{request}: {status} {reason or ''} {snippet}")
 
 
 def _io_error(exc: Exception) -> Exception:
@@ -352,7 +356,7 @@ class HttpConnection:
         if not self.config.stats_path:
             return {}
         url = URL(self.config.base_url + self.config.stats_path, encoded=True)
-        async with self.session.get(url) as resp:
+        async with self.session.get(url, allow_redirects=False) as resp:
             if resp.status != 200:
                 return {}
             data = await resp.json(content_type=None)
@@ -385,7 +389,7 @@ class HttpClient:
         c = self.config
         url = c.get.url(key)
         try:
-            async with self.session.request(c.get.method, url) as resp:
+            async with self.session.request(c.get.method, url, allow_redirects=False) as resp:
                 status = resp.status
                 body = await resp.read()
                 is_json = resp.content_type == _JSON
@@ -399,7 +403,11 @@ class HttpClient:
         data = c.body.render(key, value, ttl)
         try:
             async with self.session.request(
-                c.set.method, url, data=data, headers={"Content-Type": c.body.content_type}
+                c.set.method,
+                url,
+                data=data,
+                headers={"Content-Type": c.body.content_type},
+                allow_redirects=False,
             ) as resp:
                 status = resp.status
                 body = await resp.read()
@@ -413,7 +421,7 @@ class HttpClient:
             raise c.no_delete()
         url = c.delete.url(key)
         try:
-            async with self.session.request(c.delete.method, url) as resp:
+            async with self.session.request(c.delete.method, url, allow_redirects=False) as resp:
                 status = resp.status
                 body = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:

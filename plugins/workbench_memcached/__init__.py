@@ -233,7 +233,7 @@ class MultiplexedConnection:
 async def _connect_multiplexed(
     system: dict[str, Any], strategy: dict[str, Any]
 ) -> MultiplexedConnection:
-    servers = parse_servers(system["servers"])
+    servers = parse_servers(system["servers"], options=system)
     stats = await _stats_links(system, servers)
     links = Links(
         servers,
@@ -253,7 +253,7 @@ async def _connect_multiplexed(
 async def _connect_per_client(
     system: dict[str, Any], strategy: dict[str, Any]
 ) -> BlockingConnection:
-    servers = parse_servers(system["servers"])
+    servers = parse_servers(system["servers"], options=system)
     stats = await _stats_links(system, servers)
     options = _client_options(system)
     return BlockingConnection(
@@ -262,7 +262,7 @@ async def _connect_per_client(
 
 
 async def _connect_pooled(system: dict[str, Any], strategy: dict[str, Any]) -> BlockingConnection:
-    servers = parse_servers(system["servers"])
+    servers = parse_servers(system["servers"], options=system)
     stats = await _stats_links(system, servers)
     options = _client_options(system)
     size = strategy["pool_size"]

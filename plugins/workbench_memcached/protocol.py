@@ -21,7 +21,7 @@ import socket
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.adapter import AdapterError
@@ -48,8 +48,13 @@ _MASK = 0xFFFFFFFF
 Address = tuple[str, int]
 
 
-def parse_servers(values: Sequence[str], where: str = "target.options.servers") -> list[Address]:
-    """``host:port`` strings (``[::1]:port`` for IPv6; port 11211 if left out), loopback only."""
+def parse_servers(
+    values: Sequence[str],
+    where: str = "target.options.servers",
+    options: Mapping[str, Any] | None = None,
+) -> list[Address]:
+    """``host:port`` strings (``[::1]:port`` for IPv6; port 11211 if left out), loopback
+    only unless `options` (the system's) allow remote targets."""
     if not values:
         raise TargetError("expected at least one memcached server such as 127.0.0.1:11211", where)
     out: list[Address] = []
@@ -70,7 +75,7 @@ def parse_servers(values: Sequence[str], where: str = "target.options.servers") 
             raise TargetError(
                 f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
             ) from None
-        require_loopback(host or text, where)
+        require_loopback(host or text, where, options)
         out.append((host, port))
     return out
 

@@ -66,7 +66,7 @@ def parse_target(options: dict[str, Any]) -> RedisTarget:
     if parts.scheme not in ("redis", "rediss"):
         raise TargetError(f"expected a redis:// or rediss:// URL; got {url!r}", where)
     host = parts.hostname or "127.0.0.1"
-    require_loopback(host, where)
+    require_loopback(host, where, options)
     try:
         port = parts.port or 6379
         path = parts.path.strip("/")

@@ -22,9 +22,10 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.metrics import Stats, fold, merged, new_histogram
+from workbench.plugins import load_plugin
 from workbench.spec.load import spec_from_data
-from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import plan
+from workbench.spec.model import Spec, spec_to_dict
+from workbench.spec.plan import plan, resolve_strategy
 from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0
@@ -83,6 +84,21 @@ def interval_stats(
     return stats
 
 
+def resolved_facts(spec: Spec) -> dict[str, Any]:
+    """What the engine records with a step: the resolved system, strategy and options."""
+    system = load_plugin(spec.target.system)
+    strategy = resolve_strategy(system, spec)
+    return {
+        "system": system.name,
+        "strategy": strategy.name,
+        "system_options": system.options.resolve(dict(spec.target.options), "target.options"),
+        "strategy_options": strategy.options.resolve(
+            dict(spec.strategy.options), "strategy.options"
+        ),
+        "engine": {"name": "python", "version": "0.1.0"},
+    }
+
+
 def build(
     store: Store,
     run_id: str,
@@ -124,6 +140,7 @@ def build(
                 workers=min(2, clients),
                 clients=clients,
                 server={},
+                **resolved_facts(step.spec),
             )
         )
         intervals = []

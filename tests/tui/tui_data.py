@@ -68,7 +68,17 @@ def synthetic_events(
     for i, c in enumerate(concurrency):
         step = steps[i]
         events.append(
-            StepStarted(run_id, i, step["title"], step["label"], data, workers=2, clients=c)
+            StepStarted(
+                run_id,
+                i,
+                step["title"],
+                step["label"],
+                data,
+                workers=2,
+                clients=c,
+                system="embedded",
+                strategy="direct",  # what the engine records for the default
+            )
         )
         parts = []
         for k in range(intervals):

@@ -12,7 +12,14 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from workbench.errors import PluginError, SpecError, StoreError, TargetError, WorkbenchError
+from workbench.errors import (
+    PluginError,
+    RunRefError,
+    SpecError,
+    StoreError,
+    TargetError,
+    WorkbenchError,
+)
 from workbench.store import Store
 
 
@@ -64,6 +71,7 @@ def one_line_errors(fn: F) -> F:
                 PluginError: ExitStatus.BAD_INPUT,
                 TargetError: ExitStatus.TARGET,
                 StoreError: ExitStatus.ERROR,
+                RunRefError: ExitStatus.BAD_INPUT,
             }.get(type(exc), ExitStatus.ERROR)
             raise fail(str(exc), status) from None
         except KeyboardInterrupt:
@@ -90,7 +98,7 @@ def out(text: str = "") -> None:
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError:  # a reader gone (`| head`), or a closed terminal (EIO after SIGHUP)
         _STDOUT["open"] = False
         # Point stdout at /dev/null so the interpreter's final flush does not fail either.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -16,6 +16,8 @@ from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFini
 from workbench.live import RunView
 from workbench.spec.load import load_spec
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 @one_line_errors
 def run_command(
@@ -29,10 +31,18 @@ def run_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="allow a target that is not on this machine (target.allow_remote = true)",
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """Run an experiment: one live line per interval, then a summary per step."""
-    spec = load_spec(profile, set_ or [])
+    overrides = [*(set_ or []), *(["target.allow_remote=true"] if allow_remote else [])]
+    spec = load_spec(profile, overrides)
     st = open_store(store)
     view = asyncio.run(_drive(spec, st, name, quiet))
     out(
@@ -62,7 +72,9 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
         else:
             raise KeyboardInterrupt
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
+    # terminal is dropped by `out`.
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal)
     view = RunView()
     try:
@@ -70,7 +82,7 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
             view = view.apply(event)
             _show(event, view, quiet)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
     return view
 

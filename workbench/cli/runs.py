@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import Annotated
 
 import typer
 
-from workbench.cli.common import StoreOption, one_line_errors, open_store, out
+from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
 from workbench.cli.format import step_summary
-from workbench.live import RunView
 from workbench.metrics import format_us
 
 app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_help=True)
@@ -46,9 +46,7 @@ def show(
 ) -> None:
     """A stored run: its spec, environment, notices and per-step figures."""
     stored = open_store(store).load(run)
-    view = RunView()
-    for event in stored.events():
-        view = view.apply(event)
+    view = stored.view()
     env = stored.environment
     out(
         f"run {stored.id} '{stored.name}' {stored.status}"
@@ -59,13 +57,17 @@ def show(
         f"{env.get('host')} ({env.get('cpus')} CPUs, {env.get('cpu_model', '')}), "
         f"Python {env.get('python')}"
     )
-    t, s = stored.spec["target"], stored.spec["strategy"]
+    t = stored.spec["target"]
+    ran = list(dict.fromkeys(s.strategy for s in stored.steps if s.strategy))
+    strategy = ",".join(ran) or stored.spec["strategy"]["name"] or "default"
     out(
-        f"target {t['system']} strategy {s['name'] or 'default'}; workload "
+        f"target {t['system']} strategy {strategy}; workload "
         f"{stored.spec['workload']['mix']} keys {stored.spec['workload']['keys']} "
         f"{stored.spec['workload']['key_distribution']} values "
         f"{stored.spec['workload']['value_size']}"
     )
+    if stored.allow_remote:
+        out("remote targets allowed (target.allow_remote = true)")
     for n in view.notices:
         out(n)
     for step in view.steps:
@@ -85,9 +87,22 @@ def rename(run: str, name: str, store: StoreOption = None) -> None:
 
 @app.command("delete")
 @one_line_errors
-def delete(run: str, store: StoreOption = None) -> None:
-    """Delete a stored run and everything measured in it."""
+def delete(
+    run: Annotated[str, typer.Argument(help="run id, unique id prefix, name, or 'last'")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="delete without asking")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Delete a stored run and everything measured in it (asks first on a terminal)."""
     st = open_store(store)
     run_id = st.resolve(run)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise fail(
+                f"not deleting {run_id} without confirmation: add --yes", ExitStatus.BAD_INPUT
+            )
+        name = st.load(run_id).name
+        if not typer.confirm(f"delete run {run_id} ({name!r})?", default=False):
+            out("nothing deleted")
+            return
     st.delete(run_id)
     out(f"deleted {run_id}")

@@ -2,8 +2,9 @@
 
 The server is started the way runs start managed servers (`workbench.servers`): on
 loopback, waited on until it accepts connections, and stopped by its pid when this
-command ends: on Ctrl-C (SIGINT) or SIGTERM, with exit status 0. If the server dies on
-its own, the command ends with status 1 and the end of the server's log.
+command ends: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, with exit status 0; killed
+outright, the servers die with it. If the server dies on its own, the command ends with
+status 1 and the end of the server's log.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ LoopOption = Annotated[
 ]
 
 
+# A closed terminal (SIGHUP) stops the servers as Ctrl-C does. Should this process die
+# without stopping them (SIGKILL), they die with it (`workbench.servers.launch`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _Stop(Exception):
     pass
 
@@ -49,7 +55,7 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 def _foreground(servers: list[ServerProcess], lines: list[str]) -> None:
     """Print what runs, wait until a signal or a server's death, stop them all."""
-    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
     try:
         for line in lines:
             out(line)

@@ -14,14 +14,19 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import __version__
 from workbench.adapter import CacheSystem, ManagedServer
 from workbench.engine.launcher import WorkerHandle, launch_local
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.plugins import load_plugin
+from workbench.servers import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
 from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+
+# The engine a step ran on, as StepStarted records it (the native engine names itself).
+PYTHON_ENGINE = {"name": "python", "version": __version__}
 
 
 @dataclass
@@ -105,6 +110,7 @@ class Coordinator:
         system_options = system.options.resolve(dict(spec.target.options), "target.options")
         strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
         server_info: dict[str, Any] = {}
+        server_opts: dict[str, Any] = {}
         if spec.target.managed and system.server is not None:
             server_opts = system.server.options.resolve(dict(spec.target.server), "target.server")
             try:
@@ -131,7 +137,16 @@ class Coordinator:
             workers=n,
             clients=total_clients(spec),
             server=server_info,
+            system=system.name,
+            strategy=strategy.name,
+            system_options=system_options,
+            strategy_options=strategy_options,
+            server_options=server_opts,
+            engine=PYTHON_ENGINE,
+            allow_remote=spec.target.allow_remote,
         )
+        if spec.target.allow_remote:  # the plugins' own connect-time check honours it
+            system_options = {**system_options, ALLOW_REMOTE: True}
         order = {
             "type": "step",
             "spec": spec_to_dict(spec),

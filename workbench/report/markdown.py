@@ -80,6 +80,8 @@ def describe_target(run: RunData) -> str:
         parts.append(f"version {', '.join(versions)}")
     if target.get("managed"):
         parts.append("managed server on a free loopback port")
+    if run.stored.allow_remote:
+        parts.append("remote targets allowed (target.allow_remote = true)")
     if target.get("options"):
         parts.append("options " + _inline_table(target["options"]))
     if target.get("server"):

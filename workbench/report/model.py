@@ -7,7 +7,6 @@ from `metrics.summarise`. This module only arranges them: names, series, lookups
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -96,10 +95,14 @@ class StepData:
 
     @property
     def system(self) -> str:
+        if self.stored is not None:
+            return self.stored.system
         return str(self.spec["target"]["system"])
 
     @property
     def strategy(self) -> str:
+        if self.stored is not None and self.stored.strategy:
+            return self.stored.strategy
         return strategy_name(self.spec)
 
     @property
@@ -154,9 +157,7 @@ class RunData:
 
 def read_run(stored: StoredRun) -> RunData:
     """A stored run replayed through the reducer the faces use."""
-    view = RunView()
-    for event in stored.events():
-        view = view.apply(event)
+    view = stored.view()
     run = RunData(stored, view, [])
     by_index = {s.index: s for s in stored.steps}
     plan = {p["index"]: p for p in stored.plan}
@@ -178,29 +179,20 @@ def all_steps(runs: Sequence[RunData], *, started: bool = True) -> list[StepData
 
 
 def strategy_name(spec: dict[str, Any]) -> str:
-    """The strategy a spec names, or the system's default strategy when it names none."""
-    name = spec.get("strategy", {}).get("name") or ""
-    if name:
-        return str(name)
-    with contextlib.suppress(Exception):
-        from workbench.plugins import load_plugin
-
-        return load_plugin(spec["target"]["system"]).default_strategy
-    return "default"
+    """The strategy a spec names; "default" when it names none (the steps a run started
+    record the strategy they really ran, which `StepData.strategy` prefers)."""
+    return str(spec.get("strategy", {}).get("name") or "default")
 
 
 def target_options(step: StepData) -> dict[str, Any]:
-    """The system's and managed server's options with the plugin's defaults filled in."""
+    """The system's and managed server's options as the step ran them: the resolved
+    options it recorded (defaults filled in), else, for runs stored before those were
+    kept, what its spec wrote. Never from the plugin, which may have changed or gone."""
     target = step.spec["target"]
     out: dict[str, Any] = {**target.get("server", {}), **target.get("options", {})}
-    with contextlib.suppress(Exception):
-        from workbench.plugins import load_plugin
-
-        system = load_plugin(target["system"])
-        out = {**out, **system.options.resolve(dict(target.get("options", {})), "target.options")}
-        if target.get("managed") and system.server is not None:
-            server = system.server.options.resolve(dict(target.get("server", {})), "target.server")
-            out = {**server, **out}
+    if step.stored is not None and step.stored.resolved:
+        facts = step.stored.resolved
+        out = {**out, **facts.get("server_options", {}), **facts.get("system_options", {})}
     return out
 
 

@@ -32,8 +32,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise SpecError(f"expected PATH=VALUE, e.g. load.concurrency=16; got {text!r}", "--set")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()
+    if _depth(value) > MAX_DEPTH:
+        raise SpecError(f"nested more than {MAX_DEPTH} levels deep", path)
     return path, value
 
 
@@ -87,20 +89,57 @@ def spec_from_data(data: dict[str, Any], overrides: Iterable[str] = (), source: 
 
 
 def _located(exc: SpecError, source: str) -> SpecError:
-    if not source:
-        return exc
+    if not source or exc.where == source or exc.where.startswith(f"{source}: "):
+        return exc  # already names it (an error about --set itself, say)
     where = f"{source}: {exc.where}" if exc.where else source
     return SpecError(exc.message, where)
 
 
+MAX_DEPTH = 32  # no spec nests deeper than a handful of tables; deeper is not a profile
+BOM = b"\xef\xbb\xbf"
+
+
 def read_profile(path: Path) -> dict[str, Any]:
+    """The TOML table in `path`; anything else is one SpecError naming the file."""
+    where = str(path)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        raw = path.read_bytes()
     except FileNotFoundError:
-        raise SpecError("no such profile file", str(path)) from None
+        raise SpecError("no such profile file", where) from None
+    except IsADirectoryError:
+        raise SpecError("is a directory; expected a TOML profile file", where) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read the profile: {exc.strerror or exc}", where) from None
+    if raw.startswith(BOM):  # as TOML tools do, accept a UTF-8 byte order mark
+        raw = raw[len(BOM) :]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"not a UTF-8 text file (byte {exc.start}); expected a TOML profile", where
+        ) from None
+    if "\x00" in text:
+        raise SpecError("a binary file (it holds NUL bytes); expected a TOML profile", where)
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"not valid TOML: {exc}", str(path)) from None
+        raise SpecError(f"not valid TOML: {exc}", where) from None
+    except RecursionError:
+        data = None
+    if data is None or _depth(data) > MAX_DEPTH:
+        raise SpecError(f"nested more than {MAX_DEPTH} levels deep; not a profile", where)
+    return data
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    """How deeply tables and lists nest, stopping a little past MAX_DEPTH."""
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
 
 
 def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:

@@ -8,6 +8,7 @@ parses them. `spec_from_dict` checks every field and names it in its errors.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ class TargetSpec:
     # Start the system's own server on a free loopback port for the run, and stop it after.
     managed: bool = False
     server: Mapping[str, Any] = field(default_factory=dict)
+    # Load a target that is not on this machine. Off by default: a typo in a URL must not
+    # send load to someone else's server. Also `workbench run --allow-remote`.
+    allow_remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ def _type_name(tp: Any) -> str:
 
 
 def _convert(value: Any, tp: Any, where: str) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):  # TOML's nan and inf
+        raise SpecError(f"expected a finite number; got {value!r}", where)
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
         args = get_args(tp)

@@ -10,15 +10,21 @@ from typing import Any
 from workbench.adapter import CacheSystem, Strategy
 from workbench.errors import PluginError, SpecError
 from workbench.plugins import load_plugin
+from workbench.remote import check_remote
 from workbench.spec.load import set_path
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
+    max_value_size,
     parse_key_distribution,
     parse_mix,
     parse_ttl,
     parse_value_size,
 )
+
+# A value this large cannot be built or sent in one piece by every system (and overflows
+# the engine's value buffer); the largest a cache server accepts is far below it.
+MAX_VALUE_SIZE = 256 * 1024**2
 
 # What each workload operation needs the strategy to support.
 NEEDS = {
@@ -51,6 +57,12 @@ def plan(spec: Spec) -> list[Step]:
     """One step per combination of sweep values, first axis outermost."""
     if not spec.sweep:
         return [Step(0, {}, spec)]
+    for i, axis in enumerate(spec.sweep):
+        if not axis.values:
+            raise SpecError(
+                f"expected at least one value to sweep {axis.path or 'over'}",
+                f"sweep[{i}].values",
+            )
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
@@ -93,7 +105,11 @@ def check_step(spec: Spec) -> None:
     """Everything that can be known wrong before a run starts; raises SpecError."""
     wl, ld = spec.workload, spec.load
     parse_key_distribution(wl.key_distribution)
-    parse_value_size(wl.value_size)
+    largest = max_value_size(parse_value_size(wl.value_size))
+    if largest >= MAX_VALUE_SIZE:
+        raise SpecError(
+            f"expected values below 256 MiB; got up to {largest:,} bytes", "workload.value_size"
+        )
     parse_ttl(wl.ttl)
     if wl.groups:
         for i, g in enumerate(wl.groups):
@@ -142,7 +158,9 @@ def check_step(spec: Spec) -> None:
         strategy = resolve_strategy(system, spec)
     except PluginError as exc:
         raise SpecError(exc.message, exc.where) from None
-    system.options.resolve(dict(spec.target.options), "target.options")
+    system_options = system.options.resolve(dict(spec.target.options), "target.options")
+    if not spec.target.managed:  # a managed server is on loopback, wherever options point
+        check_remote(system_options, spec.target.allow_remote, "target.options")
     strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
     if spec.target.managed:
         if system.server is None:

@@ -16,7 +16,6 @@ from workbench.errors import StoreError
 from workbench.live import StepView
 from workbench.metrics import Summary
 from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
-from workbench.tui.screens.history import replay
 from workbench.tui.widgets.chart import Axis, Chart, Series
 from workbench.tui.widgets.dashboard import (
     curve_series,
@@ -57,7 +56,7 @@ def entries_of(app: WorkbenchApp, run_ids: tuple[str, ...]) -> tuple[list[Entry]
             problems.append(str(exc))
     names = [r.name for r in runs]
     for run in runs:
-        view = replay(run)
+        view = run.view()
         name = run.name if names.count(run.name) == 1 else f"{run.name} {run.id[-4:]}"
         measured = [s for s in view.steps if s.summary is not None and s.summary.ops]
         for s in measured:

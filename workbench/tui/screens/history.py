@@ -41,13 +41,6 @@ RUN_COLUMNS = (
 )
 
 
-def replay(run: StoredRun) -> RunView:
-    view = RunView()
-    for event in run.events():
-        view = view.apply(event)
-    return view
-
-
 def run_cells(row: RunRow, selected: bool) -> tuple[str | Text, ...]:
     return (
         Text("✓", style="bold green") if selected else "",
@@ -93,7 +86,7 @@ def describe(run: StoredRun) -> Group:
         f"Python {env.get('python', '?')}",
         style="dim",
     )
-    view = replay(run)
+    view = run.view()
     table = Table(box=None, padding=(0, 1), show_edge=False)
     for name, justify in (
         ("step", "left"),
@@ -319,7 +312,7 @@ class RunDetailScreen(DashboardKeys, Screen[None]):
         except StoreError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one(RunDashboard).view = replay(run)
+        self.query_one(RunDashboard).view = run.view()
 
     def action_export(self) -> None:
         from workbench.tui.screens.export import ExportScreen

@@ -50,6 +50,7 @@ STATUS_STYLE = {
     "running": "bold",
     "interrupted": "yellow",
     "failed": "red",
+    "abandoned": "red",
     "pending": "dim",
 }
 

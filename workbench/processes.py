@@ -1,0 +1,78 @@
+"""Process identity and lifetime: who runs a run, and children that die with their parent.
+
+A pid alone can be reused, so a process is named by its pid and its start time (field 22
+of /proc/PID/stat, in clock ticks since boot): both must match for "still running".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot), or None if there is none."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may itself hold spaces or ')'.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])  # field 22 overall: starttime
+    except (IndexError, ValueError):
+        return None
+
+
+def this_runner() -> dict[str, Any]:
+    """This process as a stored run names its runner."""
+    pid = os.getpid()
+    return {"host": platform.node(), "pid": pid, "pid_start": start_ticks(pid)}
+
+
+def runner_gone(runner: dict[str, Any]) -> bool:
+    """True when the process that ran a run is known to be gone (never a guess: a run from
+    another host, or stored before runners were kept, is not judged)."""
+    pid = runner.get("pid")
+    if not isinstance(pid, int) or runner.get("host") != platform.node():
+        return False
+    now = start_ticks(pid)
+    if now is None:
+        return True
+    started = runner.get("pid_start")
+    return started is not None and now != started
+
+
+def _libc() -> Any:
+    name = ctypes.util.find_library("c") or "libc.so.6"
+    return ctypes.CDLL(name, use_errno=True)
+
+
+def dies_with_this_process() -> Callable[[], None]:
+    """A ``preexec_fn``: the child is sent SIGKILL by the kernel when its parent dies.
+
+    The kernel's "parent" is the thread that forked, so start such children from a
+    thread that lives as long as they should (the main thread, or a pool thread that
+    stays until shutdown). If the parent died before the call, the child exits at once
+    rather than serve with nobody to stop it.
+    """
+    parent = os.getpid()
+    libc = _libc()  # loaded before the fork: nothing in the child but a system call
+
+    def preexec() -> None:
+        try:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # not Linux: the parent's atexit stop remains
+            return
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
