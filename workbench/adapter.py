@@ -134,6 +134,10 @@ class CacheSystem:
     # False when each worker process holds its own cache (the embedded one): the engine
     # then splits the key space between workers so that hit rates mean what they say.
     shared_state: bool = True
+    # Options that are a capacity of that per-worker state (the embedded cache's entries and
+    # bytes): the engine divides them between workers the way it splits the key space, so
+    # that N workers together hold what one would.
+    split_options: tuple[str, ...] = ()
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:
@@ -143,6 +147,22 @@ class CacheSystem:
         raise PluginError(
             f"unknown strategy {name!r}; {self.name} strategies: {known}", "strategy.name"
         )
+
+
+def worker_options(
+    system: CacheSystem, options: dict[str, Any], workers: int, worker: int
+) -> dict[str, Any]:
+    """The system options worker `worker` of `workers` gets: `split_options` divided as the
+    key space is (the first `total % workers` workers get one more), never below 1."""
+    if system.shared_state or workers <= 1 or not system.split_options:
+        return options
+    out = dict(options)
+    for name in system.split_options:
+        total = out.get(name)
+        if isinstance(total, int) and not isinstance(total, bool):
+            base, extra = divmod(total, workers)
+            out[name] = max(1, base + (1 if worker < extra else 0))
+    return out
 
 
 def check_declaration(obj: object, entry_name: str) -> CacheSystem:

@@ -1,7 +1,9 @@
 """The embedded cache: an in-process LRU with TTLs and pub/sub, needing no server.
 
 Each worker process holds its own cache (``shared_state=False``), so the engine splits
-the key space between workers and every hit rate means what it says. It is the
+the key space between workers and, with it, the capacity (``max_entries`` and
+``max_bytes`` are totals: each of N workers holds 1/N), so every hit rate means what it
+says whatever the number of workers. It is the
 "simplistic cache" of the client-strategy document: get, set, delete, publish, subscribe.
 """
 
@@ -96,14 +98,16 @@ plugin = CacheSystem(
                 "max_entries",
                 "int",
                 1_000_000,
-                "evict the least recently used past this many keys",
+                "evict the least recently used past this many keys (in all: each of N "
+                "workers holds 1/N of them, as it holds 1/N of the keys)",
                 minimum=1,
             ),
             Option(
                 "max_bytes",
                 "size",
                 1024**3,
-                "evict the least recently used past this many value bytes",
+                "evict the least recently used past this many value bytes (in all: "
+                "each of N workers holds 1/N of them, as it holds 1/N of the keys)",
                 minimum=1,
             ),
         )
@@ -124,4 +128,5 @@ plugin = CacheSystem(
     ),
     default_strategy="direct",
     shared_state=False,
+    split_options=("max_entries", "max_bytes"),
 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench import __version__
-from workbench.adapter import CacheSystem, ManagedServer
+from workbench.adapter import CacheSystem, ManagedServer, worker_options
 from workbench.engine.launcher import WorkerHandle, launch_local
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
@@ -156,7 +156,8 @@ class Coordinator:
         }
         tally = _StepTally(live={h.index for h in handles})
         for h in handles:
-            await h.send({**order, "worker": h.index})
+            own = worker_options(system, system_options, n, h.index)  # per-worker capacity
+            await h.send({**order, "system_options": own, "worker": h.index})
         stop_sent = False
         go_sent = False
         stop_wait = asyncio.create_task(self.stop.wait())
