@@ -25,6 +25,8 @@ STATUS_WORDS = {
     "interrupted": "interrupted: stopped before the end; figures cover what was measured",
     "failed": "failed",
     "running": "unfinished: the run never recorded its end (crashed?); figures are partial",
+    "abandoned": "abandoned: the process running it ended without finishing it (killed, or "
+    "its terminal closed); figures are partial",
 }
 
 
