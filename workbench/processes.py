@@ -10,10 +10,15 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import queue
 import signal
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 PR_SET_PDEATHSIG = 1
 
@@ -59,10 +64,9 @@ def _libc() -> Any:
 def dies_with_this_process() -> Callable[[], None]:
     """A ``preexec_fn``: the child is sent SIGKILL by the kernel when its parent dies.
 
-    The kernel's "parent" is the thread that forked, so start such children from a
-    thread that lives as long as they should (the main thread, or a pool thread that
-    stays until shutdown). If the parent died before the call, the child exits at once
-    rather than serve with nobody to stop it.
+    The kernel's "parent" is the thread that forked, so start such children with `spawn`,
+    which forks from a thread that lives as long as the process. If the parent died before
+    the call, the child exits at once rather than serve with nobody to stop it.
     """
     parent = os.getpid()
     libc = _libc()  # loaded before the fork: nothing in the child but a system call
@@ -76,3 +80,41 @@ def dies_with_this_process() -> Callable[[], None]:
             os._exit(1)
 
     return preexec
+
+
+class _Spawner:
+    """One daemon thread that starts children for threads that may end before them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def run(self, start: Callable[[], T]) -> T:
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._serve, name="spawner", daemon=True)
+                self.thread.start()
+        done: Future[T] = Future()
+        self.jobs.put((start, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            start, done = self.jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # handed to the caller's thread
+                done.set_exception(exc)
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(start: Callable[[], T]) -> T:
+    """Call `start` (a Popen) from a thread that lives as long as the process, so that a
+    child started with `dies_with_this_process` outlives the calling thread (a pool or
+    TUI worker thread that ends) and dies only with the process."""
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    return _SPAWNER.run(start)

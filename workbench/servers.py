@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TargetError
-from workbench.processes import dies_with_this_process
+from workbench.processes import dies_with_this_process, spawn
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
@@ -197,16 +197,18 @@ def launch(
         )
     log_path = _log_file(name)
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,  # Ctrl-C in the terminal reaches the workbench only
-            # Killed by the kernel if the workbench dies without stopping it (SIGKILL, a
-            # closed terminal): the atexit stop below covers every other ending.
-            preexec_fn=dies_with_this_process(),
+        process = spawn(
+            lambda: subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,  # Ctrl-C in the terminal reaches the workbench only
+                # Killed by the kernel if the workbench dies without stopping it (SIGKILL, a
+                # closed terminal): the atexit stop covers every other ending.
+                preexec_fn=dies_with_this_process(),
+            )
         )
     _running[process.pid] = process
     deadline = time.monotonic() + timeout

@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 import signal
 import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from faults_support import cli, kill_if_alive, start_cli, wait_for_line, wait_gone
 
+from workbench.servers import ServerProcess, start_redis
 from workbench.store import Store
 
 RUN = [
@@ -140,3 +143,19 @@ def test_serve_leaves_no_child_serving(store: Path, command: str, sig: int) -> N
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+def test_a_server_started_from_a_thread_outlives_the_thread_not_the_process() -> None:
+    """The kernel's death signal follows the thread that forked: a server started from a
+    pool or TUI worker thread that then ends must keep serving."""
+    started: list[ServerProcess] = []
+    thread = threading.Thread(target=lambda: started.append(start_redis()))
+    thread.start()
+    thread.join(timeout=30)
+    (server,) = started
+    try:
+        time.sleep(0.2)  # a death signal, had one been sent, lands by now
+        assert server.alive() and _listening(server.port)
+    finally:
+        server.stop()
+    assert wait_gone(server.pid)

@@ -142,7 +142,7 @@ class Coordinator:
             system_options=system_options,
             strategy_options=strategy_options,
             server_options=server_opts,
-            engine=PYTHON_ENGINE,
+            engine=dict(PYTHON_ENGINE),
             allow_remote=spec.target.allow_remote,
         )
         if spec.target.allow_remote:  # the plugins' own connect-time check honours it
