@@ -61,7 +61,7 @@ def check_remote(options: Mapping[str, Any], allow_remote: bool, where: str) -> 
     for name, value, host in addresses(options):
         if not is_loopback(host):
             raise SpecError(
-                f"{value!r} is on {host}, not on this machine; to load a remote target, set "
-                "target.allow_remote = true or pass --allow-remote",
+                f"{value!r} is on {host}, not a loopback address; to load a remote target, "
+                "set target.allow_remote = true or pass --allow-remote",
                 f"{where}.{name}",
             )

@@ -52,8 +52,8 @@ def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = 
     remote target (the engine then sets `ALLOW_REMOTE` in the system's options)."""
     if not is_loopback(host) and not (options is not None and options.get(ALLOW_REMOTE)):
         raise TargetError(
-            f"{host!r} is not on this machine (127.0.0.1, ::1, localhost); to load a remote "
-            "target, set target.allow_remote = true or pass --allow-remote",
+            f"{host!r} is not a loopback address (127.0.0.1, ::1, localhost); to load a "
+            "remote target, set target.allow_remote = true or pass --allow-remote",
             where,
         )
     return host

@@ -58,12 +58,20 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 60)
 
 
 def alive(pid: int) -> bool:
-    """True while a process exists and is not a zombie."""
+    """True while any thread of a process has not exited. A killed process's main thread
+    can show as a zombie while its other threads still hold its files (and sockets)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def wait_gone(pid: int, timeout: float = 10) -> bool:

@@ -50,7 +50,8 @@ def _redis_on(port: int) -> int:
                 title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if title.startswith("redis-server") and f"127.0.0.1:{port}" in title:
+            program, _, address = title.partition(" ")
+            if program.endswith("redis-server") and address.strip() == f"127.0.0.1:{port}":
                 return int(entry.name)
     raise AssertionError(f"no redis-server on port {port}")
 
@@ -119,27 +120,24 @@ def test_sighup_of_a_managed_run_stops_saves_and_stops_its_server(store: Path) -
 @pytest.mark.parametrize("command", ["kv-store", "caching-proxy"])
 def test_serve_leaves_no_child_serving(store: Path, command: str, sig: int) -> None:
     proc = start_cli(["serve", command], store)
-    line = wait_for_line(proc, "listening on")
-    port = int(re.search(r":(\d+) \(pid", line).group(1))  # type: ignore[union-attr]
-    child = _server_pid(line)
-    backing: int | None = None
-    if command == "caching-proxy":
-        url = wait_for_line(proc, "backed by")
-        backing_port = int(re.search(r":(\d+)/", url).group(1))  # type: ignore[union-attr]
-        assert _listening(backing_port)
-        backing = _redis_on(backing_port)
+    children: list[int] = []
     try:
-        assert _listening(port)
+        line = wait_for_line(proc, "listening on")
+        ports = [int(re.search(r":(\d+) \(pid", line).group(1))]  # type: ignore[union-attr]
+        children.append(_server_pid(line))
+        if command == "caching-proxy":  # and the throw-away redis-server behind it
+            url = wait_for_line(proc, "backed by")
+            ports.append(int(re.search(r":(\d+)/", url).group(1)))  # type: ignore[union-attr]
+            children.append(_redis_on(ports[-1]))
+        assert all(_listening(p) for p in ports)
         proc.send_signal(sig)
         proc.communicate(timeout=30)
-        assert wait_gone(child), f"{command} {child} outlived `workbench serve`"
-        assert not _listening(port)
-        if command == "caching-proxy":
-            assert not _listening(backing_port) and backing is not None and wait_gone(backing)
+        for pid in children:
+            assert wait_gone(pid), f"{pid} outlived `workbench serve {command}`"
+        assert not any(_listening(p) for p in ports)
     finally:
-        kill_if_alive(child)
-        if backing is not None:
-            kill_if_alive(backing)
+        for pid in children:
+            kill_if_alive(pid)
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=10)
