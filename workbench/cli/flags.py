@@ -159,9 +159,21 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
 
 
 def _sweep_or_string(text: str) -> str:
-    """A list stays a list (a sweep); anything else is one string (100, 4KiB, uniform(8,64))."""
+    """A list stays a list (a sweep) of strings, so that ``[100,1KiB,uniform(8,64)]`` needs no
+    quotes; anything else is one string (100, 4KiB, uniform(8,64))."""
     stripped = text.strip()
-    return stripped if stripped.startswith("[") else _quoted(stripped)
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return _quoted(stripped)
+    items, depth, current = [], 0, ""
+    for ch in stripped[1:-1]:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    return "[" + ",".join(_quoted(i.strip().strip("\"'")) for i in items if i.strip()) + "]"
 
 
 # Strategy option names that set how many commands go out per round trip.
