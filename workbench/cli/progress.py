@@ -14,7 +14,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from workbench.cli.format import step_summary
+from workbench.cli.format import step_heading, step_summary
 from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import format_us
@@ -70,7 +70,7 @@ class RunProgress:
             self.fraction = 0.0
             self.live = "starting"
             self.step_text = f"step {event.step + 1}/{self.steps}"
-            self.print(f"-- step {event.step + 1}/{self.steps}: {event.title}")
+            self.print(step_heading(event, self.steps))
         elif isinstance(event, Interval) and not event.warmup and event.index >= 0:
             step = view.steps[event.step]
             duration, ops = self.budget

@@ -24,7 +24,7 @@ from workbench.cli.common import (
     out,
     result,
 )
-from workbench.cli.format import live_line, step_summary
+from workbench.cli.format import live_line, step_heading, step_summary
 from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 
@@ -210,18 +210,7 @@ def _show(event: object, view: RunView, quiet: bool) -> None:
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
-        step = f"step {event.step + 1}/{len(view.steps)}: {event.title}"
-        target = event.spec["target"]["system"]
-        strategy = event.spec["strategy"]["name"] or "default"
-        server = (
-            f", server {event.server.get('version', '')} pid {event.server['pid']}"
-            if (event.server)
-            else ""
-        )
-        out(
-            f"-- {step} on {target}/{strategy}, {event.clients} clients, "
-            f"{event.workers} worker(s){server}"
-        )
+        out(step_heading(event, len(view.steps)))
     elif isinstance(event, Interval) and not quiet:
         step = view.steps[event.step]
         if step.latest is not None:
