@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from workbench.errors import SpecError
+from workbench.profile_files import find_profile
 from workbench.spec.load import load_spec, read_profile, spec_from_data
 from workbench.spec.model import Spec
 
@@ -306,6 +307,7 @@ def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec
     checked, as `load_spec` does for `--set` alone."""
     from workbench.plugins import load_plugin
 
+    profile = find_profile(profile) if profile else None
     base = read_profile(profile) if profile else {}
     overrides = [*to_overrides(flags, base), *sets]
     if flags.pipeline is not None:

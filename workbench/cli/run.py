@@ -35,7 +35,10 @@ OUT_PANEL = "Files from the run"
 def run_command(
     profile: Annotated[
         Path | None,
-        typer.Argument(help="a TOML profile; none: a short default run on the embedded cache"),
+        typer.Argument(
+            help="a TOML profile, or the name of one in profiles/ or shipped with the "
+            "workbench (quick, kv-store...); none: a short default run on the embedded cache"
+        ),
     ] = None,
     set_: Annotated[
         list[str] | None,
