@@ -220,6 +220,15 @@ def test_requests_flag_runs_the_given_number_of_ops_on_memcached(
     assert totals.ops + totals.error_count == 2000
 
 
+def test_an_error_in_a_field_names_the_flag_that_set_it() -> None:
+    with pytest.raises(SpecError) as err:
+        load_with_flags(None, Flags(clients="many"), [])
+    assert err.value.where == "load.concurrency (set by -c/--clients)"
+    with pytest.raises(SpecError) as err:  # --set gave it: no flag is named
+        load_with_flags(None, Flags(), ["load.concurrency=many"])
+    assert err.value.where == "--set: load.concurrency"
+
+
 def test_bad_flag_exits_2_before_running(store: Path) -> None:
     res = run(["run", "--pipeline", "8"], store)
     assert res.returncode == 2

@@ -310,9 +310,38 @@ def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec
     profile = find_profile(profile) if profile else None
     base = read_profile(profile) if profile else {}
     overrides = [*to_overrides(flags, base), *sets]
-    if flags.pipeline is not None:
-        source = str(profile) if profile else "--set"
-        draft = spec_from_data(base, overrides, source)
-        system = load_plugin(draft.target.system)
-        overrides += pipeline_overrides(flags.pipeline, system, draft.strategy.name)
-    return load_spec(profile, overrides)
+    try:
+        if flags.pipeline is not None:
+            source = str(profile) if profile else "--set"
+            draft = spec_from_data(base, overrides, source)
+            system = load_plugin(draft.target.system)
+            overrides += pipeline_overrides(flags.pipeline, system, draft.strategy.name)
+        return load_spec(profile, overrides)
+    except SpecError as exc:
+        raise _naming_the_flag(exc, flags) from None
+
+
+# the field each flag sets -> the flag, to name it in an error about that field
+FIELD_FLAGS = {
+    "load.concurrency": ("clients", "-c/--clients"),
+    "load.workers": ("workers", "-w/--workers"),
+    "workload.value_size": ("data_size", "-d/--data-size"),
+    "load.ops": ("requests", "-n/--requests"),
+    "load.duration": ("test_time", "--test-time"),
+    "workload.mix": ("ratio", "--ratio"),
+    "workload.keys": ("key_maximum", "--key-maximum"),
+    "load.rate": ("rate", "--rate"),
+    "workload.ttl": ("ttl", "--ttl"),
+    "load.repeat": ("repeat", "--repeat"),
+}
+
+
+def _naming_the_flag(exc: SpecError, flags: Flags) -> SpecError:
+    """An error about a field a flag set says which flag it was."""
+    for field_path, (attr, flag) in FIELD_FLAGS.items():
+        if getattr(flags, attr) is not None and re.search(
+            rf"(^|: ){re.escape(field_path)}($|[ .\[])", exc.where
+        ):
+            where = exc.where.removeprefix("--set: ")  # the flag, not --set, gave it
+            return SpecError(exc.message, f"{where} (set by {flag})")
+    return exc

@@ -46,19 +46,24 @@ def requested(
     return outputs
 
 
-def write(outputs: list[Output], stored: StoredRun) -> tuple[list[str], list[str]]:
-    """Render each output and write the files: (texts meant for stdout, one error per file
-    that could not be written); a failed file does not stop the others."""
-    for_stdout: list[str] = []
-    errors: list[str] = []
+@dataclass(frozen=True)
+class Written:
+    output: Output
+    text: str  # the rendered report
+    error: str = ""  # why the file could not be written; "" when it was (or is for stdout)
+
+
+def write(outputs: list[Output], stored: StoredRun) -> list[Written]:
+    """Render each output and write its file; a file that fails does not stop the others."""
+    done = []
     for output in outputs:
         text = render(stored, output.format)
-        if output.path is None:
-            for_stdout.append(text)
-            continue
-        try:
-            output.path.parent.mkdir(parents=True, exist_ok=True)
-            output.path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            errors.append(f"cannot write {output.path}: {exc.strerror or exc}")
-    return for_stdout, errors
+        error = ""
+        if output.path is not None:
+            try:
+                output.path.parent.mkdir(parents=True, exist_ok=True)
+                output.path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                error = f"cannot write {output.path}: {exc.strerror or exc}"
+        done.append(Written(output, text, error))
+    return done

@@ -156,15 +156,15 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
     """Write the requested files and print the stdout reports; True when a file failed."""
     if not wanted or not run_id:
         return False
-    texts, errors = outputs.write(wanted, st.load(run_id))
-    for text in texts:
-        out(text.rstrip("\n"))
-    for output in wanted:
-        if output.path is not None and not any(str(output.path) in e for e in errors):
-            typer.echo(f"wrote {output.format} to {output.path}", err=True)
-    for error in errors:
-        typer.echo(f"error: {error}", err=True)
-    return bool(errors)
+    done = outputs.write(wanted, st.load(run_id))
+    for w in done:
+        if w.output.path is None:
+            out(w.text.rstrip("\n"))
+        elif w.error:
+            typer.echo(f"error: {w.error}", err=True)
+        else:
+            typer.echo(f"wrote {w.output.format} to {w.output.path}", err=True)
+    return any(w.error for w in done)
 
 
 async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None) -> RunView:  # type: ignore[no-untyped-def]
