@@ -147,6 +147,7 @@ def test_pipeline_picks_the_pipelining_strategy_or_sets_its_depth() -> None:
         ),
         (Flags(server="ftp://127.0.0.1"), [], "--server", "redis://HOST:PORT"),
         (Flags(server="127.0.0.1:6379"), [], "--server", "redis://HOST:PORT"),
+        (Flags(server="redis://:secret@127.0.0.1:6379"), [], "--server", "never stored"),
         (Flags(ratio="1-10"), [], "--ratio", "SET:GET"),
         (Flags(key_pattern="R:S"), [], "--key-pattern", "same pattern"),
         (Flags(key_pattern="zipfian"), [], "--key-pattern", "uniform (R)"),
@@ -310,3 +311,28 @@ def test_version_and_completion(store: Path) -> None:
     helptext = run(["--help"], store).stdout
     assert "--install-completion" in helptext
     assert "130 interrupted" in helptext
+
+
+def test_every_workbench_command_in_docs_cli_md_loads() -> None:
+    """The one-line translations in docs/cli.md parse and give a valid spec."""
+    import dataclasses
+    import shlex
+
+    import typer.main
+
+    from workbench.cli.main import app
+
+    run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    commands = [ln for ln in doc.splitlines() if ln.startswith("workbench run ")]
+    assert len(commands) >= 4
+    names = {f.name for f in dataclasses.fields(Flags)}
+    for line in commands:
+        ctx = run_cmd.make_context("run", shlex.split(line)[2:])
+        given = Flags(**{k: v for k, v in ctx.params.items() if k in names})
+        spec = load_with_flags(ctx.params["profile"], given, ctx.params["set_"] or [])
+        assert spec.target.system in ("redis", "memcached", "http"), line
+    for flag in ("--clients", "--workers", "--data-size", "--requests", "--test-time", "--ratio",
+                 "--key-pattern", "--key-maximum", "--pipeline", "--rate", "--ttl", "--server",
+                 "--repeat", "--json-out", "--csv-out", "--hlog-out", "--report", "--print-id"):
+        assert f"`{flag}" in doc or f", `{flag}" in doc, flag  # fmt: skip

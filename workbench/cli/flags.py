@@ -111,6 +111,12 @@ def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
             f"http://HOST:PORT[/PATH]; got {url!r}",
             "--server",
         )
+    if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
+        raise SpecError(
+            "expected no user or password in the URL: give them in REDIS_USERNAME and "
+            "REDIS_PASSWORD (or target.options.password_env), which are never stored",
+            "--server",
+        )
     target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
     same_system = target.get("system", "embedded") == system
     out = [f"target.system={_quoted(system)}", "target.managed=false"]
