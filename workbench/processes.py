@@ -7,7 +7,7 @@ of /proc/PID/stat, in clock ticks since boot): both must match for "still runnin
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import os
 import platform
 import queue
@@ -56,9 +56,10 @@ def runner_gone(runner: dict[str, Any]) -> bool:
     return started is not None and now != started
 
 
+@functools.cache
 def _libc() -> Any:
-    name = ctypes.util.find_library("c") or "libc.so.6"
-    return ctypes.CDLL(name, use_errno=True)
+    """The C library this interpreter is linked with (no search: that would run ldconfig)."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def dies_with_this_process() -> Callable[[], None]:
