@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from workbench.adapter import AdapterError
-
-if TYPE_CHECKING:
-    from workbench_http import Config, UrlTemplate
+from workbench_http.config import Config, flatten
+from workbench_http.probe import probe
+from workbench_http.templates import UrlTemplate
 
 MAX_HEAD = 64 * 1024
 REQUEST_CACHE_SIZE = 200_000  # ready requests kept per template and worker
@@ -215,10 +216,6 @@ class LeanConnection:
     async def server_stats(self) -> dict[str, Any]:
         if not self.stats_request:
             return {}
-        import json
-
-        from workbench_http import _flatten
-
         client = LeanClient(self)
         try:
             status, _, _, body, _ = await client.exchange(self.stats_request, "GET")
@@ -227,7 +224,7 @@ class LeanConnection:
         if status != 200:
             return {}
         data = json.loads(body)
-        return _flatten(data) if isinstance(data, dict) else {}
+        return flatten(data) if isinstance(data, dict) else {}
 
     async def close(self) -> None:
         for client in self.clients:
@@ -321,3 +318,9 @@ class LeanClient:
         if proto is not None and proto.transport is not None:
             with contextlib.suppress(Exception):
                 proto.transport.close()
+
+
+async def connect_lean(system: dict[str, Any], strategy: dict[str, Any]) -> LeanConnection:
+    config = Config.from_options(system)
+    await probe(config)
+    return LeanConnection(config)
