@@ -22,6 +22,7 @@ from workbench.tui.form import (
     text_to_value,
     value_to_text,
 )
+from workbench.workload import OP_CODES
 
 
 def field_id(path: str) -> str:
@@ -200,7 +201,7 @@ class DistributionField(FormField):
 class MixField(FormField):
     """The operation mix: a weight per operation (cache_aside is get, then set on a miss)."""
 
-    OPS = ("get", "set", "delete", "cache_aside", "publish")
+    OPS = tuple(OP_CODES)
     DEFAULT_CSS = """
     MixField .mix-op { width: 1fr; }
     MixField .mix-name { width: auto; padding: 0 1 0 1; color: $text-muted; }
