@@ -30,6 +30,7 @@ from workbench.tui.figures import (
     nines_label,
     percentile_x,
 )
+from workbench.tui.layout import mark_narrow
 from workbench.tui.widgets.chart import Axis, Chart, Series
 
 STEP_COLUMNS = (
@@ -360,7 +361,7 @@ class RunDashboard(Container):
         return Axis(lo=0.0, hi=hi, fmt=_seconds)
 
     def on_resize(self) -> None:
-        self.set_class(self.size.width < 100, "narrow")
+        mark_narrow(self, self.size.width)
         self.refresh_view()
 
     @staticmethod
