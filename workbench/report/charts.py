@@ -273,7 +273,9 @@ def _latency_axis(ax: Any) -> None:
 
 
 def _thousands() -> Any:
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import (
+        FuncFormatter,  # lazily, as in _render: matplotlib is slow to import
+    )
 
     return FuncFormatter(lambda v, _: _short_count(v))
 
