@@ -273,9 +273,8 @@ def _latency_axis(ax: Any) -> None:
 
 
 def _thousands() -> Any:
-    from matplotlib.ticker import (
-        FuncFormatter,  # lazily, as in _render: matplotlib is slow to import
-    )
+    # Lazily, as in _render: matplotlib is slow to import.
+    from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda v, _: _short_count(v))
 
