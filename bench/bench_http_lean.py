@@ -7,6 +7,9 @@ its ratio to wrk in the same repetition, then the median ratio per strategy.
 wrk is written in C with one event loop; a ratio near 1 means the workbench measures
 the server, not itself.
 
+It also prints the lean client's own CPU time per request (driven in this process, the
+same connections and keys), the figure least disturbed by other load on the machine.
+
 Usage: python bench/bench_http_lean.py [seconds] [repetitions] [strategy ...]
 The machine is shared and noisy: compare ratios within one run, not absolute figures.
 """
@@ -20,14 +23,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from workbench import session
+from workbench.adapter import Strategy
 from workbench.events import StepFinished
 from workbench.metrics import summarise
+from workbench.plugins import load_plugin
 from workbench.servers import ServerProcess, free_port, launch
 from workbench.spec.load import load_spec
 from workbench.store import Store
+
+try:  # the loop the engine's workers use, when installed
+    from uvloop import run as run_loop
+except ImportError:
+    from asyncio import run as run_loop
 
 VALUE = 100
 CONNECTIONS = (16, 64)
@@ -114,12 +126,35 @@ async def workbench(
     return rate
 
 
+async def client_cpu(strategy: Strategy, url: str, connections: int, per_client: int) -> float:
+    """CPU microseconds this process spends per GET through `strategy`'s clients."""
+    system = load_plugin("http")
+    options = system.options.resolve(
+        {"base_url": url, "get": "GET /?key={key}", "value_field": ""}, "target.options"
+    )
+    conn = await strategy.connect(options, strategy.options.resolve({}, "strategy.options"))
+    clients = [await conn.client() for _ in range(connections)]
+    keys = [f"k{i}".encode() for i in range(100)]
+
+    async def gets(client: Any) -> None:
+        for i in range(per_client):
+            await client.get(keys[i % len(keys)])
+
+    await asyncio.gather(*(c.get(b"warm") for c in clients))  # connected before timing
+    began = time.process_time()
+    await asyncio.gather(*(gets(c) for c in clients))
+    spent = time.process_time() - began
+    await conn.close()
+    return spent / (connections * per_client) * 1e6
+
+
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
     repetitions = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     strategies = sys.argv[3:] or ["lean"]
     ratios: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, start_nginx(Path(tmp)) as server:
+        url = f"http://{server.address}"
         print(f"nginx on {server.address}, {VALUE} B static file, {seconds:g}s per figure")
         for rep in range(repetitions):
             for n in CONNECTIONS:
@@ -131,6 +166,8 @@ def main() -> None:
                     ratios.setdefault((strategy, n), []).append(ratio)
                     line = f"{strategy:<8} {rate:>12,.0f} ops/s  {ratio:.2f}x"
                     print(f"rep {rep + 1} c={n:<3} {line}")
+                    cpu = run_loop(client_cpu(load_plugin("http").strategy(strategy), url, n, 1500))
+                    print(f"rep {rep + 1} c={n:<3} {strategy:<8} client CPU {cpu:.1f} µs/request")
     for (strategy, n), values in ratios.items():
         print(f"median ratio {strategy} c={n}: {statistics.median(values):.2f}x of wrk")
 
