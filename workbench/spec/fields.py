@@ -111,6 +111,13 @@ FIELDS: tuple[SpecField, ...] = (
     ),
     SpecField("load.interval", "interval (s)", "seconds between live figures", "load"),
     SpecField(
+        "load.repeat",
+        "repeat",
+        "run every step this many times, interleaved (A B A B); reports give the median "
+        "and the range",
+        "load",
+    ),
+    SpecField(
         "workload.mix",
         "op mix",
         "weights per operation; aside = cache-aside (get, then set on a miss)",
