@@ -73,7 +73,7 @@ def test_errors_about_set_itself_name_it_once(tmp_path: Path) -> None:
 
 
 def test_an_http_error_names_the_method_once() -> None:
-    from workbench_http import _status_error
+    from workbench_http.config import _status_error
 
     for target in ("GET /lookup?key={key}", "/lookup?key=k1"):  # lean's and aiohttp's
         message = str(_status_error("GET", target, 500, "Internal Server Error", b"oops"))
