@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
+import functools
 import ipaddress
 import os
+import queue
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.errors import TargetError
-from workbench.processes import dies_with_this_process, spawn
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
@@ -57,6 +61,75 @@ def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = 
             where,
         )
     return host
+
+
+PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
+
+
+@functools.cache
+def _libc() -> Any:
+    """The C library this interpreter is linked with (no search: that would run ldconfig)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def dies_with_this_process() -> Callable[[], None]:
+    """A ``preexec_fn``: the child is sent SIGKILL by the kernel when its parent dies.
+
+    The kernel's "parent" is the thread that forked, so start such children with `spawn`,
+    which forks from a thread that lives as long as the process. If the parent died before
+    the call, the child exits at once rather than serve with nobody to stop it.
+    """
+    parent = os.getpid()
+    libc = _libc()  # loaded before the fork: nothing in the child but a system call
+
+    def preexec() -> None:
+        try:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # not Linux: the parent's atexit stop remains
+            return
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+class _Spawner:
+    """One daemon thread that starts children for threads that may end before them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def run(self, start: Callable[[], T]) -> T:
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._serve, name="spawner", daemon=True)
+                self.thread.start()
+        done: Future[T] = Future()
+        self.jobs.put((start, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            start, done = self.jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # handed to the caller's thread
+                done.set_exception(exc)
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(start: Callable[[], T]) -> T:
+    """Call `start` (a Popen) from a thread that lives as long as the process, so that a
+    child started with `dies_with_this_process` outlives the calling thread (a pool or
+    TUI worker thread that ends) and dies only with the process."""
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    return _SPAWNER.run(start)
 
 
 def free_port(host: str = LOOPBACK) -> int:

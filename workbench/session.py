@@ -20,7 +20,7 @@ from workbench import __version__
 from workbench.engine.coordinator import Coordinator
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
-from workbench.processes import this_runner
+from workbench.runner import this_runner
 from workbench.spec.model import Spec, spec_to_dict
 from workbench.spec.plan import check_spec
 from workbench.store import Store, StoredRun
