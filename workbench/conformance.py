@@ -262,6 +262,9 @@ class Driver:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.timeout = target.op_timeout
+        ops = target.strategy.operations
+        # cache_aside without a plain set (a get-or-set server): writes go as a fill.
+        self.fills = "set" not in ops and "cache_aside" in ops
 
     async def call(self, client: Any, op: str, *args: Any) -> Any:
         method = getattr(client, op, None)
@@ -288,7 +291,19 @@ class Driver:
         return None if got is None else bytes(got)
 
     async def set(self, client: Any, key: bytes, value: bytes | memoryview, ttl: float | None):  # type: ignore[no-untyped-def]
+        if self.fills:
+            return await self.fill(client, key, value)
         return await self.call(client, "set", key, value, ttl)
+
+    async def fill(self, client: Any, key: bytes, value: bytes | memoryview) -> None:
+        """A write the only way a cache_aside-only strategy has: a get that misses (after
+        a delete, so that it does), then the set that answers it; no TTL."""
+        if "delete" in self.target.strategy.operations:
+            await self.delete(client, key)
+        got = await self.get(client, key)
+        if got is not None:
+            raise CheckFailed(f"a cache-aside write found the key present: {_show(got)}")
+        await self.call(client, "set", key, value, None)
 
     async def delete(self, client: Any, key: bytes) -> Any:
         return await self.call(client, "delete", key)
@@ -426,8 +441,9 @@ async def check_declaration(t: Target) -> str:
             "a blocking strategy declares pub/sub; the engine drives pub/sub on "
             "asyncio clients only"
         )
-    if "get" not in t.strategy.operations or "set" not in t.strategy.operations:
-        problems.append("every strategy must support get and set")
+    ops = t.strategy.operations
+    if not ({"get", "set"} <= ops or "cache_aside" in ops):
+        problems.append("every strategy must support get and set, or cache_aside")
     for where, options in _option_sets(t):
         names = options.names()
         if len(set(names)) != len(names):
@@ -561,6 +577,8 @@ async def check_delete(t: Target) -> str:
         if got is not None:
             raise CheckFailed(f"after delete, read back {_show(got)}, not None")
         absent = await d.delete(c, _key(p, "never"))
+        if existed is None and absent is None:
+            return "deleted keys miss; delete does not say whether the key was there (None)"
         if existed is not True or absent is not False:
             raise CheckFailed(
                 f"delete returned {existed!r} for a present key and {absent!r} for an absent "
@@ -570,6 +588,8 @@ async def check_delete(t: Target) -> str:
 
 
 async def check_ttl(t: Target) -> str:
+    if not t.strategy.supports_ttl():
+        raise Skip(t.strategy.lacks.get("ttl") or "strategy declares no set, so no TTL")
     p = f"wbcheck:{_token()}:"
     short, sub = 2.0, 0.5
     async with Session(t) as s:
