@@ -15,7 +15,7 @@ reply comes back, so its latency is the time to hand it to the socket).
 Only loopback servers are accepted. A lost connection counts as ``connection``, a
 missing reply as ``timeout``; the connection is dropped (releasing any lock it held) and
 the next operation reconnects. umem-cache reports no statistics: ``server_stats`` gives
-the memory limit when it is known (managed, or ``target.options.memory``).
+the memory limit when it is known (managed, or ``target.options.limit``).
 
 With ``target.managed = true`` the workbench builds umem-cache for ``target.server``
 ``memory``, ``threads`` and ``max_conn`` from ``source`` (a directory or the
@@ -56,7 +56,7 @@ class UmemConnection:
     def __init__(self, system: dict[str, Any]) -> None:
         self.address = parse_address(system["address"])
         self.threads = int(system["threads"])
-        self.memory = int(system["memory"])
+        self.limit = int(system["limit"])
         self.connect_timeout = float(system["connect_timeout"])
         self.timeout = float(system["timeout"])
         self.links: list[Link] = []
@@ -67,7 +67,7 @@ class UmemConnection:
         return UmemClient(links)
 
     async def server_stats(self) -> dict[str, Any]:
-        return {"limit_bytes": self.memory} if self.memory else {}
+        return {"limit_bytes": self.limit} if self.limit else {}
 
     async def close(self) -> None:
         for link in self.links:
@@ -101,7 +101,7 @@ plugin = CacheSystem(
                 maximum=1024,
             ),
             Option(
-                "memory",
+                "limit",
                 "size",
                 0,
                 "the server's MEM_LIMIT, for reports (0: unknown; umem-cache has no stats)",

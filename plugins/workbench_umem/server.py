@@ -144,5 +144,5 @@ def start_umem(options: dict[str, Any]) -> ServerProcess:
     return launch(
         program,
         version,
-        {"threads": config.threads, "memory": config.memory},
+        {"threads": config.threads, "limit": config.memory},
     )
