@@ -163,7 +163,9 @@ async def test_a_managed_run_records_version_limit_and_memory(store: Store) -> N
             "target.system=umem",
             "target.managed=true",
             'target.server={memory="16MiB", threads=2, max_conn=64}',
-            "workload.mix={cache_aside=9, delete=1}",
+            # No deletes: one that meets another client's fill closes that client's
+            # connection (umem-cache's way), an error this test does not want.
+            "workload.mix={cache_aside=1}",
             "workload.keys=300",
             'workload.value_size="uniform(0,64KiB)"',
             "load.ops=2000",

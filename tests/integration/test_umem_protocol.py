@@ -78,6 +78,25 @@ async def test_a_miss_then_a_set_then_a_hit_and_delete_makes_it_miss(conn: UmemC
     await c.delete(unique("never"))  # deleting an absent key is fine
 
 
+async def test_deleting_a_key_another_client_holds_locked_closes_that_clients_connection(
+    conn: UmemConnection,
+) -> None:
+    a, b = await conn.client(), await conn.client()
+    key = unique("deleted-while-locked")
+    assert await a.get(key) is None
+    await b.delete(key)
+    try:
+        await a.set(key, b"late", None)  # no reply comes, so this may not notice yet
+    except ConnectionError:
+        pass
+    else:
+        with pytest.raises(ConnectionError):
+            await a.get(key)
+    assert await a.get(key) is None  # reconnected; the late value was never stored
+    await a.set(key, b"v", None)
+    assert await b.get(key) == b"v"
+
+
 async def test_a_set_after_no_miss_stores_only_an_absent_key(conn: UmemConnection) -> None:
     c = await conn.client()
     key = unique("absent-only")
