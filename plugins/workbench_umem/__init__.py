@@ -10,8 +10,9 @@ GET-OR-SET: a miss locks the key on the server (other clients asking for it wait
 the value is sent, so there is no plain get, no plain set and no TTL; a profile asking
 for them is refused before the run, saying why. A delete does not report whether the key
 was there; deleting a key another client holds locked closes that client's connection,
-which it sees as a ``connection`` error on its next operation. A miss counts as a ``get`` and the value sent in answer as a ``set`` (no
-reply comes back, so its latency is the time to hand it to the socket).
+which it sees as a ``connection`` error on its next operation. A miss counts as a
+``get`` and the value sent in answer as a ``set`` (no reply comes back, so its latency
+is the time to hand it to the socket).
 
 Only loopback servers are accepted. A lost connection counts as ``connection``, a
 missing reply as ``timeout``; the connection is dropped (releasing any lock it held) and
