@@ -14,6 +14,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from workbench.conformance.checks.probes import show
 from workbench.conformance.settings import Target
 from workbench.errors import WorkbenchError
 
@@ -78,6 +79,9 @@ class AdapterCalls:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.timeout = target.op_timeout
+        ops = target.strategy.operations
+        # cache_aside without a plain set (a get-or-set server): writes go as a fill.
+        self.fills = "set" not in ops and "cache_aside" in ops
 
     async def call(self, client: Any, op: str, *args: Any) -> Any:
         method = getattr(client, op, None)
@@ -104,7 +108,19 @@ class AdapterCalls:
         return None if got is None else bytes(got)
 
     async def set(self, client: Any, key: bytes, value: bytes | memoryview, ttl: float | None):  # type: ignore[no-untyped-def]
+        if self.fills:
+            return await self.fill(client, key, value)
         return await self.call(client, "set", key, value, ttl)
+
+    async def fill(self, client: Any, key: bytes, value: bytes | memoryview) -> None:
+        """A write the only way a cache_aside-only strategy has: a get that misses (after
+        a delete, so that it does), then the set that answers it; no TTL."""
+        if "delete" in self.target.strategy.operations:
+            await self.delete(client, key)
+        got = await self.get(client, key)
+        if got is not None:
+            raise CheckFailed(f"a cache-aside write found the key present: {show(got)}")
+        await self.call(client, "set", key, value, None)
 
     async def delete(self, client: Any, key: bytes) -> Any:
         return await self.call(client, "delete", key)

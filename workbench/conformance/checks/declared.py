@@ -46,8 +46,9 @@ async def check_declaration(t: Target) -> str:
             "a blocking strategy declares pub/sub; the engine drives pub/sub on "
             "asyncio clients only"
         )
-    if "get" not in t.strategy.operations or "set" not in t.strategy.operations:
-        problems.append("every strategy must support get and set")
+    ops = t.strategy.operations
+    if not ({"get", "set"} <= ops or "cache_aside" in ops):
+        problems.append("every strategy must support get and set, or cache_aside")
     for where, options in _option_sets(t):
         names = options.names()
         if len(set(names)) != len(names):
