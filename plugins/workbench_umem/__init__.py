@@ -56,7 +56,7 @@ class UmemConnection:
     """One worker's view of the server: opens clients, reports the limit, closes them all."""
 
     def __init__(self, system: dict[str, Any]) -> None:
-        self.address = parse_address(system["address"])
+        self.address = parse_address(system["address"], options=system)
         self.threads = int(system["threads"])
         self.limit = int(system["limit"])
         self.connect_timeout = float(system["connect_timeout"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import mmh3
@@ -50,8 +51,11 @@ def thread_of(key: bytes, threads: int) -> int:
     return (first * threads) >> 64
 
 
-def parse_address(text: str, where: str = "target.options.address") -> Address:
-    """``[::1]:PORT`` (or ``localhost:PORT``) as (host, port); loopback only."""
+def parse_address(
+    text: str, where: str = "target.options.address", options: Mapping[str, Any] | None = None
+) -> Address:
+    """``[::1]:PORT`` (or ``localhost:PORT``) as (host, port); loopback only unless
+    `options` (the system's) carry the engine's remote-target opt-in."""
     text = text.strip()
     if text.startswith("["):
         host, sep, port_text = text[1:].partition("]:")
@@ -67,7 +71,7 @@ def parse_address(text: str, where: str = "target.options.address") -> Address:
         raise TargetError(
             f"expected [host]:port such as [::1]:10047; got {text!r}", where
         ) from None
-    require_loopback(host, where)
+    require_loopback(host, where, options)
     return host, port
 
 
