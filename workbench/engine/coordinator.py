@@ -178,13 +178,14 @@ class Coordinator:
             await self._order(step, setup, n)
             async for event in self._collect(step, tally, monitor):
                 yield event
+            final_figures = await monitor.refresh()
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
             self._stop_server()
             raise
         await monitor.close()
         self._stop_server()
-        for event in self._finished(step, tally):
+        for event in self._finished(step, tally, final_figures):
             yield event
 
     async def _setup(self, step: Step) -> _Setup:
@@ -304,10 +305,10 @@ class Coordinator:
                     self.inbox.put_nowait(get.result())  # not ours: keep it for the next step
                 get.cancel()
 
-    def _finished(self, step: Step, tally: _StepTally) -> list[Event]:
+    def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
         total = merged(tally.emitted + tally.tails, concurrent=False)
         if tally.emitted:
-            total.server = _step_server(tally.emitted) | total.server
+            total.server = _step_server(tally.emitted) | total.server | figures
         status = self._step_status(tally)
         reason = ""
         if status == "completed":

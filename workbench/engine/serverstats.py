@@ -21,6 +21,7 @@ from typing import Any
 from workbench.adapter import CacheSystem, Connection, ManagedServer, Strategy
 
 STATS_TIMEOUT = 2.0
+FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
 # Counters of CPU seconds by the names servers give them (Redis INFO, memcached stats).
 CPU_COUNTERS = (("used_cpu_user", "used_cpu_sys"), ("rusage_user", "rusage_system"))
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -64,6 +65,7 @@ class ServerMonitor:
         self.poll_every = max(0.1, poll_every)
         self.latest: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
+        self.conn: Connection | None = None  # the poller's own connection, while it is open
         self._host = host_times()
         self._cpu = process_cpu_seconds(managed.pid) if managed is not None else None
         self._cpu_cores = _affinity(managed.pid) if managed is not None else None
@@ -85,7 +87,7 @@ class ServerMonitor:
     ) -> None:
         conn: Connection | None = None
         try:
-            conn = await _bounded(strategy.connect(system_options, strategy_options))
+            conn = self.conn = await _bounded(strategy.connect(system_options, strategy_options))
             while True:
                 with contextlib.suppress(Exception):
                     figures = await _bounded(conn.server_stats())
@@ -96,6 +98,7 @@ class ServerMonitor:
         except Exception:
             return  # no statistics: the intervals go on without them
         finally:
+            self.conn = None
             if conn is not None:
                 with contextlib.suppress(Exception):
                     await _bounded(conn.close())
@@ -129,6 +132,16 @@ class ServerMonitor:
         self._host = now
         return out
 
+    async def refresh(self) -> dict[str, Any]:
+        """One last reading once the load is over (bounded), for the step's final figures."""
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.latest = dict(await _bounded(self.conn.server_stats(), FINAL_TIMEOUT))
+        out = dict(self.latest)
+        if self.managed is not None:
+            out.update(self.managed.memory())
+        return out
+
     def cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
@@ -141,11 +154,11 @@ class ServerMonitor:
             self.task = None
 
 
-async def _bounded(call: Any) -> Any:
-    """Await a plugin call for at most STATS_TIMEOUT; a late failure is not left unread."""
+async def _bounded(call: Any, timeout: float = STATS_TIMEOUT) -> Any:
+    """Await a plugin call for at most `timeout`; a late failure is not left unread."""
     task = asyncio.ensure_future(call)
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    return await asyncio.wait_for(task, STATS_TIMEOUT)
+    return await asyncio.wait_for(task, timeout)
 
 
 def _affinity(pid: int) -> int | None:
