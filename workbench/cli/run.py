@@ -178,8 +178,14 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
 
 
 async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None) -> RunView:  # type: ignore[no-untyped-def]
+    """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
+
+    Abandoning cancels the run's task: the workers are killed, the run is stored as
+    interrupted with every interval that was complete, and the command exits 130.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
     presses = {"n": 0}
     bar = None
     if bar_on is not None:
@@ -198,8 +204,9 @@ async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None)
                 "(Ctrl-C again to abandon)"
             )
             stop.set()
-        else:
-            raise KeyboardInterrupt
+        elif presses["n"] == 2 and task is not None:
+            say("abandoning: workers killed, complete intervals kept")
+            task.cancel()
 
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
@@ -213,6 +220,11 @@ async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None)
                 bar.on_event(event, view)
             else:
                 _show(event, view, quiet)
+    except asyncio.CancelledError:
+        if presses["n"] < 2 or task is None:
+            raise
+        task.uncancel()  # our own abandonment: the run is stored, report it
+        view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))
     finally:
         if bar is not None:
             bar.close()
