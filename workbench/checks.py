@@ -127,6 +127,13 @@ def parse_check(text: str, where: str = "--fail-on") -> Check:
         )
     if kind is not None and metric in PER_STEP_ONLY:
         raise SpecError(f"{text!r}: {metric} is counted per step, not per op kind", where)
+    known = ("max", "mean", "ops_per_s", "errors", "hit_rate")
+    if not re.fullmatch(r"p\d+(?:\.\d+)?", metric) and metric not in known:
+        raise SpecError(
+            f"{text!r}: unknown metric {metric!r}; expected pN (p50, p99.9...), max, mean, "
+            "ops_per_s, errors or hit_rate",
+            where,
+        )
     percentile = None
     stat = metric
     if re.fullmatch(r"p\d+(?:\.\d+)?", metric):
@@ -151,18 +158,12 @@ def parse_check(text: str, where: str = "--fail-on") -> Check:
             raise SpecError(f"{text!r}: errors takes a count (10) or a share (0.1%)", where)
         threshold = number / 100 if unit == "%" else number
         metric = "error_share" if unit == "%" else "errors"
-    elif metric == "hit_rate":
+    else:  # hit_rate
         if unit not in ("", "%"):
             raise SpecError(f"{text!r}: hit_rate takes a share: 0.8 or 80%", where)
         threshold = number / 100 if unit == "%" else number
         if not 0 <= threshold <= 1:
             raise SpecError(f"{text!r}: a hit rate is between 0 and 1 (0% and 100%)", where)
-    else:
-        raise SpecError(
-            f"{text!r}: unknown metric {metric!r}; expected pN (p50, p99.9...), max, mean, "
-            "ops_per_s, errors or hit_rate",
-            where,
-        )
     if threshold < 0:
         raise SpecError(f"{text!r}: expected a threshold of 0 or more", where)
     return Check(text.strip(), kind, metric, percentile, stat, op, threshold)

@@ -152,7 +152,7 @@ class Usage:
     worker_span: float = 0.0  # measured seconds that reported worker CPU
     server_cpu: float = 0.0
     server_span: float = 0.0
-    server_cores: float | None = None  # as the coordinator reported them
+    server_cores: float | None = None  # the cores it may run on, as the coordinator reported
     server_threads: float | None = None  # as the server reported them
     host_busy: float = 0.0  # busy share x seconds
     host_span: float = 0.0
@@ -253,11 +253,16 @@ class Verdict:
 
 
 def server_cores(context: Context, usage: Usage) -> float | None:
-    """The server's usable cores: reported, else known from the system, else guessed."""
-    for cores in (usage.server_cores, context.server_cores, usage.server_threads):
-        if cores:
-            return cores
-    return float(usage.host_cpus) if usage.host_cpus else None
+    """The server's usable cores: what its threads can use, capped by what it may run on.
+
+    The coordinator reports the cores a managed server may run on (its CPU affinity); a
+    single-threaded Redis still uses one of them, memcached its threads.
+    """
+    threads = context.server_cores or usage.server_threads
+    allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
+    if threads and allowed:
+        return min(threads, allowed)
+    return threads or allowed
 
 
 def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:

@@ -98,11 +98,13 @@ def test_multi_threaded_server_is_judged_on_all_its_cores() -> None:
     assert idle.kind == LATENCY_BOUND
 
 
-def test_cores_the_coordinator_reports_win_over_the_spec() -> None:
+def test_the_cores_a_server_may_run_on_cap_its_threads() -> None:
+    memcached = context_for({"target": {"system": "memcached", "managed": True}})  # -t 4
     stats = interval(workers=(0.5,), server_cpu=1.9, server={"cpu_cores": 2})
-    assert verdict_of([stats], context_for({"target": {"system": "memcached"}})).kind == (
-        SERVER_BOUND
-    )
+    assert verdict_of([stats], memcached).kind == SERVER_BOUND
+    # Redis on a two-core affinity still runs its commands on one thread.
+    redis = interval(workers=(0.5,), server_cpu=0.9, server={"cpu_cores": 2})
+    assert verdict_of([redis], REDIS).kind == SERVER_BOUND
 
 
 def test_server_bound_comes_before_generator_bound() -> None:
@@ -232,7 +234,9 @@ def test_context_from_the_spec() -> None:
 
 def test_unknown_cores_fall_back_to_what_the_server_then_the_machine_says() -> None:
     outside = Context("memcached")
-    reported = verdict_of([interval(workers=(0.3,), server_cpu=1.8, server={"threads": 2})], outside)
+    reported = verdict_of(
+        [interval(workers=(0.3,), server_cpu=1.8, server={"threads": 2})], outside
+    )
     machine = verdict_of([interval(workers=(0.3,), server_cpu=1.8, host=(0.6, 4))], outside)
     assert reported.kind == SERVER_BOUND
     assert machine.kind == LATENCY_BOUND and "of 4 cores (45%)" in machine.evidence
