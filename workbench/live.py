@@ -96,15 +96,19 @@ class RunView:
             steps = tuple(StepView(s["index"], s["title"]) for s in event.steps)
             return RunView(event.run_id, event.name, "running", steps=steps, spec=event.spec)
         if isinstance(event, StepStarted):
+            steps = self.steps
+            if event.step >= len(steps):  # a step chosen as the run goes (a search's probe)
+                steps = (*steps, *(StepView(i, "") for i in range(len(steps), event.step + 1)))
             step = replace(
-                self.steps[event.step],
+                steps[event.step],
+                title=event.title,
                 status="running",
                 workers=event.workers,
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
             )
-            return replace(self, steps=_put(self.steps, step), current=event.step)
+            return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
             old = self.steps[event.step]
             totals = merged((old.totals, event.stats), concurrent=False)
