@@ -175,7 +175,7 @@ def parse_checks(texts: Iterable[str], where: str = "--fail-on") -> list[Check]:
 
 def spec_checks(spec: Mapping[str, Any], source: str = "") -> list[Check]:
     """The checks a stored or loaded spec's ``[checks]`` table declares (``fail_on``)."""
-    texts = spec.get("checks", {}).get("fail_on", []) or []
+    texts = (spec.get("checks") or {}).get("fail_on") or []
     prefix = f"{source}: " if source else ""
     return [parse_check(t, f"{prefix}checks.fail_on[{i}]") for i, t in enumerate(texts)]
 

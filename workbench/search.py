@@ -257,18 +257,20 @@ def search_spec(spec: Spec, targets: Sequence[str] = ()) -> tuple[Spec, list[Che
             "a search probes one configuration; remove the sweep (or pin its value with --set)",
             "sweep",
         )
-    texts = tuple(targets) or spec.search.target
+    settings = spec.search or SearchSpec()
+    texts = tuple(targets) or settings.target
     if not texts:
         raise SpecError("expected a target, e.g. --target 'p99<1ms'", "search.target")
     where = "--target" if targets else "search.target"
     checks = target_checks(texts, where)
-    check_settings(spec.search)
-    return replace(spec, search=replace(spec.search, target=texts)), checks
+    check_settings(settings)
+    return replace(spec, search=replace(settings, target=texts)), checks
 
 
 def probe_step_spec(spec: Spec, rate: float) -> Spec:
     """The spec of one probe: open loop at `rate` for `search.probe` seconds."""
-    load = replace(spec.load, rate=rate, duration=spec.search.probe, ops=None)
+    probe = (spec.search or SearchSpec()).probe
+    load = replace(spec.load, rate=rate, duration=probe, ops=None)
     return replace(spec, load=load)
 
 
@@ -278,7 +280,7 @@ class SearchRun:
     def __init__(self, spec: Spec, checks: Sequence[Check]) -> None:
         self.spec = spec
         self.checks = list(checks)
-        self.search = Search(spec.search)
+        self.search = Search(spec.search or SearchSpec())
         self.view = RunView()
         self._rates: dict[int, float] = {}
 
@@ -321,4 +323,4 @@ def settings_of(spec: Mapping[str, Any]) -> SearchSpec | None:
         settings = spec_from_dict(spec).search
     except SpecError:
         return None
-    return settings if settings.target else None
+    return settings if settings is not None and settings.target else None

@@ -90,7 +90,7 @@ ADVICE = {
         "neither side is busy: throughput is clients divided by latency; add clients to "
         "load the server harder"
     ),
-    UNKNOWN: "this step recorded no CPU figures",
+    UNKNOWN: "the verdict needs them (a run of an older workbench?)",
 }
 BADGES = {
     SERVER_BOUND: "server-bound",

@@ -20,7 +20,8 @@ class ExitStatus(IntEnum):
     OK = 0
     ERROR = 1
     BAD_INPUT = 2
-    TARGET = 3
+    TARGET = 3  # `plugins check`: the target cannot be reached
+    CHECKS_FAILED = 3  # `run`, `check`, `search`: a threshold was not met (run stored)
     RUN_FAILED = 4
     INTERRUPTED = 130
 

@@ -31,6 +31,8 @@ def _optional_commands() -> None:
         ("workbench.cli.report", "report"),
         ("workbench.cli.profiles", "profiles"),
         ("workbench.cli.serve", "serve"),
+        ("workbench.cli.check", "check"),
+        ("workbench.cli.search", "search"),
     ):
         try:
             mod = importlib.import_module(module)

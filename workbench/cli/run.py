@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from workbench import session
+from workbench.cli.check import FailOnOption, checks_for, judge_steps
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
 from workbench.cli.format import live_line, step_summary
-from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFinished, StepStarted
+from workbench.events import (
+    Event,
+    Interval,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
 from workbench.live import RunView
 from workbench.spec.load import load_spec
+from workbench.spec.model import spec_to_dict
+
+# Where a command's events come from, given the stop request: `session.run` unless told.
+EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
 
 
 @one_line_errors
@@ -29,10 +43,17 @@ def run_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
+    fail_on: FailOnOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Run an experiment: one live line per interval, then a summary per step."""
+    """Run an experiment: one live line per interval, then a summary per step.
+
+    Exit codes: 0 done (every check passed); 1 an error; 2 a bad profile, flag or check
+    expression (nothing ran); 3 a check (--fail-on, [checks]) failed (the run is stored);
+    4 the run failed; 130 interrupted (what was measured is stored).
+    """
     spec = load_spec(profile, set_ or [])
+    checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     st = open_store(store)
     view = asyncio.run(_drive(spec, st, name, quiet))
     out(
@@ -40,13 +61,18 @@ def run_command(
         + (f": {view.error}" if view.error else "")
         + f" (stored in {st.path})"
     )
+    passed = judge_steps(checks, view.steps) if checks else True
     if view.status == "interrupted":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if view.status == "failed":
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
+    if not passed:
+        raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
 
 
-async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: ignore[no-untyped-def]
+async def _drive(  # type: ignore[no-untyped-def]
+    spec, st, name: str | None, quiet: bool, source: EventSource | None = None
+) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
     Abandoning cancels the run's task: the workers are killed, the run is stored as
@@ -73,7 +99,8 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
         loop.add_signal_handler(sig, on_signal)
     view = RunView()
     try:
-        async for event in session.run(spec, st, stop=stop, name=name):
+        events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
+        async for event in events:
             view = view.apply(event)
             _show(event, view, quiet)
     except asyncio.CancelledError:

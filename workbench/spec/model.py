@@ -113,8 +113,9 @@ class Spec:
     load: Load = field(default_factory=Load)
     seed: int = 1
     sweep: tuple[SweepAxis, ...] = ()
-    checks: ChecksSpec = field(default_factory=ChecksSpec)
-    search: SearchSpec = field(default_factory=SearchSpec)
+    # Not about what is measured: None unless a profile or --set gives them.
+    checks: ChecksSpec | None = None
+    search: SearchSpec | None = None
 
 
 def spec_to_dict(obj: Any) -> Any:
