@@ -284,6 +284,10 @@ class SearchRun:
         self.view = RunView()
         self._rates: dict[int, float] = {}
 
+    def rate_of(self, step: int) -> float:
+        """The rate probe `step` offered."""
+        return self._rates[step]
+
     def _next(self, last: StepFinished | None) -> Any:
         from workbench.spec.plan import Step, check_spec
 

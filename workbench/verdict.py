@@ -6,13 +6,15 @@ Every step gets one of:
   single-threaded server such as Redis). The figure is the server's capacity for this
   workload.
 - **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
-  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs. The
-  figure is a lower bound of both sides.
+  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or the
+  machine was that busy with other processes and the load did not fall behind for want of
+  replies (next rule). The figure is a lower bound of both sides.
 - **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
   headroom. The figure is a lower bound of the server's capacity.
-- **fell behind** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops were issued, or
-  the send lag's p99 (actual send minus intended start) exceeded `SEND_LAG_P99_NS`. The
-  latencies include queueing in the clients.
+- **fell behind** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops were issued
+  (the clients waited on replies: a slow or stopped server, too few clients), or the send
+  lag's p99 (actual send minus intended start) exceeded `SEND_LAG_P99_NS`. The latencies
+  include queueing in the clients.
 - **on schedule** (open loop): the offered rate was kept and neither side was busy. The
   latencies are the server's at this rate.
 - **latency-bound** (closed loop): neither side was busy; throughput is clients divided by
@@ -21,7 +23,8 @@ Every step gets one of:
   workbench); every face then leaves the verdict out.
 
 The rules are tried in that order: a busy server explains a figure before a busy machine,
-and a busy machine before a busy worker (adding workers to a full machine helps nothing).
+and a busy machine before a busy worker (adding workers to a full machine helps nothing);
+a schedule missed for want of replies comes before a machine that other processes fill.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
@@ -75,8 +78,9 @@ GENERATOR_KINDS = (GENERATOR_BOUND, MACHINE_BOUND)
 ADVICE = {
     SERVER_BOUND: "the figure is the server's capacity for this workload",
     MACHINE_BOUND: (
-        "server and load share this machine's CPUs, so the figure is a lower bound of "
-        "both: give the server its own cores or load it from another machine"
+        "the load machine's CPUs are full (server and load share them, with anything else "
+        "running), so the figure is a lower bound of both: give the server its own cores, "
+        "load it from another machine, or stop what else runs"
     ),
     GENERATOR_BOUND: (
         "the figure is a lower bound of the server's capacity: add workers or use the native engine"
@@ -299,22 +303,21 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
     both = "; ".join(t for t in (schedule, cpu) if t)
     ours = sum(workers.values()) + (server_used or 0.0)
+    full = machine is not None and machine >= MACHINE_BUSY and bool(usage.host_cpus)
+    behind = kept is not None and kept < KEPT_SCHEDULE
+    lagged = lag_p99 is not None and lag_p99 > SEND_LAG_P99_NS
     if server_share is not None and server_share >= SERVER_BUSY:
         return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
-    if (
-        machine is not None
-        and machine >= MACHINE_BUSY
-        and usage.host_cpus
-        and ours >= MACHINE_OURS * usage.host_cpus
-    ):
+    if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if workers and max(workers.values()) >= WORKER_BUSY:
         return Verdict(GENERATOR_BOUND, _join(cpu, schedule), figures)
+    if open_loop and behind:  # the clients waited on the server: it, not the CPUs, set the pace
+        return Verdict(FELL_BEHIND, both, figures)
+    if full:  # other processes fill the machine: our load and server wait for CPUs
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and totals.offered:
-        behind = (kept is not None and kept < KEPT_SCHEDULE) or (
-            lag_p99 is not None and lag_p99 > SEND_LAG_P99_NS
-        )
-        return Verdict(FELL_BEHIND if behind else ON_SCHEDULE, both, figures)
+        return Verdict(FELL_BEHIND if lagged else ON_SCHEDULE, both, figures)
     if not usage.recorded:
         return Verdict(UNKNOWN, "no CPU figures recorded", figures)
     return Verdict(LATENCY_BOUND, both, figures)
@@ -367,7 +370,10 @@ def _cpu_text(
         parts.append("server CPU not recorded")
     machine = usage.machine_share()
     if machine is not None and usage.host_cpus:
-        parts.append(f"machine {machine:.0%} busy on {usage.host_cpus} CPUs")
+        ours = sum(workers.values()) + (server_used or 0.0)
+        parts.append(
+            f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
+        )
     return ", ".join(parts)
 
 

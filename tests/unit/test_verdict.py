@@ -67,7 +67,8 @@ def test_generator_bound_names_the_busy_workers_and_the_idle_server() -> None:
     assert v.kind == GENERATOR_BOUND
     assert v.line == (
         "generator-bound: workers 97% 95% of a core, server 41% of 1 core (single-threaded), "
-        "machine 30% busy on 8 CPUs — the figure is a lower bound of the server's capacity: "
+        "machine 30% busy on 8 CPUs (2.33 of them ours) — the figure is a lower bound of the "
+        "server's capacity: "
         "add workers or use the native engine"
     )
 
@@ -115,7 +116,9 @@ def test_server_bound_comes_before_generator_bound() -> None:
 def test_full_machine_shared_by_load_and_server_is_machine_bound() -> None:
     v = verdict_of([interval(workers=(0.7, 0.65), server_cpu=0.6, host=(0.97, 2))], REDIS)
     assert v.kind == MACHINE_BOUND
-    assert v.evidence.startswith("machine 97% busy on 2 CPUs, workers 70% 65% of a core")
+    assert v.evidence.startswith(
+        "machine 97% busy on 2 CPUs (1.95 of them ours), workers 70% 65% of a core"
+    )
 
 
 def test_machine_bound_comes_before_generator_bound() -> None:
@@ -123,10 +126,22 @@ def test_machine_bound_comes_before_generator_bound() -> None:
     assert v.kind == MACHINE_BOUND
 
 
-def test_a_machine_filled_by_others_is_not_our_bound() -> None:
-    v = verdict_of([interval(workers=(0.2,), server_cpu=0.1, host=(0.99, 2))], REDIS)
-    assert v.kind == LATENCY_BOUND
-    assert "machine 99% busy on 2 CPUs" in v.evidence
+def test_a_machine_filled_by_others_is_machine_bound() -> None:
+    closed = verdict_of([interval(workers=(0.2,), server_cpu=0.1, host=(0.99, 2))], REDIS)
+    assert closed.kind == MACHINE_BOUND
+    assert closed.evidence.startswith("machine 99% busy on 2 CPUs (0.30 of them ours)")
+    # Open loop with long send lag but the schedule kept: the worker waited for a CPU.
+    late = interval(
+        offered=10_000, workers=(0.2,), server_cpu=0.1, host=(0.95, 2), lag_ns=5_000_000
+    )
+    assert verdict_of([late], OPEN).kind == MACHINE_BOUND
+
+
+def test_a_schedule_missed_for_want_of_replies_comes_before_a_busy_machine() -> None:
+    stalled = interval(ops=100, offered=10_000, workers=(0.05,), server_cpu=0.0, host=(0.99, 2))
+    v = verdict_of([stalled], OPEN)
+    assert v.kind == FELL_BEHIND
+    assert v.evidence.startswith("issued 100 of 10,000 ops/s offered (1.0%)")
 
 
 def test_open_loop_that_issued_too_few_fell_behind() -> None:

@@ -71,7 +71,12 @@ def run_command(
 
 
 async def _drive(  # type: ignore[no-untyped-def]
-    spec, st, name: str | None, quiet: bool, source: EventSource | None = None
+    spec,
+    st,
+    name: str | None,
+    quiet: bool,
+    source: EventSource | None = None,
+    show: Callable[[object, RunView, bool], None] | None = None,
 ) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
@@ -102,7 +107,7 @@ async def _drive(  # type: ignore[no-untyped-def]
         events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
         async for event in events:
             view = view.apply(event)
-            _show(event, view, quiet)
+            (show or _show)(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
