@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import App
@@ -20,7 +22,8 @@ from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from workbench import session
-from workbench.errors import WorkbenchError
+from workbench.errors import SpecError, WorkbenchError
+from workbench.events import Event
 from workbench.live import RunView
 from workbench.spec.model import Spec
 from workbench.store import Store
@@ -30,6 +33,9 @@ from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.history import HistoryScreen
 from workbench.tui.screens.run import RunScreen
 from workbench.tui.screens.setup import SetupScreen
+
+if TYPE_CHECKING:
+    from workbench.search import SearchRun
 
 
 def default_profiles_dir() -> Path:
@@ -79,6 +85,7 @@ class WorkbenchApp(App[None]):
         self.profiles_dir = profiles_dir or default_profiles_dir()
         self.stop_event = asyncio.Event()
         self.run_worker_: Worker[None] | None = None
+        self.searching: SearchRun | None = None  # the search the run worker runs, if one
         if theme:
             self.theme = theme
 
@@ -106,10 +113,38 @@ class WorkbenchApp(App[None]):
         return True
 
     async def _drive(self, spec: Spec, name: str | None) -> None:
+        await self._follow(session.run(spec, self.store, stop=self.stop_event, name=name))
+
+    async def _follow(self, events: AsyncIterator[Event]) -> None:
         view = RunView()
-        async for event in session.run(spec, self.store, stop=self.stop_event, name=name):
+        async for event in events:
             view = view.apply(event)
             self.live = view
+
+    def start_search(self, spec: Spec, target: str) -> bool:
+        """Search for the highest rate meeting `target` ("p99<1ms, errors<0.1%") in the run
+        worker: each probe is a step of the live run; the conclusion is a notification."""
+        from workbench.search import SearchRun, search_spec
+
+        if self.running:
+            self.notify("A run is in progress: F8 stops it.", severity="warning")
+            return False
+        try:
+            spec, checks = search_spec(spec, [t.strip() for t in target.split(",") if t.strip()])
+        except SpecError as exc:
+            self.notify(f"Cannot search: {exc}", severity="error")
+            return False
+        self.stop_event = asyncio.Event()
+        self.searching = SearchRun(spec, checks)
+        self.run_worker_ = self.run_worker(
+            self._follow(self.searching.events(self.store, stop=self.stop_event)),
+            name="search",
+            group="runs",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self.refresh_bindings()
+        return True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self.run_worker_:
@@ -120,11 +155,15 @@ class WorkbenchApp(App[None]):
         elif event.state == WorkerState.SUCCESS:
             v = self.live
             severity = {"failed": "error", "interrupted": "warning"}.get(v.status, "information")
+            found = ""
+            if event.worker.name == "search" and self.searching is not None:
+                found = f" Search: {self.searching.search.conclusion()}."
             self.notify(
                 f"Run '{v.name}' {v.status}"
                 + (f": {v.error}" if v.error else "")
-                + ". It is in History (F4).",
+                + f".{found} It is in History (F4).",
                 severity=severity,  # type: ignore[arg-type]
+                timeout=20 if found else 5,
             )
 
     def action_start_run(self) -> None:

@@ -26,6 +26,11 @@ class WorkbenchCommands(Provider):
             ("Stop run", app.action_stop_run, "stop, keeping what was measured (F8)"),
             ("Toggle light/dark theme", app.action_toggle_theme, "Ctrl+T"),
             ("Export last run", partial(_export_last, app), "markdown report with preview"),
+            (
+                "Search for the highest rate",
+                partial(_search, app),
+                "open-loop probes of the set-up until a latency target breaks (p99<1ms)",
+            ),
         ]
         for path in sorted(app.profiles_dir.glob("*.toml")):
             cmds.append((f"Load profile {path.stem}", partial(app.load_profile, path), str(path)))
@@ -51,3 +56,22 @@ def _export_last(app: WorkbenchApp) -> None:
         app.notify("No stored runs to export yet.", severity="warning")
         return
     app.push_screen(ExportScreen([rows[0].id]))
+
+
+def _search(app: WorkbenchApp) -> None:
+    """Ask for a target, then search the Setup draft's highest rate meeting it."""
+    from workbench.tui.screens.dialogs import AskText
+
+    spec = app.draft.spec
+    if spec is None:
+        first = app.draft.errors[0] if app.draft.errors else "nothing to run yet"
+        app.notify(f"Fix the set-up first: {first}", severity="error")
+        app.switch_mode("setup")
+        return
+    wanted = ", ".join(spec.search.target) if spec.search and spec.search.target else "p99<1ms"
+
+    def chosen(target: str | None) -> None:
+        if target and app.start_search(spec, target):
+            app.switch_mode("run")
+
+    app.push_screen(AskText("Search target, e.g. p99<1ms, errors<0.1%", wanted), chosen)
