@@ -6,9 +6,9 @@ Every step gets one of:
   single-threaded server such as Redis). The figure is the server's capacity for this
   workload.
 - **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
-  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or the
-  machine was that busy with other processes and the load did not fall behind for want of
-  replies (next rule). The figure is a lower bound of both sides.
+  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or it was
+  that busy with other processes (a starved worker looks idle) and the load did not fall
+  behind for want of replies (next rule). The figure is a lower bound of both sides.
 - **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
   headroom. The figure is a lower bound of the server's capacity.
 - **fell behind** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops were issued
@@ -24,7 +24,7 @@ Every step gets one of:
 
 The rules are tried in that order: a busy server explains a figure before a busy machine,
 and a busy machine before a busy worker (adding workers to a full machine helps nothing);
-a schedule missed for want of replies comes before a machine that other processes fill.
+a schedule missed for want of replies comes before a machine other processes fill.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
@@ -312,9 +312,9 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if workers and max(workers.values()) >= WORKER_BUSY:
         return Verdict(GENERATOR_BOUND, _join(cpu, schedule), figures)
-    if open_loop and behind:  # the clients waited on the server: it, not the CPUs, set the pace
+    if open_loop and behind:  # ops never sent for want of replies: the server set the pace
         return Verdict(FELL_BEHIND, both, figures)
-    if full:  # other processes fill the machine: our load and server wait for CPUs
+    if full:  # other processes fill the machine: our load and server waited for CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and totals.offered:
         return Verdict(FELL_BEHIND if lagged else ON_SCHEDULE, both, figures)
