@@ -10,6 +10,8 @@ measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``
 ``search`` (a rate search's probes and conclusion).
 Data formats: ``json`` (the full stored runs), ``csv`` (one row per interval and per step),
 ``hlog`` (an HdrHistogram interval log, one line per interval per op kind).
+Charts: ``html`` (one self-contained page with the figures and inline SVG charts) and
+``svg`` (the charts alone), drawn by matplotlib.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ FORMATS: dict[str, tuple[str, str]] = {
     "json": ("json_report", "the full stored runs as JSON"),
     "csv": ("csv_report", "one CSV row per interval and per step"),
     "hlog": ("hlog", "HdrHistogram interval log, one line per interval per op kind"),
+    "html": ("html", "one self-contained HTML page: figures and SVG charts"),
+    "svg": ("svg_report", "the charts alone, stacked in one SVG"),
 }
 MARKDOWN = ("table", "criterion", "wrk", "gobench", "hitrate", "search")
+CHARTS = ("html", "svg")  # drawn by matplotlib: their bytes follow its version
 
 
 class ReportError(WorkbenchError):
@@ -55,4 +60,4 @@ def render(runs: StoredRun | Iterable[StoredRun], fmt: str = "table", **options:
     return module.render(data, **options)
 
 
-__all__ = ["FORMATS", "MARKDOWN", "ReportError", "render"]
+__all__ = ["CHARTS", "FORMATS", "MARKDOWN", "ReportError", "render"]
