@@ -174,12 +174,12 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
         grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
     parts: list[Table | Text] = [grid]
     if step is not None and step.points and (verdict := step.verdict).known:
-        # What limited the figure, with its numbers: wrapped under the counters.
+        # What limited the figure, with its numbers: first, wrapped, always in sight.
         line = Text.assemble(
             (verdict.kind, VERDICT_STYLE.get(verdict.kind, "")),
             (f": {verdict.evidence} — {verdict.advice}", "dim"),
         )
-        parts.append(line)
+        parts.insert(0, line)
     if s is None or len(s.per_op) < 1:
         return Group(*parts) if len(parts) > 1 else grid
     per_op = Table(box=None, padding=(0, 1), expand=True, header_style="dim")
