@@ -307,9 +307,11 @@ class SearchRun:
     ) -> AsyncIterator[Event]:
         from workbench import session
 
-        async for event in session.run(
-            self.spec, store, stop=stop, name=name, next_step=self._next
-        ):
+        # The run's own spec says what every probe shares: open loop, `probe` seconds each.
+        settings = self.spec.search or SearchSpec()
+        load = replace(self.spec.load, duration=settings.probe, ops=None, rate=settings.start)
+        run_spec = replace(self.spec, load=load)
+        async for event in session.run(run_spec, store, stop=stop, name=name, next_step=self._next):
             self.view = self.view.apply(event)
             yield event
 

@@ -114,6 +114,7 @@ def test_search_report_of_stored_probes(tmp_path: Path) -> None:
     )
     text = render(run, "search")
     assert "Target: **p99<1ms, errors<0.1%** on every probe." in text
+    assert "open loop at 1000, 2000, 4000, 3000, 3500 ops/s (searched)" in text
     assert "- Highest passing rate: **3,000 ops/s** offered (3,000 achieved)" in text
     assert "- First failing rate: 3,500 ops/s: p99<1ms (measured 2.00ms)" in text
     assert "- Knee: 2,000 ops/s" in text

@@ -152,7 +152,11 @@ def describe_load(run: RunData) -> str:
         "worker process(es)"
     )
     rate = _swept(run, "load.rate") or load.get("rate")
-    parts.append(f"open loop at {rate} ops/s" if rate else "closed loop")
+    chosen = [s.spec["load"].get("rate") for s in run.started_steps] if not run.stored.plan else []
+    if chosen and all(chosen):  # steps chosen as the run went: a rate search's probes
+        parts.append(f"open loop at {', '.join(f'{r:g}' for r in chosen)} ops/s (searched)")
+    else:
+        parts.append(f"open loop at {rate} ops/s" if rate else "closed loop")
     parts.append(f"seed {run.spec.get('seed', 1)}")
     return "; ".join(parts)
 
