@@ -13,6 +13,8 @@ completed. It stops early, saying why:
 
 - when a probe fails and its verdict says the generator, not the target, is what failed
   (generator-bound or machine-bound): a higher rate would measure the load, not the server;
+- when a probe failed outright and measured nothing (the server would not start, every
+  operation failed): its notices say why;
 - when the target is not met even at the start rate halved `HALVINGS` times (it cannot be
   met at any rate this setup can measure, e.g. ``p99<1ns``).
 
@@ -188,6 +190,11 @@ class Search:
             return
         if probe.status == "interrupted":
             self.stopped = "interrupted: the search was stopped"
+        elif probe.status == "failed" and not probe.achieved:
+            self.stopped = (
+                f"the probe at {probe.rate:,.0f} ops/s failed and measured nothing "
+                "(see its notices): no rate can be judged"
+            )
         elif probe.verdict.kind in GENERATOR_KINDS:
             self.stopped = (
                 f"the generator, not the target, failed at {probe.rate:,.0f} ops/s: "

@@ -149,3 +149,11 @@ def test_search_spec_takes_the_target_and_refuses_a_sweep() -> None:
     with pytest.raises(SpecError) as caught:
         search_spec(spec_from_data({"search": {"precision": 2}}), ["p99<1ms"])
     assert caught.value.where == "search.precision"
+
+
+def test_a_probe_that_measured_nothing_stops_the_search() -> None:
+    search = Search(SearchSpec(start=1000))
+    broken = probe(0, 1000, False)
+    search.record(Probe(**{**broken.__dict__, "status": "failed", "achieved": 0.0}))
+    assert search.next_rate() is None
+    assert "failed and measured nothing" in search.conclusion()
