@@ -15,12 +15,6 @@ from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, s
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
 from workbench.live import RunView, StepView
 
-EXIT_CODES = (
-    "Exit codes: 0 done (every check passed); 1 an error (store, unexpected); 2 a bad "
-    "profile, flag or check expression (nothing ran); 3 a check failed (the run is "
-    "stored); 4 the run failed; 130 interrupted (what was measured is stored)."
-)
-
 FailOnOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -61,10 +55,13 @@ def command(
     fail_on: FailOnOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Check a stored run against thresholds (--fail-on, and [checks] of its profile).
+    """Check a stored run against thresholds: --fail-on, and the checks of its profile.
 
-    Exit codes: 0 every check passed; 1 an error (no such run); 2 a bad check expression,
-    or no checks at all; 3 a check failed.
+    Exit codes:
+    0 every check passed;
+    1 an error (no such run, the store cannot be opened);
+    2 a bad check expression, or no checks at all;
+    3 a check failed (one line each: step, expression, measured value).
     """
     stored = open_store(store).load(run)
     checks = checks_for(stored.spec, fail_on or [], f"run {stored.id}")

@@ -48,9 +48,13 @@ def run_command(
 ) -> None:
     """Run an experiment: one live line per interval, then a summary per step.
 
-    Exit codes: 0 done (every check passed); 1 an error; 2 a bad profile, flag or check
-    expression (nothing ran); 3 a check (--fail-on, [checks]) failed (the run is stored);
-    4 the run failed; 130 interrupted (what was measured is stored).
+    Exit codes:
+    0 done, and every check passed;
+    1 an error;
+    2 a bad profile, flag or check expression (nothing ran);
+    3 a check (--fail-on, or the profile's checks) failed: one line each, the run is stored;
+    4 the run failed;
+    130 interrupted (what was measured is stored).
     """
     spec = load_spec(profile, set_ or [])
     checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")

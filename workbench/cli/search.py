@@ -63,9 +63,12 @@ def command(
 ) -> None:
     """Find the highest open-loop rate whose probes meet a latency target.
 
-    Exit codes: 0 a passing rate was found (the report says whether the search converged
-    or stopped early, and why); 1 an error; 2 a bad profile, flag or target (nothing ran);
-    3 no probed rate met the target; 130 interrupted (the probes run are stored).
+    Exit codes:
+    0 a passing rate was found (the report says whether it converged or stopped early, and why);
+    1 an error;
+    2 a bad profile, flag or target (nothing ran);
+    3 no probed rate met the target;
+    130 interrupted (the probes run are stored).
     """
     extra = [
         f"search.{key}={value!r}"
