@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from workbench.cli import flags as f
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
 from workbench.cli.format import live_line
 from workbench.cli.run import _drive
@@ -21,14 +22,16 @@ from workbench.live import RunView
 from workbench.metrics import format_us
 from workbench.report import render
 from workbench.search import SearchRun, probe_of, search_spec
-from workbench.spec.load import load_spec
 
 
 @one_line_errors
 def command(
     profile: Annotated[
         Path | None,
-        typer.Argument(help="a TOML profile; none: the embedded cache with the defaults"),
+        typer.Argument(
+            help="a TOML profile, or the name of one in profiles/; none: the embedded cache "
+            "with the defaults"
+        ),
     ] = None,
     target: Annotated[
         list[str] | None,
@@ -42,7 +45,7 @@ def command(
     ] = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", "-s", help="override, e.g. load.concurrency=64"),
+        typer.Option("--set", help="override any spec field, e.g. load.concurrency=64"),
     ] = None,
     start: Annotated[
         float | None, typer.Option(help="first rate probed, ops/s (search.start, 1000)")
@@ -65,7 +68,7 @@ def command(
 
     Exit codes:
     0 a passing rate was found (the report says whether it converged or stopped early, and why);
-    1 an error;
+    1 an error (the store, a run that failed);
     2 a bad profile, flag or target (nothing ran);
     3 no probed rate met the target;
     130 interrupted (the probes run are stored).
@@ -80,7 +83,7 @@ def command(
         )
         if value is not None
     ]
-    spec = load_spec(profile, [*(set_ or []), *extra])
+    spec = f.load_with_flags(profile, f.Flags(), [*(set_ or []), *extra])
     spec, checks = search_spec(spec, target or [])
     st = open_store(store)
     searching = SearchRun(spec, checks)
@@ -94,6 +97,7 @@ def command(
             st,
             name,
             quiet,
+            None,  # no progress bar: one line per probe
             source=lambda stop: searching.events(st, stop=stop, name=name),
             show=show,
         )

@@ -25,6 +25,7 @@ from workbench import session
 from workbench.errors import SpecError, WorkbenchError
 from workbench.events import Event
 from workbench.live import RunView
+from workbench.profile_files import profiles_dir
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands
@@ -39,11 +40,8 @@ if TYPE_CHECKING:
 
 
 def default_profiles_dir() -> Path:
-    """`profiles/` here, else the one beside the workbench package (a source checkout)."""
-    here = Path("profiles")
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "profiles"
+    """`profiles/` here, else the ones shipped with the workbench."""
+    return profiles_dir()
 
 
 class WorkbenchApp(App[None]):
