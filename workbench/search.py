@@ -100,7 +100,7 @@ class Probe:
         return not self.why_failed()
 
     def why_failed(self) -> str:
-        """ "" when the probe passed, else the reasons in a few words."""
+        """Why the probe failed, in a few words; empty when it passed."""
         reasons = list(self.failed_checks)
         if self.kept is not None and self.kept < KEPT_SCHEDULE:
             reasons.append(f"issued {self.kept:.0%} of the offered ops")
