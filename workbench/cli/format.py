@@ -48,6 +48,9 @@ def step_summary(step: StepView) -> list[str]:
     for tick in SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
+    verdict = step.verdict
+    if verdict.known:
+        lines.append(f"verdict: {verdict.line}")
     return lines
 
 

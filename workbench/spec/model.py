@@ -88,6 +88,24 @@ class SweepAxis:
 
 
 @dataclass(frozen=True)
+class ChecksSpec:
+    """Pass/fail thresholds checked once the run is stored (`workbench.checks` reads them)."""
+
+    fail_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+
+    target: tuple[str, ...] = ()
+    start: float = 1000.0  # first rate probed, ops/s
+    probe: float = 3.0  # seconds measured per probe
+    max_probes: int = 12
+    precision: float = 0.05  # done when the failing rate is within this share of the passing
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str = "default"
     description: str = ""
@@ -97,6 +115,9 @@ class Spec:
     load: Load = field(default_factory=Load)
     seed: int = 1
     sweep: tuple[SweepAxis, ...] = ()
+    # Not about what is measured: None unless a profile or --set gives them.
+    checks: ChecksSpec | None = None
+    search: SearchSpec | None = None
 
 
 def spec_to_dict(obj: Any) -> Any:
