@@ -93,7 +93,7 @@ async def test_a_stop_request_keeps_what_was_measured(store: Store) -> None:
     assert len(stored.steps[0].intervals) >= 2
 
 
-async def test_a_worker_that_dies_is_reported_and_the_run_kept(store: Store) -> None:
+async def test_a_worker_that_dies_is_reported_lost_and_the_step_degraded(store: Store) -> None:
     killed: list[int] = []
 
     def on_event(e: Event) -> None:
@@ -104,10 +104,14 @@ async def test_a_worker_that_dies_is_reported_and_the_run_kept(store: Store) -> 
 
     events = await collect(["load.duration=2", "load.workers=2"], store, on_event=on_event)
     notices = [e for e in events if isinstance(e, Notice)]
-    assert any(f"pid {killed[0]}" in n.message and "died" in n.message for n in notices)
+    (lost,) = [n for n in notices if f"pid {killed[0]}" in n.message]
+    assert lost.message.startswith("worker lost: ") and "killed by SIGKILL" in lost.message
+    assert "into the measured phase, after measuring" in lost.message
     (step,) = finished(events)
-    assert step.stats.ops > 0
-    assert store.load("last").notices
+    assert step.status == "degraded" and step.stats.ops > 0
+    stored = store.load("last")
+    assert stored.notices and stored.status == "degraded"
+    assert stored.steps[0].status == "degraded"
 
 
 def _worker_pids() -> list[int]:

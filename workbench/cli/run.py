@@ -75,6 +75,10 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
     return view
 
 
+def _node(node: dict[str, object]) -> str:
+    return f"{node['host']} ({node['cpus']} CPUs, {node['workers']} worker(s))"
+
+
 def _show(event: object, view: RunView, quiet: bool) -> None:
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
@@ -91,6 +95,8 @@ def _show(event: object, view: RunView, quiet: bool) -> None:
             f"-- {step} on {target}/{strategy}, {event.clients} clients, "
             f"{event.workers} worker(s){server}"
         )
+        if event.nodes:
+            out("   nodes: " + "; ".join(_node(n) for n in event.nodes))
     elif isinstance(event, Interval) and not quiet:
         step = view.steps[event.step]
         if step.latest is not None:

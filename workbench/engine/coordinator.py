@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.adapter import CacheSystem, ManagedServer
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers import Handle, Launcher, LocalLauncher, open_launcher
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.plugins import load_plugin
 from workbench.spec.model import spec_to_dict
 from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+
+# Worst last: a run is as bad as its worst step.
+_STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
 
 
 @dataclass
@@ -36,16 +40,19 @@ class _StepTally:
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
+    lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
+    go_at: float | None = None  # monotonic time the "go" was sent
 
 
 async def _pump(
-    handle: WorkerHandle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
+    handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
 ) -> None:
     while True:
         frame = await handle.receive()
         if frame is None:  # end of its output: let it finish dying so its exit code is known
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(handle.proc.wait(), timeout=2)
+                await asyncio.wait_for(handle.wait(), timeout=2)
         await inbox.put((handle.index, frame))
         if frame is None:
             return
@@ -61,7 +68,8 @@ class Coordinator:
         self.run_id = run_id
         self.steps = steps
         self.stop = stop
-        self.handles: list[WorkerHandle] = []
+        self.handles: list[Handle] = []
+        self.launcher: Launcher = LocalLauncher()
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
@@ -70,19 +78,20 @@ class Coordinator:
 
     async def events(self) -> AsyncIterator[Event]:
         """Every step in order; `self.status` tells how the run ended."""
-        count = max(workers_for(s.spec) for s in self.steps)
-        self.handles = await launch_local(count)
-        self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
+        self.launcher = await open_launcher(self.steps[0].spec.load)
         try:
+            count = max(workers_for(s.spec, self.launcher.cpus) for s in self.steps)
+            self.handles = await self.launcher.launch(count)
+            self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
             for step in self.steps:
                 if self.stop.is_set():
                     self.status = "interrupted"
                     break
                 async for event in self._step(step):
                     yield event
-                    if isinstance(event, StepFinished) and event.status != "completed":
+                    if isinstance(event, StepFinished):
                         # A failed step is kept as failed; the sweep goes on with the next.
-                        self.status = event.status
+                        self.status = max(self.status, event.status, key=_STATUS_RANK.index)
         finally:
             await self._shutdown()
 
@@ -91,6 +100,7 @@ class Coordinator:
         await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
         for p in self.pumps:
             p.cancel()
+        await self.launcher.close()
 
     def _stop_server(self) -> None:
         if self.server is not None:
@@ -119,7 +129,7 @@ class Coordinator:
                 "version": self.server.version,
                 **{k: str(v) for k, v in self.server.target_options.items()},
             }
-        n = workers_for(spec)
+        n = workers_for(spec, self.launcher.cpus)
         await self._replace_dead(n)
         handles = self.handles[:n]
         yield StepStarted(
@@ -131,6 +141,7 @@ class Coordinator:
             workers=n,
             clients=total_clients(spec),
             server=server_info,
+            nodes=self.launcher.nodes(handles),
         )
         order = {
             "type": "step",
@@ -163,6 +174,7 @@ class Coordinator:
                     yield event
                 if not go_sent and tally.armed >= tally.live - set(tally.done):
                     go_sent = True
+                    tally.go_at = time.monotonic()
                     for h in handles:
                         await h.send({"type": "go"})
                 for event in await self._complete_intervals(step, tally):
@@ -181,8 +193,7 @@ class Coordinator:
     async def _replace_dead(self, needed: int) -> None:
         """A worker that died in an earlier step is replaced before the next one."""
         for index in sorted(i for i in self.dead if i < needed):
-            (fresh,) = await launch_local(1)
-            fresh.index = index
+            (fresh,) = await self.launcher.launch(1, first_index=index)
             self.handles[index] = fresh
             self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
             self.dead.discard(index)
@@ -194,6 +205,8 @@ class Coordinator:
             return "failed"
         if "failed" in tally.done.values() and not tally.emitted:
             return "failed"
+        if tally.lost:
+            return "degraded"  # measured, but without the workers that were lost
         return "completed"
 
     def _take(
@@ -204,9 +217,12 @@ class Coordinator:
         if frame is None:
             self.dead.add(worker)
             tally.live.discard(worker)
-            tally.done.pop(worker, None)
-            message = self.handles[worker].describe_exit()
-            return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            if worker in tally.done:  # it had finished the step: nothing was lost
+                tally.done.pop(worker)
+                message = self.handles[worker].describe_exit()
+                return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            tally.lost.add(worker)
+            return [Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))]
         kind = frame["type"]
         if kind == "armed":
             tally.armed.add(worker)
@@ -216,6 +232,8 @@ class Coordinator:
                 tally.tails.append(stats)
             elif not frame["warmup"]:
                 tally.pending.setdefault(frame["index"], {})[worker] = stats
+                intervals, ops = tally.measured.get(worker, (0, 0))
+                tally.measured[worker] = (intervals + 1, ops + stats.ops)
                 tally.elapsed[frame["index"]] = max(
                     tally.elapsed.get(frame["index"], 0.0), frame["elapsed"]
                 )
@@ -227,6 +245,20 @@ class Coordinator:
         elif kind == "step_done":
             tally.done[worker] = frame["status"]
         return []
+
+    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
+        """Which worker was lost, when, and how much it had measured."""
+        load = step.spec.load
+        if tally.go_at is None:
+            when = "before the load began"
+        else:
+            into = time.monotonic() - tally.go_at - (0 if load.warmup_ops else load.warmup)
+            when = f"{into:.1f} s into the measured phase" if into >= 0 else "during warm-up"
+        intervals, ops = tally.measured.get(worker, (0, 0))
+        return (
+            f"worker lost: {self.handles[worker].describe_exit()}, {when}, after measuring "
+            f"{ops} ops in {intervals} intervals (kept); the other workers go on"
+        )
 
     async def _complete_intervals(self, step: Step, tally: _StepTally) -> list[Event]:
         """Intervals every live worker has reported (or all, once every worker is done)."""

@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from workbench.adapter import error_kind
@@ -62,17 +63,17 @@ async def _run_step(
         send({"type": "step_done", "status": status})
 
 
-async def serve(send: Send) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+Orders = Callable[[], Awaitable[dict[str, Any] | None]]
+
+
+async def serve(send: Send, next_order: Orders) -> None:
+    """Run steps as orders arrive until the orders end (None). Every launcher runs this loop."""
     send({"type": "ready", "pid": os.getpid()})
-    watchdog = asyncio.create_task(_exit_with_parent(os.getppid()))
     step: asyncio.Task[None] | None = None
     go = asyncio.Event()
     holder: list[StepRun] = []
     while True:
-        order = await read_frame(reader)
+        order = await next_order()
         kind = order["type"] if order else "eof"
         if kind == "step":
             go = asyncio.Event()
@@ -89,6 +90,15 @@ async def serve(send: Send) -> None:
     if step is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(step, timeout=30)
+
+
+async def serve_stdin(send: Send) -> None:
+    """A local worker process: orders on stdin, and it never outlives its parent."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    watchdog = asyncio.create_task(_exit_with_parent(os.getppid()))
+    await serve(send, lambda: read_frame(reader))
     watchdog.cancel()
 
 
@@ -111,7 +121,7 @@ def main() -> None:
     except ImportError:
         runner = asyncio.run
     with contextlib.suppress(KeyboardInterrupt):
-        runner(serve(lambda message: write_frame(out, message)))
+        runner(serve_stdin(lambda message: write_frame(out, message)))
     # Frames are written unbuffered; do not wait at exit for a client thread stuck in a
     # blocking call (the interpreter would join the executor's threads).
     os._exit(0)

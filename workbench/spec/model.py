@@ -74,6 +74,10 @@ class Load:
     workers: int = 0  # 0: one per core
     interval: float = 1.0
     rate: float | None = None  # total ops/s; switches to open loop
+    # Where workers run: "local" processes, or actors on a Ray cluster (the `ray` extra).
+    launcher: str = "local"
+    ray_address: str = "auto"  # "auto": the cluster this machine joined; "local": a private one
+    ray_placement: str = "spread"  # "spread" workers across nodes, or "pack" them
 
 
 @dataclass(frozen=True)
