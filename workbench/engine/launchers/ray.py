@@ -205,6 +205,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _init(address: str) -> None:
+    """Connect (in a thread: Ray then leaves the caller's SIGTERM handling alone)."""
+    # Ray's notes ("not the main thread", token advice) would land on the TUI's screen.
+    logging.getLogger("ray").setLevel(logging.ERROR)
     options: dict[str, Any] = {
         "log_to_driver": False,  # actors' stray prints stay in Ray's logs, not in the TUI
         "logging_level": logging.ERROR,  # no notes on stderr, under the TUI
