@@ -62,6 +62,7 @@ class StepFinished:
     step: int
     status: RunStatus
     stats: Stats  # the whole measured step, all workers merged
+    reason: str = ""  # why a step failed, in one line
 
 
 @dataclass(frozen=True)

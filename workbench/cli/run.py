@@ -47,8 +47,14 @@ def run_command(
 
 
 async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: ignore[no-untyped-def]
+    """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
+
+    Abandoning cancels the run's task: the workers are killed, the run is stored as
+    interrupted with every interval that was complete, and the command exits 130.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
     presses = {"n": 0}
 
     def on_signal() -> None:
@@ -59,8 +65,9 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
                 "(Ctrl-C again to abandon)"
             )
             stop.set()
-        else:
-            raise KeyboardInterrupt
+        elif presses["n"] == 2 and task is not None:
+            out("abandoning: workers killed, complete intervals kept")
+            task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
@@ -69,6 +76,11 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
         async for event in session.run(spec, st, stop=stop, name=name):
             view = view.apply(event)
             _show(event, view, quiet)
+    except asyncio.CancelledError:
+        if presses["n"] < 2 or task is None:
+            raise
+        task.uncancel()  # our own abandonment: the run is stored, report it
+        view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

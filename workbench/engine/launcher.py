@@ -68,6 +68,12 @@ class WorkerHandle:
             what = f"exited with code {code}"
         return f"worker {self.index} (pid {self.pid}) {what}" + (f": {tail}" if tail else "")
 
+    def kill(self) -> None:
+        """Abandon the worker at once (a second Ctrl-C): no goodbye, no waiting."""
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        self._stderr_task.cancel()
+
     async def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()  # the worker ends at end of input
@@ -83,7 +89,8 @@ class WorkerHandle:
 async def launch_local(count: int) -> list[WorkerHandle]:
     """Start `count` worker processes and wait until each says it is ready."""
     handles = []
-    env = dict(os.environ)
+    # A worker dies with this process (PR_SET_PDEATHSIG); it checks it has the right parent.
+    env = {**os.environ, "WORKBENCH_PARENT_PID": str(os.getpid())}
     for i in range(count):
         proc = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -1,7 +1,7 @@
 """Where workers run: local processes, or actors on a Ray cluster.
 
 The coordinator asks `open_launcher(load)` for a launcher and from then on sees only
-worker handles (send, receive, wait, close, describe_exit, pid). The Ray launcher is
+worker handles (send, receive, wait, close, kill, describe_exit, pid). The Ray launcher is
 imported only when a spec asks for it: it is the one module that imports `ray`.
 """
 
@@ -29,6 +29,10 @@ class Handle(Protocol):
     async def wait(self) -> None: ...
 
     def describe_exit(self) -> str: ...
+
+    def kill(self) -> None:
+        """Abandon the worker at once: no goodbye, no waiting."""
+        ...
 
     async def close(self) -> None: ...
 

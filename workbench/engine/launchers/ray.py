@@ -188,6 +188,11 @@ class RayWorkerHandle:
             what = "ended"
         return f"worker {self.index} (Ray actor, pid {self.pid} on {self.host}) {what}"
 
+    def kill(self) -> None:
+        """Abandon the actor at once; its end of frames follows as a death."""
+        with contextlib.suppress(RayError, ValueError):
+            ray.kill(self.actor, no_restart=True)
+
     async def close(self) -> None:
         if not (self.lost or self.ended):
             with contextlib.suppress(RayError):
@@ -195,8 +200,7 @@ class RayWorkerHandle:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._fetch), timeout=10)
         self._fetch.cancel()
-        with contextlib.suppress(RayError, ValueError):
-            ray.kill(self.actor, no_restart=True)
+        self.kill()
 
 
 def _one_line(exc: BaseException) -> str:
