@@ -76,7 +76,7 @@ def _tree(pids: set[int]) -> set[int]:
     return seen
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -137,12 +137,12 @@ def two_nodes() -> Iterator[TwoNodes]:
                     with contextlib.suppress(Exception):
                         p.process.wait(timeout=5)
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
         if saved is None:
             os.environ.pop("RAY_TMPDIR", None)
         else:
             os.environ["RAY_TMPDIR"] = saved
         shutil.rmtree(temp, ignore_errors=True)
-        left = [p for p in pids if _alive(p)]
+        left = [p for p in pids if alive(p)]
         assert not left, f"Ray processes still alive after SIGKILL: {left}"

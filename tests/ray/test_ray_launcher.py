@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import TwoNodes
+from conftest import TwoNodes, alive
 from support import collect, finished
 
+from workbench.engine.launchers.ray import RayLauncher
 from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
 from workbench.metrics import merged
 from workbench.store import Store
@@ -81,3 +83,22 @@ async def test_a_node_lost_mid_run_is_reported_and_the_others_go_on(
     assert stored.status == "degraded" and stored.steps[0].status == "degraded"
     assert len(stored.steps[0].intervals) == 24
     assert any(n.message == lost[0].message for n in stored.notices)
+
+
+async def test_a_worker_program_runs_as_its_actors_child_and_ends_with_it(
+    two_nodes: TwoNodes,
+) -> None:
+    # The hook a native engine binary uses: the actor relays a program's frames.
+    launcher = await RayLauncher.connect(two_nodes.address, "pack")
+    try:
+        (handle,) = await launcher.launch(
+            1, command=[sys.executable, "-m", "workbench.engine.worker"]
+        )
+        child = handle.worker_pid
+        assert child != handle.pid and os.path.exists(f"/proc/{child}")
+        assert launcher.nodes([handle])[0]["workers"] == 1
+        await handle.close()  # end of orders: the program exits, its frames end
+        assert handle.ended and not handle.lost
+    finally:
+        await launcher.close()
+    assert not alive(child)

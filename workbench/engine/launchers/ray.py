@@ -47,7 +47,11 @@ class WorkerActor:
         self.child: asyncio.subprocess.Process | None = None
 
     async def start(self, command: list[str] | None) -> dict[str, Any]:
-        """Begin serving; `command` runs a separate worker program instead of the loop here."""
+        """Begin serving; `command` runs a separate worker program instead of the loop here.
+
+        The separate program is the hook for the native engine: its binary, started on
+        the actor's node, speaks the same frames on its stdin and stdout.
+        """
         if command is None:
             self.task = asyncio.create_task(self._serve())
         else:
@@ -122,6 +126,7 @@ class RayWorkerHandle:
         self.node_id: str = where["node_id"]
         self.host: str = where["host"]
         self._pid: int = where["pid"]
+        self.worker_pid: int = self._pid
         self.lost: str = ""  # why the actor can no longer be reached, once it cannot
         self.broken: str = ""
         self.ended = False
@@ -253,7 +258,12 @@ class RayLauncher:
     async def launch(
         self, count: int, first_index: int = 0, command: list[str] | None = None
     ) -> list[RayWorkerHandle]:
-        """`count` worker actors, one CPU each, placed as asked; each has said it is ready."""
+        """`count` worker actors, one CPU each, placed as asked; each has said it is ready.
+
+        `command`: a worker program each actor runs as its child and relays (a native
+        engine binary, given as it is found on the load machines), instead of running
+        the Python worker's serve loop in the actor itself.
+        """
         free = int(ray.available_resources().get("CPU", 0))
         if count > self._cpus:
             raise TargetError(
@@ -291,6 +301,7 @@ class RayLauncher:
             first = await asyncio.wait_for(h.receive(), timeout=START_TIMEOUT)
             if not first or first.get("type") != "ready":
                 raise TargetError(f"worker did not start: {h.describe_exit()}", "load.launcher")
+            h.worker_pid = first.get("pid", h.pid)  # the actor's own, or its child program's
         return handles
 
     def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
