@@ -25,7 +25,11 @@ from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.plans import ClientPlan
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
-YIELD_EVERY = 64  # ops between forced loop turns, so in-process adapters cannot starve timers
+# In-process adapters never suspend: a client yields to the loop every few ops so that
+# timers fire. With many clients per worker each yields more often, keeping a loop turn
+# (every client once) to about TURN_OPS ops.
+YIELD_EVERY = 64
+TURN_OPS = 4096
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 _STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
 
@@ -118,8 +122,10 @@ async def async_client(
     state: LoadState,
     plan: ClientPlan,
     pubsub: PubSubPlan,
+    clients: int = 1,
 ) -> None:
     await state.begun.wait()
+    yield_every = max(1, min(YIELD_EVERY, TURN_OPS // max(clients, 1)))
     perf = time.perf_counter_ns
     nxt, value, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
@@ -181,7 +187,7 @@ async def async_client(
         finally:
             state.in_flight -= 1
         count += 1
-        if count % YIELD_EVERY == 0:
+        if count % yield_every == 0:
             await asyncio.sleep(0)
 
 

@@ -153,7 +153,8 @@ class StepRun:
                 assert loop_ is not None
                 self.tasks.append(loop_.run_in_executor(self.threads, thread_client, *args))
             else:
-                loop = async_client(client, stream, self.values, self.state, plan, pubsub)
+                n = len(self.plans)
+                loop = async_client(client, stream, self.values, self.state, plan, pubsub, n)
                 self.tasks.append(asyncio.ensure_future(loop))
 
     async def _start_subscribers(self) -> list[asyncio.Task[None]]:
