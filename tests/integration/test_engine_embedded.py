@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
+from workbench.cli.format import step_summary
 from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
+from workbench.live import RunView
 from workbench.metrics import merged
+from workbench.report import render
 from workbench.store import Store
 
 
@@ -112,6 +115,14 @@ async def test_a_worker_that_dies_is_reported_lost_and_the_step_degraded(store: 
     stored = store.load("last")
     assert stored.notices and stored.status == "degraded"
     assert stored.steps[0].status == "degraded"
+    # Every face takes the status: the live view, the summary, the reports.
+    view = RunView()
+    for e in stored.events():
+        view = view.apply(e)
+    assert view.status == "degraded" and view.steps[0].status == "degraded"
+    assert step_summary(view.steps[0])[0].endswith("(degraded) ==")
+    assert "workers were lost" in render(stored, "table")
+    assert '"status": "degraded"' in render(stored, "json")
 
 
 def _worker_pids() -> list[int]:

@@ -31,6 +31,7 @@ from workbench.errors import TargetError
 
 PLACE_TIMEOUT = 60.0  # seconds to wait for the cluster to find a CPU for every worker
 START_TIMEOUT = 60.0
+LOCAL_OBJECT_STORE = 100 * 1024 * 1024  # bytes, for a private local Ray ("local")
 UNAVAILABLE_RETRIES = 20  # an actor unreachable this many times in a row (0.5 s apart) is lost
 
 
@@ -223,7 +224,13 @@ def _init(address: str) -> None:
         "configure_logging": False,
     }
     if address == "local":
-        ray.init(address="local", include_dashboard=False, **options)
+        # Frames are small and travel inline: the object store needs little memory.
+        ray.init(
+            address="local",
+            include_dashboard=False,
+            object_store_memory=LOCAL_OBJECT_STORE,
+            **options,
+        )
     else:
         ray.init(address=address, **options)
 
