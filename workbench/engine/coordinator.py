@@ -38,6 +38,11 @@ FAILED_ERROR_SHARE = 0.5
 STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
 
 NextStep = Callable[[StepFinished | None], Step | None]
+_MANAGED_ACROSS_NODES = (
+    "the managed server listens on this machine's loopback: workers on the other nodes "
+    "cannot reach it. Across machines, start the server yourself and point the target at "
+    "its address (target.allow_remote = true)"
+)
 # Worst last: a run is as bad as its worst step.
 STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
 
@@ -179,7 +184,10 @@ class Coordinator:
             launcher = await self._launcher(step)
             n = workers_for(step.spec, launcher.cpus)
             await self._ensure_workers(n)
-            yield self._started(step, setup, n)
+            started = self._started(step, setup, n)
+            yield started
+            if step.spec.target.managed and len(started.nodes) > 1:
+                yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
             monitor.watch(
                 setup.system, setup.strategy, setup.system_options, setup.strategy_options
             )
