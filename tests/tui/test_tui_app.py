@@ -343,3 +343,28 @@ async def test_every_repo_profile_opens_unchanged(make) -> None:  # type: ignore
             await pilot.pause()
             assert app.draft.errors == (), profile
             assert app.draft.spec == expected, profile
+
+
+async def test_save_over_a_hand_written_profile_keeps_its_comments(make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "mine.toml"
+    target.write_text(
+        '# hand-written: keep me\nname = "mine"\n\n[load]\nconcurrency = 4  # four\n'
+        'duration = "2s"  # short\n'
+    )
+    app: WorkbenchApp = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen.load_profile(target)  # type: ignore[attr-defined]
+        await until(pilot, lambda: app.screen.query_one("#save-path", Input).value == str(target))
+        await set_field(pilot, app, "load.concurrency", "8")
+        await until(
+            pilot, lambda: app.draft.spec is not None and app.draft.spec.load.concurrency == 8
+        )
+        spec = app.draft.spec
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    text = target.read_text()
+    assert text.startswith("# hand-written: keep me\n")
+    assert "concurrency = 8  # four" in text
+    assert 'duration = "2s"  # short' in text
+    assert load_spec(target) == spec

@@ -6,16 +6,18 @@ from typing import Annotated
 
 import typer
 
+from workbench import __version__
 from workbench.cli import plugins, runs
-from workbench.cli.common import DEBUG, StoreOption
+from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
 from workbench.cli.run import run_command
 
 app = typer.Typer(
     name="workbench",
-    help="Cache Workbench: cache experiments with live throughput and latency percentiles.",
+    help="Cache Workbench: cache experiments with live throughput and latency percentiles.\n\n"
+    + EXIT_CODES_HELP,
     invoke_without_command=True,
     no_args_is_help=False,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 app.command("run")(run_command)
@@ -47,10 +49,22 @@ def _optional_commands() -> None:
 _optional_commands()
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"workbench {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_callback(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """Opens the interactive workbench when no command is given."""

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.metrics import DOC_TICKS, format_us
+from workbench.report import repeats
 from workbench.report.markdown import footer, header
 from workbench.report.model import RunData, StepData, cumulative_share
 from workbench.report.units import (
@@ -182,5 +183,6 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
         while lines[-1] == "":
             lines.pop()
         lines += ["```", ""]
+    lines += repeats.criterion_blocks(runs)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

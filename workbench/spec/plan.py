@@ -48,8 +48,26 @@ def _label(value: Any) -> str:
     return str(value)
 
 
+REPEAT = "load.repeat"  # the label of a repeated step: which repeat it is, from 1
+
+
 def plan(spec: Spec) -> list[Step]:
-    """One step per combination of sweep values, first axis outermost."""
+    """One step per combination of sweep values, first axis outermost; with load.repeat = N,
+    the whole list N times over (A B A B), each step labelled with its repeat."""
+    steps = _combinations(spec)
+    n = spec.load.repeat
+    if n < 1:
+        raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
+    if n == 1:
+        return steps
+    return [
+        Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
+        for r in range(n)
+        for s in steps
+    ]
+
+
+def _combinations(spec: Spec) -> list[Step]:
     if not spec.sweep:
         return [Step(0, {}, spec)]
     base = spec_to_dict(replace(spec, sweep=()))

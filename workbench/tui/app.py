@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from workbench import session
 from workbench.errors import WorkbenchError
 from workbench.live import RunView
+from workbench.profile_files import profiles_dir
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands
@@ -33,11 +34,8 @@ from workbench.tui.screens.setup import SetupScreen
 
 
 def default_profiles_dir() -> Path:
-    """`profiles/` here, else the one beside the workbench package (a source checkout)."""
-    here = Path("profiles")
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "profiles"
+    """`profiles/` here, else the ones shipped with the workbench."""
+    return profiles_dir()
 
 
 class WorkbenchApp(App[None]):

@@ -17,6 +17,7 @@ from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Stat
 
 from workbench.errors import PluginError, SpecError
 from workbench.plugins import load_plugin, plugin_statuses
+from workbench.profile_files import is_shipped
 from workbench.spec.load import get_path, read_profile
 from workbench.spec.model import Spec, Workload, spec_to_dict
 from workbench.spec.save import save_spec, spec_to_toml
@@ -58,6 +59,15 @@ def default_data() -> dict[str, Any]:
 
 def section(title: str) -> Label:
     return Label(title, classes="section")
+
+
+def save_path(source: str, name: str, folder: Path) -> str:
+    """Where Save writes by default: the opened file, else NAME.toml in the profiles folder;
+    but never into the profiles shipped inside the installed package: the current
+    directory then."""
+    if source and not is_shipped(Path(source)):
+        return source
+    return f"{name}.toml" if is_shipped(folder) else str(folder / f"{name}.toml")
 
 
 class SetupScreen(Screen[None]):
@@ -305,8 +315,8 @@ class SetupScreen(Screen[None]):
                 value = get_path(self.base, f.path)
                 f.write(value is not None, value)
             name = get_path(self.base, "name") or "experiment"
-            default_save = self.wb.profiles_dir / f"{name}.toml"
-            self.query_one("#save-path", Input).value = source or str(default_save)
+            default_save = save_path(source, str(name), self.wb.profiles_dir)
+            self.query_one("#save-path", Input).value = default_save
             groups = get_path(self.base, "workload.groups") or []
             note = self.query_one("#groups-note", Static)
             note.update(
@@ -572,11 +582,17 @@ class SetupScreen(Screen[None]):
             self.notify("Not saved: give a file name", severity="error")
             return
         path = Path(path_text).expanduser()
+        if is_shipped(path):  # the installed package is not a place to write
+            path = Path(path.name)
         try:
-            save_spec(spec, path, header="Saved by the Cache Workbench TUI.")
+            written = save_spec(spec, path, header="Saved by the Cache Workbench TUI.")
         except OSError as exc:
             self.notify(f"Not saved: {exc}", severity="error")
             return
-        self.source = str(path)
+        self.source = str(written)
+        self.query_one("#save-path", Input).value = str(written)
         self.query_one("#profile", Select).set_options(self._profile_options())
-        self.notify(f"Saved {path}")
+        if written == path:
+            self.notify(f"Saved {written}")
+        else:  # the file could not be updated faithfully in place
+            self.notify(f"{path} left as it was; saved as {written}", severity="warning")
