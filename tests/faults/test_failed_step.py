@@ -27,7 +27,7 @@ def test_a_server_gone_for_most_of_the_step_fails_it(tmp_path: Path, cli_run) ->
         "--set", "target.system=redis",
         "--set", f"target.options.url={server.target_options['url']}",
         "--set", "strategy.name=sync-per-client",
-        "--set", "load.duration=3",
+        "--set", "load.duration=6",
         "--set", "load.warmup=0",
         "--set", "load.interval=0.5",
         "--set", "load.workers=1",

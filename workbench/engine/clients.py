@@ -133,14 +133,8 @@ async def async_client(
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
     due = last_end = count = seq = 0
     while state.running:
-        if pacer is not None:
-            due = pacer.take()
-            # uvloop's timers have millisecond resolution and may fire early: sleep again
-            # until the time has truly come (an early send was once a negative latency).
-            while (ahead := due - perf()) > 0 and state.running:
-                await asyncio.sleep(ahead / 1e9)
-            if not state.running:
-                break
+        if pacer is not None and not await _until_due(due := pacer.take(), state):
+            break
         if state.remaining is not None and not state.reserve():
             break
         # An op is recorded only if it ends in the phase it began in: one still in
@@ -172,13 +166,7 @@ async def async_client(
                 _finish(state.buf, code, last_end - t0, got, index < hot_end, sent, expected, lag)
             if got is None and code == CACHE_ASIDE:
                 off = index % spread
-                s0 = perf()
-                await client.set(key, value[off : off + size], ttl)
-                last_end = perf()
-                if state.phase == phase:
-                    record(state.buf, SET, last_end - s0, None, False, size, 0)
-        except asyncio.CancelledError:
-            raise
+                last_end = await _fill(client, state, phase, key, value[off : off + size], ttl)
         except Exception as exc:
             last_end = perf()
             if state.phase == phase:
@@ -189,6 +177,30 @@ async def async_client(
         count += 1
         if count % yield_every == 0:
             await asyncio.sleep(0)
+
+
+async def _until_due(due: int, state: LoadState) -> bool:
+    """Sleep until `due` (perf_counter_ns); False if the load ended meanwhile.
+
+    uvloop's timers have millisecond resolution and may fire early: sleep again until
+    the time has truly come (an early send was once a negative latency).
+    """
+    perf = time.perf_counter_ns
+    while (ahead := due - perf()) > 0 and state.running:
+        await asyncio.sleep(ahead / 1e9)
+    return state.running
+
+
+async def _fill(
+    client: Any, state: LoadState, phase: int, key: bytes, value: Any, ttl: float | None
+) -> int:
+    """Cache-aside after a miss: set the value, recorded as a set; returns when it ended."""
+    begin = time.perf_counter_ns()
+    await client.set(key, value, ttl)
+    end = time.perf_counter_ns()
+    if state.phase == phase:
+        record(state.buf, SET, end - begin, None, False, len(value), 0)
+    return end
 
 
 def _finish(

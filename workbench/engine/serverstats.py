@@ -85,12 +85,10 @@ class ServerMonitor:
     ) -> None:
         conn: Connection | None = None
         try:
-            conn = await asyncio.wait_for(
-                strategy.connect(system_options, strategy_options), STATS_TIMEOUT
-            )
+            conn = await _bounded(strategy.connect(system_options, strategy_options))
             while True:
                 with contextlib.suppress(Exception):
-                    figures = await asyncio.wait_for(conn.server_stats(), STATS_TIMEOUT)
+                    figures = await _bounded(conn.server_stats())
                     self.latest = dict(figures)
                     if self._cpu is None:  # the baseline of the first interval's CPU
                         self._cpu = counted_cpu(self.latest)
@@ -100,7 +98,7 @@ class ServerMonitor:
         finally:
             if conn is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(conn.close(), STATS_TIMEOUT)
+                    await _bounded(conn.close())
 
     def begin(self) -> None:
         """The measured phase begins: CPU deltas count from now (not prefill, not warm-up)."""
@@ -141,6 +139,13 @@ class ServerMonitor:
             self.task.cancel()
             await asyncio.wait({self.task}, timeout=STATS_TIMEOUT + 1)
             self.task = None
+
+
+async def _bounded(call: Any) -> Any:
+    """Await a plugin call for at most STATS_TIMEOUT; a late failure is not left unread."""
+    task = asyncio.ensure_future(call)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return await asyncio.wait_for(task, STATS_TIMEOUT)
 
 
 def _affinity(pid: int) -> int | None:
