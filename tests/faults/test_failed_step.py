@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench.cli.common import ExitStatus
 from workbench.engine.coordinator import FAILED_ERROR_SHARE, step_failure
 from workbench.metrics import Stats, new_histogram
 from workbench.servers import start_redis
@@ -37,7 +38,7 @@ def test_a_server_gone_for_most_of_the_step_fails_it(tmp_path: Path, cli_run) ->
     finally:
         server.stop()  # refused from now on: most of the step's ops fail
     code, out = cli.finish(timeout=30)
-    assert code == 4, out
+    assert code == ExitStatus.RUN_FAILED, out
     assert "step failed:" in out and "operations failed" in out
     run = Store(tmp_path / "runs.sqlite").load("last")
     assert run.status == "failed"
@@ -49,7 +50,7 @@ def test_a_step_that_measured_nothing_fails(tmp_path: Path) -> None:
     done = _run(
         tmp_path, "load.rate=0.01", "load.duration=1", "load.concurrency=1", "load.warmup=0.5"
     )
-    assert done.returncode == 4, done.stdout + done.stderr
+    assert done.returncode == ExitStatus.RUN_FAILED, done.stdout + done.stderr
     assert "nothing was measured" in done.stdout
 
 

@@ -195,7 +195,7 @@ async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None)
             )
             stop.set()
         elif presses["n"] == 2 and task is not None:
-            out("abandoning: workers killed, complete intervals kept")
+            say("abandoning: workers killed, complete intervals kept")
             task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -55,6 +55,7 @@ class LoadState:
     budget_stops: bool = False
     in_flight: int = 0  # ops issued and not yet answered
     start_ns: int = 0  # perf_counter_ns at which the load began: the schedules' origin
+    end_ns: int = 1 << 62  # when the measured phase ends, once known: no op is due after it
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
@@ -134,7 +135,7 @@ async def async_client(
     due = last_end = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
-            break
+            break  # the load ended, or this op's time is past the end
         if state.remaining is not None and not state.reserve():
             break
         # An op is recorded only if it ends in the phase it began in: one still in
@@ -188,7 +189,7 @@ async def _until_due(due: int, state: LoadState) -> bool:
     perf = time.perf_counter_ns
     while (ahead := due - perf()) > 0 and state.running:
         await asyncio.sleep(ahead / 1e9)
-    return state.running
+    return state.running and due < state.end_ns
 
 
 async def _fill(
@@ -239,7 +240,7 @@ def thread_client(
             due = pacer.take()
             while (ahead := due - perf()) > 0 and not state.halted.is_set():
                 state.halted.wait(ahead / 1e9)
-            if state.halted.is_set():
+            if state.halted.is_set() or due >= state.end_ns:
                 break
         with lock:  # the budget and the phase are read together (see StepRun._phase)
             if state.remaining is not None and not state.reserve():

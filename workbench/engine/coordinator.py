@@ -432,9 +432,9 @@ def _step_server(intervals: list[Stats]) -> dict[str, Any]:
     out = dict(intervals[-1].server)
     cpu = [s.server["cpu_seconds"] for s in intervals if "cpu_seconds" in s.server]
     if cpu:
-        out["cpu_seconds"] = sum(cpu)
+        out["cpu_seconds"] = round(sum(cpu), 4)
     busy = [(s.server["host_busy"], s.duration) for s in intervals if "host_busy" in s.server]
     span = sum(d for _, d in busy)
     if busy and span > 0:
-        out["host_busy"] = sum(b * d for b, d in busy) / span
+        out["host_busy"] = round(sum(b * d for b, d in busy) / span, 4)
     return out

@@ -211,6 +211,8 @@ class StepRun:
         self._enter_phase(measured_ops, warmup=False)
         self.state.begin(int(start * 1e9))  # no-op after a warm-up: the clients run already
         self._measure_begin_ns = int(begin * 1e9)
+        if not measured_ops and load.duration is not None:
+            self.state.end_ns = int((begin + load.duration) * 1e9)
         await self._measure(begin, None if measured_ops else load.duration)
         return "interrupted" if self.stop_requested.is_set() else "completed"
 

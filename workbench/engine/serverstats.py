@@ -118,13 +118,13 @@ class ServerMonitor:
             cpu = counted_cpu(self.latest)
         if cpu is not None:
             if self._cpu is not None:
-                out["cpu_seconds"] = max(0.0, cpu - self._cpu)
+                out["cpu_seconds"] = round(max(0.0, cpu - self._cpu), 4)
             self._cpu = cpu
         if self._cpu_cores is not None:
             out["cpu_cores"] = self._cpu_cores
         now = host_times()
         if now is not None and self._host is not None and now[1] > self._host[1]:
-            out["host_busy"] = (now[0] - self._host[0]) / (now[1] - self._host[1])
+            out["host_busy"] = round((now[0] - self._host[0]) / (now[1] - self._host[1]), 4)
             out["host_cpus"] = self.cpus
         self._host = now
         return out
