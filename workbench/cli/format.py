@@ -63,7 +63,12 @@ def step_heading(event: StepStarted, steps: int) -> str:
         if event.server
         else ""
     )
-    return (
+    line = (
         f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, "
         f"{event.clients} clients, {event.workers} worker(s){server}"
     )
+    if event.nodes:  # workers on a Ray cluster: where the load came from
+        line += "\n   nodes: " + "; ".join(
+            f"{n['host']} ({n['cpus']} CPUs, {n['workers']} worker(s))" for n in event.nodes
+        )
+    return line

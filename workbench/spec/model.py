@@ -76,6 +76,13 @@ class Load:
     rate: float | None = None  # total ops/s; switches to open loop
     # Run every step this many times, interleaved (A B A B); left out of a spec's data at 1.
     repeat: int = field(default=1, metadata={"omit_default": True})
+    # Where workers run: "local" processes, or actors on a Ray cluster (the `ray` extra).
+    # Left out of a spec's data at their defaults.
+    launcher: str = field(default="local", metadata={"omit_default": True})
+    # "auto": the cluster this machine joined; "local": a private one; or host:port
+    ray_address: str = field(default="auto", metadata={"omit_default": True})
+    # "spread" workers across nodes, or "pack" them
+    ray_placement: str = field(default="spread", metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ STATUS_STYLE = {
     "completed": "green",
     "running": "bold",
     "interrupted": "yellow",
+    "degraded": "yellow",
     "failed": "red",
     "pending": "dim",
 }
