@@ -24,6 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workbench.engine.launchers import RAY_LOOPBACK_ONLY
+
+os.environ.setdefault(RAY_LOOPBACK_ONLY, "0")  # read when ray is imported: loopback only
 import ray
 
 from workbench import session

@@ -74,9 +74,17 @@ class LocalLauncher:
         return None
 
 
+RAY_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address on 127.0.0.1
+
+
 async def open_launcher(load: Load) -> Launcher:
     """The launcher the spec asks for, connected and ready to start workers."""
     if load.launcher == "ray":
+        if load.ray_address == "local":
+            # A private Ray on this machine talks over loopback only. Ray reads this when it
+            # is imported (otherwise it binds the machine's outward address).
+            os.environ.setdefault(RAY_LOOPBACK_ONLY, "0")
+        # Imported here: `ray` is an optional extra, and only this launcher needs it.
         from workbench.engine.launchers.ray import RayLauncher
 
         return await RayLauncher.connect(load.ray_address, load.ray_placement)
