@@ -7,7 +7,10 @@ from typing import Any, Literal
 
 from workbench.metrics import Stats
 
-RunStatus = Literal["running", "completed", "interrupted", "failed", "abandoned"]
+# "degraded": measured to the end, but some workers were lost on the way (their share is
+# missing from the figures after they were lost). "abandoned": the process running it
+# ended without finishing it (found so when the store is next opened).
+RunStatus = Literal["running", "completed", "degraded", "interrupted", "failed", "abandoned"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class StepStarted:
     server_options: dict[str, Any] = field(default_factory=dict)  # {} when not managed
     engine: dict[str, str] = field(default_factory=dict)  # {"name", "version"}
     allow_remote: bool = False
-    nodes: list[dict[str, Any]] = field(default_factory=list)  # [] for this host
+    # Machines the workers ran on: {"host", "cpus", "workers"} each; [] for this host only.
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
     def resolved(self) -> dict[str, Any]:
         """The resolved facts as the store keeps them."""

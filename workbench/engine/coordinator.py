@@ -3,8 +3,9 @@
 Runs in the caller's event loop (the TUI's or the CLI's). Workers report each interval
 on their own; an interval event is emitted once every live worker has reported it, with
 the workers' histograms merged and the server's latest figures added (polled in the
-background, never on the load path). A worker that dies is reported as a notice and the
-step goes on with the others.
+background, never on the load path). A worker that dies or is lost (a Ray node gone) is
+reported as a notice (which, when, how much it had measured) and the step goes on with
+the others; the step is then "degraded".
 
 Steps come from a list (`events`) or one at a time from a caller that sees each step's
 result before choosing the next (`events_from`), as a search for a rate does.
@@ -22,7 +23,7 @@ from typing import Any
 from workbench import __version__
 from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_options
 from workbench.engine import frames
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.limits import check_limits
 from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
@@ -42,6 +43,13 @@ FAILED_ERROR_SHARE = 0.5
 STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
 
 NextStep = Callable[[StepFinished | None], Step | None]
+_MANAGED_ACROSS_NODES = (
+    "the managed server listens on this machine's loopback: workers on the other nodes "
+    "cannot reach it. Across machines, start the server yourself and point the target at "
+    "its address (target.allow_remote = true)"
+)
+# Worst last: a run is as bad as its worst step.
+STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
 
 
 def step_failure(stats: Stats) -> str:
@@ -72,6 +80,9 @@ class _StepTally:
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     stop_sent: bool = False
+    measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
+    lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
+    go_at: float | None = None  # monotonic time the "go" was sent
 
     @property
     def finished(self) -> bool:
@@ -100,13 +111,13 @@ class _Setup:
 
 
 async def _pump(
-    handle: WorkerHandle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
+    handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
 ) -> None:
     while True:
         frame = await handle.receive()
         if frame is None:  # end of its output: let it finish dying so its exit code is known
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(handle.proc.wait(), timeout=2)
+                await asyncio.wait_for(handle.wait(), timeout=2)
         await inbox.put((handle.index, frame))
         if frame is None:
             return
@@ -122,7 +133,8 @@ class Coordinator:
         self.run_id = run_id
         self.steps = steps
         self.stop = stop
-        self.handles: list[WorkerHandle] = []
+        self.handles: list[Handle] = []
+        self.launcher: Launcher | None = None  # opened for the first step's load.launcher
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
@@ -148,9 +160,8 @@ class Coordinator:
                     yield event
                     if isinstance(event, StepFinished):
                         last = event
-                        if event.status != "completed":
-                            # A failed step is kept as failed; the sweep goes on with the next.
-                            self.status = event.status
+                        # A failed step is kept as failed; the sweep goes on with the next.
+                        self.status = max(self.status, event.status, key=STATUS_RANK.index)
             abandoned = False
         finally:
             await self._shutdown(abandon=abandoned)
@@ -165,6 +176,8 @@ class Coordinator:
             await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
         for p in self.pumps:
             p.cancel()
+        if self.launcher is not None:
+            await self.launcher.close()
 
     def _stop_server(self) -> None:
         if self.server is not None:
@@ -183,9 +196,13 @@ class Coordinator:
             return
         monitor = ServerMonitor(self.server, step.spec.load.interval / 2)
         try:
-            n = workers_for(step.spec)
+            launcher = await self._launcher(step)
+            n = workers_for(step.spec, launcher.cpus)
             await self._ensure_workers(n)
-            yield self._started(step, setup, n)
+            started = self._started(step, setup, n)
+            yield started
+            if step.spec.target.managed and len(started.nodes) > 1:
+                yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
             monitor.watch(
                 setup.system, setup.strategy, setup.connect_options, setup.strategy_options
             )
@@ -247,6 +264,7 @@ class Coordinator:
             server_options=setup.server_options,
             engine=dict(PYTHON_ENGINE),
             allow_remote=setup.allow_remote,
+            nodes=self._launcher_now().nodes(self.handles[:workers]),
         )
 
     async def _order(self, step: Step, setup: _Setup, n: int) -> None:
@@ -261,18 +279,27 @@ class Coordinator:
             own = worker_options(setup.system, setup.connect_options, n, h.index)
             await h.send({**order, "system_options": own, "worker": h.index})
 
+    async def _launcher(self, step: Step) -> Launcher:
+        if self.launcher is None:
+            self.launcher = await open_launcher(step.spec.load)
+        return self.launcher
+
+    def _launcher_now(self) -> Launcher:
+        assert self.launcher is not None
+        return self.launcher
+
     async def _ensure_workers(self, needed: int) -> None:
         """Enough live workers for the step: dead ones replaced, missing ones started."""
+        launcher = self._launcher_now()
         for index in sorted(i for i in self.dead if i < needed):
-            (fresh,) = await launch_local(1)
-            fresh.index = index
+            (fresh,) = await launcher.launch(1, first_index=index)
             self.handles[index] = fresh
             self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
             self.dead.discard(index)
         if len(self.handles) < needed:
-            fresh_ones = await launch_local(needed - len(self.handles))
-            for i, h in enumerate(fresh_ones):
-                h.index = len(self.handles) + i
+            fresh_ones = await launcher.launch(
+                needed - len(self.handles), first_index=len(self.handles)
+            )
             self.handles += fresh_ones
             self.pumps += [asyncio.create_task(_pump(h, self.inbox)) for h in fresh_ones]
 
@@ -287,11 +314,12 @@ class Coordinator:
                 yield event
             if not go_sent and tally.armed >= tally.live - set(tally.done):
                 go_sent = True
+                tally.go_at = time.monotonic()
                 await self._go(step, handles, monitor)
             for event in self._complete_intervals(step, tally, monitor):
                 yield event
 
-    async def _go(self, step: Step, handles: list[WorkerHandle], monitor: ServerMonitor) -> None:
+    async def _go(self, step: Step, handles: list[Handle], monitor: ServerMonitor) -> None:
         """Every worker starts at the same instant, a little ahead (frames.GO_LEAD)."""
         start = time.time() + frames.GO_LEAD
         for h in handles:
@@ -300,7 +328,7 @@ class Coordinator:
         asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
 
     async def _frames(
-        self, tally: _StepTally, handles: list[WorkerHandle]
+        self, tally: _StepTally, handles: list[Handle]
     ) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
         """Frames from the inbox; on stop, "stop" to the workers, then a bounded wait.
 
@@ -343,7 +371,7 @@ class Coordinator:
             total.server = _step_server(tally.emitted) | total.server | figures
         status = self._step_status(tally)
         reason = ""
-        if status == "completed":
+        if status in ("completed", "degraded"):
             reason = step_failure(total)
             status = "failed" if reason else status
         elif status == "failed":
@@ -361,6 +389,8 @@ class Coordinator:
             return "failed"
         if "failed" in tally.done.values() and not tally.emitted:
             return "failed"
+        if tally.lost:
+            return "degraded"  # measured, but without the workers that were lost
         return "completed"
 
     def _take(
@@ -371,9 +401,12 @@ class Coordinator:
         if frame is None:
             self.dead.add(worker)
             tally.live.discard(worker)
-            tally.done.pop(worker, None)
-            message = self.handles[worker].describe_exit()
-            return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            if worker in tally.done or tally.stop_sent:  # finished, or killed after a stop
+                tally.done.pop(worker, None)
+                message = self.handles[worker].describe_exit()
+                return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            tally.lost.add(worker)
+            return [Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))]
         kind = frame["type"]
         if kind == frames.ARMED:
             tally.armed.add(worker)
@@ -384,6 +417,8 @@ class Coordinator:
                 tally.tails.append(stats)
             elif not frame["warmup"]:
                 tally.pending.setdefault(index, {})[worker] = stats
+                intervals, ops = tally.measured.get(worker, (0, 0))
+                tally.measured[worker] = (intervals + 1, ops + stats.ops)
                 tally.elapsed[index] = max(tally.elapsed.get(index, 0.0), frame["elapsed"])
         elif kind == frames.ERROR:
             tally.errors.append(frame["message"])
@@ -392,6 +427,21 @@ class Coordinator:
         elif kind == frames.STEP_DONE:
             tally.done[worker] = frame["status"]
         return []
+
+    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
+        """Which worker was lost, when, and how much it had measured."""
+        load = step.spec.load
+        if tally.go_at is None:
+            when = "before the load began"
+        else:
+            warmup = 0.0 if load.warmup_ops else load.warmup
+            into = time.monotonic() - tally.go_at - frames.GO_LEAD - warmup
+            when = f"{into:.1f} s into the measured phase" if into >= 0 else "during warm-up"
+        intervals, ops = tally.measured.get(worker, (0, 0))
+        return (
+            f"worker lost: {self.handles[worker].describe_exit()}, {when}, after measuring "
+            f"{ops} ops in {intervals} intervals (kept); the other workers go on"
+        )
 
     def _complete_intervals(
         self, step: Step, tally: _StepTally, monitor: ServerMonitor

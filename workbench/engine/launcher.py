@@ -42,6 +42,10 @@ class WorkerHandle:
         except (ConnectionError, BrokenPipeError, RuntimeError):
             return False
 
+    async def wait(self) -> None:
+        """Until the process has exited (its exit code is then known)."""
+        await self.proc.wait()
+
     async def receive(self) -> dict[str, Any] | None:
         assert self.proc.stdout is not None
         try:

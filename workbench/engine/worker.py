@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from workbench import __version__
@@ -82,17 +83,17 @@ async def _run_step(order: dict[str, Any], send: Send, go: Go, holder: list[Step
         send(frames.step_done(status))
 
 
-async def serve(send: Send) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+Orders = Callable[[], Awaitable[dict[str, Any] | None]]
+
+
+async def serve(send: Send, next_order: Orders) -> None:
+    """Run steps as orders arrive until the orders end (None). Every launcher runs this loop."""
     send(frames.ready(os.getpid(), ENGINE))
-    watchdog = asyncio.create_task(_exit_with_parent(_parent_pid()))
     step: asyncio.Task[None] | None = None
     go = Go()
     holder: list[StepRun] = []
     while True:
-        order = await read_frame(reader)
+        order = await next_order()
         kind = order["type"] if order else "eof"
         if kind == frames.STEP:
             go = Go()
@@ -109,6 +110,15 @@ async def serve(send: Send) -> None:
     if step is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(step, timeout=30)
+
+
+async def serve_stdin(send: Send) -> None:
+    """A local worker process: orders on stdin, and it never outlives its parent."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    watchdog = asyncio.create_task(_exit_with_parent(_parent_pid()))
+    await serve(send, lambda: read_frame(reader))
     watchdog.cancel()
 
 
@@ -147,7 +157,7 @@ def main() -> None:
     except ImportError:
         runner = asyncio.run
     with contextlib.suppress(KeyboardInterrupt):
-        runner(serve(lambda message: write_frame(out, message)))
+        runner(serve_stdin(lambda message: write_frame(out, message)))
     # Frames are written unbuffered; do not wait at exit for a client thread stuck in a
     # blocking call (the interpreter would join the executor's threads).
     os._exit(0)
