@@ -155,7 +155,6 @@ def run_command(
     )
     remote = ["target.allow_remote=true"] if allow_remote else []
     spec = f.load_with_flags(profile, given, [*(set_ or []), *remote])
-    spec = f.load_with_flags(profile, given, set_ or [])
     checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
