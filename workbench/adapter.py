@@ -98,6 +98,9 @@ class Strategy:
     operations: frozenset[str] = frozenset({"get", "set", "delete"})
     options: OptionSet = field(default_factory=OptionSet)
     blocking: bool = False
+    # "native": steps of this strategy run in the native engine's workers (native/), not
+    # the Python worker; `connect` then only serves the conformance kit.
+    engine: str = "python"
 
 
 class ManagedServer(Protocol):

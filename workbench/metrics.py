@@ -148,7 +148,8 @@ class Stats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        fields = dict(data)
+        # Keys this reader does not know yet (CONTRACT's cpu, offered, send_lag) are skipped.
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["hist"] = {k: decode(v) for k, v in data.get("hist", {}).items()}
         fields["errors"] = dict(data.get("errors", {}))
         fields["first_errors"] = dict(data.get("first_errors", {}))

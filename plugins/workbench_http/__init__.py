@@ -58,6 +58,7 @@ import aiohttp
 from yarl import URL
 
 from workbench.adapter import AdapterError, CacheSystem, ServerLauncher, Strategy
+from workbench.engine.native import probe_connect
 from workbench.errors import TargetError
 from workbench.options import Option, OptionSet
 from workbench.servers import (
@@ -657,6 +658,12 @@ plugin = CacheSystem(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             _connect_lean,
+        ),
+        Strategy(
+            "native",
+            "native engine (Rust): one keep-alive connection per client, as wrk",
+            probe_connect("http"),
+            engine="native",
         ),
     ),
     default_strategy="keep-alive",

@@ -48,6 +48,7 @@ from pymemcache.exceptions import (
 )
 
 from workbench.adapter import AdapterError, CacheSystem, ServerLauncher, Strategy, error_kind
+from workbench.engine.native import probe_connect
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, start_memcached
 from workbench_memcached.protocol import (
@@ -344,6 +345,24 @@ plugin = CacheSystem(
                 )
             ),
             blocking=True,
+        ),
+        Strategy(
+            "native",
+            "native engine (Rust): one connection per client and server, `pipeline` in flight",
+            probe_connect("memcached"),
+            options=OptionSet(
+                (
+                    Option(
+                        "pipeline",
+                        "int",
+                        1,
+                        "requests each connection keeps in flight, refilled after each reply",
+                        minimum=1,
+                        maximum=4096,
+                    ),
+                )
+            ),
+            engine="native",
         ),
     ),
     default_strategy="multiplexed",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,12 +68,12 @@ class Coordinator:
         self.server: ManagedServer | None = None
         self.status = "completed"
         self.dead: set[int] = set()
+        self.engine = ""  # the engine of the running workers ("python" or "native")
+        self.count = 0
 
     async def events(self) -> AsyncIterator[Event]:
         """Every step in order; `self.status` tells how the run ended."""
-        count = max(workers_for(s.spec) for s in self.steps)
-        self.handles = await launch_local(count)
-        self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
+        self.count = max(workers_for(s.spec) for s in self.steps)
         try:
             for step in self.steps:
                 if self.stop.is_set():
@@ -120,6 +121,7 @@ class Coordinator:
                 **{k: str(v) for k, v in self.server.target_options.items()},
             }
         n = workers_for(spec)
+        await self._use_engine(strategy.engine)
         await self._replace_dead(n)
         handles = self.handles[:n]
         yield StepStarted(
@@ -131,6 +133,7 @@ class Coordinator:
             workers=n,
             clients=total_clients(spec),
             server=server_info,
+            **_engine_field(self.handles[0].engine if handles else {}),
         )
         order = {
             "type": "step",
@@ -178,10 +181,22 @@ class Coordinator:
             total.server = tally.emitted[-1].server | total.server
         yield StepFinished(self.run_id, step.index, status, total)
 
+    async def _use_engine(self, engine: str) -> None:
+        """Workers of the step's engine: a sweep that changes engine changes its workers."""
+        if engine == self.engine:
+            return
+        await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
+        for p in self.pumps:
+            p.cancel()
+        self.handles = await launch_local(self.count, engine)
+        self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
+        self.dead.clear()
+        self.engine = engine
+
     async def _replace_dead(self, needed: int) -> None:
         """A worker that died in an earlier step is replaced before the next one."""
         for index in sorted(i for i in self.dead if i < needed):
-            (fresh,) = await launch_local(1)
+            (fresh,) = await launch_local(1, self.engine)
             fresh.index = index
             self.handles[index] = fresh
             self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
@@ -244,3 +259,10 @@ class Coordinator:
             tally.emitted.append(stats)
             events.append(Interval(self.run_id, step.index, index, tally.elapsed[index], stats))
         return events
+
+
+def _engine_field(engine: dict[str, str]) -> dict[str, Any]:
+    """StepStarted's engine (name, version), once StepStarted has that field (CONTRACT)."""
+    if "engine" in {f.name for f in dataclasses.fields(StepStarted)}:
+        return {"engine": engine}
+    return {}

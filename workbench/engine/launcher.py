@@ -7,9 +7,9 @@ import collections
 import contextlib
 import os
 import signal
-import sys
 from typing import Any
 
+from workbench.engine.native import worker_command
 from workbench.engine.wire import pack, read_frame
 
 
@@ -21,6 +21,7 @@ class WorkerHandle:
         self.proc = proc
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
         self.broken: str = ""  # why its stream of frames could not be read, if it could not
+        self.engine: dict[str, str] = {"name": "python", "version": ""}  # from its ready frame
         self._stderr_task = asyncio.create_task(self._collect_stderr())
 
     @property
@@ -76,15 +77,14 @@ class WorkerHandle:
         self._stderr_task.cancel()
 
 
-async def launch_local(count: int) -> list[WorkerHandle]:
-    """Start `count` worker processes and wait until each says it is ready."""
+async def launch_local(count: int, engine: str = "python") -> list[WorkerHandle]:
+    """Start `count` worker processes of `engine` and wait until each says it is ready."""
     handles = []
     env = dict(os.environ)
+    argv = worker_command(engine)
     for i in range(count):
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "workbench.engine.worker",
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -100,4 +100,5 @@ async def launch_local(count: int) -> list[WorkerHandle]:
         if not first or first.get("type") != "ready":
             await h.proc.wait()
             raise RuntimeError(f"worker did not start: {h.describe_exit()}")
+        h.engine = first.get("engine") or {"name": engine, "version": ""}
     return handles

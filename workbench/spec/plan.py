@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
+from workbench.engine.native import require_binary
 from workbench.errors import PluginError, SpecError
 from workbench.plugins import load_plugin
 from workbench.spec.load import set_path
@@ -144,6 +145,8 @@ def check_step(spec: Spec) -> None:
         raise SpecError(exc.message, exc.where) from None
     system.options.resolve(dict(spec.target.options), "target.options")
     strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    if strategy.engine == "native":
+        require_binary()  # one clear line: how to build it
     if spec.target.managed:
         if system.server is None:
             raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")
