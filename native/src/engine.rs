@@ -104,6 +104,30 @@ pub fn server_for(codec: &Codec, key: &[u8]) -> usize {
     codec.server_for(key)
 }
 
+/// The op stream of global client `id` (its group's mix; every system here shares its
+/// state across workers, so the whole key space).
+pub fn client_stream(order: &StepOrder, id: usize) -> OpStream {
+    let mut first = 0;
+    let mut group = &order.groups[0];
+    for g in &order.groups {
+        if id < first + g.concurrency {
+            group = g;
+            break;
+        }
+        first += g.concurrency;
+    }
+    OpStream::new(&StreamSpec {
+        mix: &group.mix,
+        key_dist: &order.key_distribution,
+        keys: order.keys,
+        key_offset: 0,
+        value_size: &order.value_size,
+        ttl: &order.ttl,
+        seed: order.seed,
+        client_id: id as i64,
+    })
+}
+
 fn require_loopback(host: &str, where_: &str) -> Result<(), String> {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     let ok = h == "localhost"
@@ -459,22 +483,12 @@ impl<'a> Run<'a> {
         let values = Values::new(workload::max_value_size(&order.value_size), order.seed);
         let all = order.total_clients();
         let period = order.rate.map(|r| (1e9 * all as f64 / r) as u64);
-        let (offset, count) = (0, order.keys); // every system here shares its state
         let mut clients = Vec::new();
         let mut id = 0;
         for g in &order.groups {
             for _ in 0..g.concurrency {
                 if id % order.workers == order.worker {
-                    let stream = OpStream::new(&StreamSpec {
-                        mix: &g.mix,
-                        key_dist: &order.key_distribution,
-                        keys: count,
-                        key_offset: offset,
-                        value_size: &order.value_size,
-                        ttl: &order.ttl,
-                        seed: order.seed,
-                        client_id: id as i64,
-                    });
+                    let stream = client_stream(&order, id);
                     let conns = addrs
                         .iter()
                         .map(|a| Conn {

@@ -3,6 +3,8 @@
 //!   {"op":"open","system":S,"options":{...}}              -> {"ok":true} or {"error":...}
 //!   {"op":"get"|"set"|"delete","client":N,"key":B64,"value":B64,"ttl":T}
 //!   -> {"ok":true,"value":B64|null,"deleted":bool} or {"error":{"kind":K,"message":M}}
+//!   {"op":"stream","order":{step order},"client":N,"count":C}
+//!   -> {"codes":[...],"keys":[...],"sizes":[...]}: the first C ops of that client's stream
 //! Each client id is one blocking connection (per server), opened on first use and after
 //! a loss, as the engine's clients are.
 
@@ -201,6 +203,8 @@ pub fn run() -> i32 {
                 }
                 Err(e) => fail("target", &e),
             }
+        } else if frame["op"] == "stream" {
+            stream(&frame)
         } else if frame["op"] == "close" {
             session = None;
             json!({"ok": true})
@@ -212,4 +216,24 @@ pub fn run() -> i32 {
         };
         out.send(&answer);
     }
+}
+
+/// The op sequence the engine would draw for one client of a step (tests compare the
+/// distributions with the Python engine's).
+fn stream(frame: &Value) -> Value {
+    let order = match crate::frames::StepOrder::from_frame(&frame["order"]) {
+        Ok(o) => o,
+        Err(e) => return fail("spec", &e.0),
+    };
+    let client = frame["client"].as_i64().unwrap_or(0);
+    let count = frame["count"].as_u64().unwrap_or(0);
+    let mut ops = crate::engine::client_stream(&order, client as usize);
+    let (mut codes, mut keys, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..count {
+        let op = ops.next_op();
+        codes.push(op.code);
+        keys.push(op.index);
+        sizes.push(op.size);
+    }
+    json!({"codes": codes, "keys": keys, "sizes": sizes})
 }
