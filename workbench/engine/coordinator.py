@@ -188,6 +188,7 @@ class Coordinator:
         await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
         for p in self.pumps:
             p.cancel()
+        self.inbox = asyncio.Queue()  # the old workers' last frames (their exits) stay behind
         self.handles = await launch_local(self.count, engine)
         self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
         self.dead.clear()
