@@ -328,6 +328,9 @@ struct Run<'a> {
     prefill_error: Option<String>,
     next_housekeeping: u64,
     down: usize,
+    key: Vec<u8>,
+    load_start: u64,
+    phase_begin: u64,
 }
 
 impl Engine {
@@ -537,6 +540,9 @@ impl<'a> Run<'a> {
             prefill_error: None,
             next_housekeeping: 0,
             down: 0,
+            key: Vec::with_capacity(256),
+            load_start: 0,
+            phase_begin: 0,
         })
     }
 
@@ -740,6 +746,7 @@ impl<'a> Run<'a> {
 
     fn start_load(&mut self, start: u64) {
         self.mode = Mode::Load;
+        self.load_start = start;
         for c in self.clients.iter_mut() {
             if let Some(p) = c.period {
                 c.next_intended = start + p;
@@ -761,6 +768,7 @@ impl<'a> Run<'a> {
 
     /// A measured phase of a fixed duration on the grid of `pacing::grid`.
     fn measure_for(&mut self, duration: u64, begin: u64, interval: u64) -> &'static str {
+        self.phase_begin = begin;
         let ends = pacing::grid(duration, interval);
         let mut prev = 0u64;
         let mut cpu = pacing::cpu_seconds();
@@ -793,6 +801,7 @@ impl<'a> Run<'a> {
     /// half an interval past its boundary: when the budget is spent before then, the short
     /// tail is folded into it.
     fn measure_ops(&mut self, begin: u64, interval: u64) -> &'static str {
+        self.phase_begin = begin;
         let mut index = 0usize;
         let mut prev = 0u64;
         let mut boundary = interval;
@@ -870,8 +879,21 @@ impl<'a> Run<'a> {
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
     }
 
-    fn emit(&mut self, index: usize, rec: Recorder, start: u64, end: u64, cpu_before: f64) -> f64 {
+    fn emit(
+        &mut self,
+        index: usize,
+        mut rec: Recorder,
+        start: u64,
+        end: u64,
+        cpu_before: f64,
+    ) -> f64 {
         let cpu = pacing::cpu_seconds();
+        if let Some(period) = self.clients.first().and_then(|c| c.period) {
+            // Offered: the schedule points (start + n*period, n >= 1) inside the span, whether
+            // or not a client that fell behind could issue them yet.
+            let points = |t: u64| (self.phase_begin + t).saturating_sub(self.load_start) / period;
+            rec.offered = (points(end) - points(start)) * self.clients.len() as u64;
+        }
         let duration = (end - start) as f64 / 1e9;
         let stats = rec.to_json(duration, self.order.worker, cpu - cpu_before);
         self.eng.out.send(&json!({
@@ -1254,15 +1276,16 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let o = &self.order;
-        let key = workload::format_key(&o.key_prefix, index, o.key_length);
-        let si = self.codec.server_for(&key);
+        workload::format_key_into(&mut self.key, &o.key_prefix, index, o.key_length);
+        let key = &self.key;
+        let si = self.codec.server_for(key);
         let value = if req == Req::Set {
             self.values.value(index, size)
         } else {
             &[][..]
         };
         let k = &mut self.clients[ci].conns[si];
-        if !self.codec.encode(&mut k.out, req, &key, value, ttl) {
+        if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
             self.clients[ci].inflight -= 1;
             if phase == self.phase {
@@ -1352,19 +1375,20 @@ impl<'a> Run<'a> {
                     };
                     let c = &mut self.clients[ci];
                     if c.conns.len() > 1 {
-                        let key = workload::format_key(
-                            &self.order.key_prefix,
+                        let o = &self.order;
+                        workload::format_key_into(
+                            &mut self.key,
+                            &o.key_prefix,
                             op.index,
-                            self.order.key_length,
+                            o.key_length,
                         );
-                        let si = self.codec.server_for(&key);
+                        let si = self.codec.server_for(&self.key);
                         if !c.conns[si].connected {
                             c.parked = Some(op);
                             break;
                         }
                     }
                     if c.period.is_some() {
-                        self.rec.offered += 1;
                         self.rec.lag(now - t0);
                     }
                     let hot = op.index < c.stream.hot_end;

@@ -278,9 +278,35 @@ pub fn max_value_size(dist: &Dist) -> usize {
 }
 
 /// The key of an index: the prefix, then the index zero-padded (Python's `%0Nd`).
+#[cfg(test)]
 pub fn format_key(prefix: &str, index: u64, length: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(length.max(prefix.len() + 1));
+    format_key_into(&mut out, prefix, index, length);
+    out
+}
+
+/// `format_key` into a buffer the caller reuses (no allocation per op).
+#[inline]
+pub fn format_key_into(out: &mut Vec<u8>, prefix: &str, index: u64, length: usize) {
+    out.clear();
+    out.extend_from_slice(prefix.as_bytes());
+    let mut digits = [0u8; 20];
+    let mut n = index;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
     let width = std::cmp::max(length as i64 - prefix.len() as i64, 1) as usize;
-    format!("{}{:0width$}", prefix, index, width = width).into_bytes()
+    let len = digits.len() - i;
+    for _ in len..width {
+        out.push(b'0');
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// The [offset, count) share of the key space that `worker` of `workers` owns.
@@ -675,6 +701,8 @@ mod tests {
     fn keys_are_zero_padded_like_python() {
         assert_eq!(format_key("wb:", 42, 12), b"wb:000000042".to_vec());
         assert_eq!(format_key("long-prefix", 7, 3), b"long-prefix7".to_vec());
+        assert_eq!(format_key("k", 123456, 4), b"k123456".to_vec());
+        assert_eq!(format_key("", 0, 3), b"000".to_vec());
     }
 
     #[test]
