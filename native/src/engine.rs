@@ -24,7 +24,7 @@ const FIRST_CONN: usize = 2;
 const BACKOFF_START: u64 = 1_000_000; // 1 ms, doubled up to BACKOFF_MAX after each failure
 const BACKOFF_MAX: u64 = 250_000_000;
 const HOUSEKEEPING: u64 = 50_000_000;
-const READ_CHUNK: usize = 256 * 1024;
+const READ_CHUNK: usize = 16 * 1024; // a connection's first read buffer; grows by doubling
 
 /// The protocol a step speaks.
 pub enum Codec {
@@ -947,7 +947,7 @@ impl<'a> Run<'a> {
         let _ = self.eng.poll.poll(&mut self.eng.events, timeout);
         let mut stdin = false;
         let mut timer = false;
-        let mut ready: Vec<(usize, bool, bool)> = Vec::new();
+        let mut ready: Vec<(usize, bool, bool, bool)> = Vec::new();
         for ev in self.eng.events.iter() {
             match ev.token() {
                 STDIN => stdin = true,
@@ -956,6 +956,7 @@ impl<'a> Run<'a> {
                     t - FIRST_CONN,
                     ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                     ev.is_writable(),
+                    ev.is_read_closed() || ev.is_error(),
                 )),
             }
         }
@@ -967,7 +968,7 @@ impl<'a> Run<'a> {
             self.eng.read_stdin();
         }
         let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
-        for (t, readable, writable) in ready {
+        for (t, readable, writable, closing) in ready {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
                 continue;
@@ -976,7 +977,7 @@ impl<'a> Run<'a> {
                 self.on_writable(ci, si);
             }
             if readable {
-                self.on_readable(ci, si);
+                self.on_readable(ci, si, closing);
             }
         }
         let now = now_ns();
@@ -1085,7 +1086,7 @@ impl<'a> Run<'a> {
         k.out_pos = 0;
     }
 
-    fn on_readable(&mut self, ci: usize, si: usize) {
+    fn on_readable(&mut self, ci: usize, si: usize, closing: bool) {
         let mut closed: Option<String> = None;
         {
             let k = &mut self.clients[ci].conns[si];
@@ -1095,8 +1096,8 @@ impl<'a> Run<'a> {
             };
             loop {
                 let len = k.inb.len();
-                if k.inb.capacity() - len < 16 * 1024 {
-                    k.inb.reserve(READ_CHUNK);
+                if k.inb.capacity() - len < READ_CHUNK / 4 {
+                    k.inb.reserve(len.max(READ_CHUNK));
                 }
                 let cap = k.inb.capacity();
                 // SAFETY: the bytes past len are only exposed after read() initialised them.
@@ -1123,7 +1124,8 @@ impl<'a> Run<'a> {
                     }
                     // A short read drained the socket: with edge-triggered epoll, anything
                     // arriving later raises a new event, so no read to see EAGAIN.
-                    Ok(n) if n < cap - len => break,
+                    // (Unless the peer is closing: then read on to see the end.)
+                    Ok(n) if n < cap - len && !closing => break,
                     Ok(_) => continue,
                     _ => break,
                 }
