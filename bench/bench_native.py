@@ -237,12 +237,15 @@ def build_norecord() -> Path:
 def pair_line(
     label: str, ref: tuple[float, float], wb: tuple[float, float], server: tuple[float, float]
 ) -> str:
+    """Both rates with client and server CPU (% of one core), the ratio, and the ratio of
+    ops per client CPU-second (steadier than the rate on a busy shared machine)."""
     ratio = wb[0] / ref[0] if ref[0] else float("nan")
+    eff = (wb[0] / wb[1]) / (ref[0] / ref[1]) if ref[0] and ref[1] and wb[1] else float("nan")
     return (
-        f"  {label:<34} ref {ref[0]:>10,.0f}/s cpu {ref[1] * 100:>4.0f}%"
-        f" srv {server[0] * 100:>4.0f}%"
-        f" | native {wb[0]:>10,.0f}/s cpu {wb[1] * 100:>4.0f}% srv {server[1] * 100:>4.0f}%"
-        f" | {ratio:.2f}x"
+        f"  {label:<34} ref {ref[0]:>9,.0f}/s cpu {ref[1] * 100:>3.0f}%"
+        f" srv {server[0] * 100:>3.0f}%"
+        f" | native {wb[0]:>9,.0f}/s cpu {wb[1] * 100:>3.0f}% srv {server[1] * 100:>3.0f}%"
+        f" | {ratio:.2f}x, per client CPU {eff:.2f}x"
     )
 
 

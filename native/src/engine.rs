@@ -329,6 +329,7 @@ struct Run<'a> {
     next_housekeeping: u64,
     down: usize,
     key: Vec<u8>,
+    ready: Vec<(usize, bool, bool, bool)>,
     load_start: u64,
     phase_begin: u64,
 }
@@ -541,6 +542,7 @@ impl<'a> Run<'a> {
             next_housekeeping: 0,
             down: 0,
             key: Vec::with_capacity(256),
+            ready: Vec::with_capacity(64),
             load_start: 0,
             phase_begin: 0,
         })
@@ -947,7 +949,8 @@ impl<'a> Run<'a> {
         let _ = self.eng.poll.poll(&mut self.eng.events, timeout);
         let mut stdin = false;
         let mut timer = false;
-        let mut ready: Vec<(usize, bool, bool, bool)> = Vec::new();
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
         for ev in self.eng.events.iter() {
             match ev.token() {
                 STDIN => stdin = true,
@@ -968,7 +971,7 @@ impl<'a> Run<'a> {
             self.eng.read_stdin();
         }
         let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
-        for (t, readable, writable, closing) in ready {
+        for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
                 continue;
@@ -980,6 +983,7 @@ impl<'a> Run<'a> {
                 self.on_readable(ci, si, closing);
             }
         }
+        self.ready = ready;
         let now = now_ns();
         if self.mode == Mode::Load && self.order.rate.is_some() {
             for ci in 0..self.clients.len() {

@@ -1,7 +1,7 @@
 //! memcached's text protocol: get, set with exptime, delete; keys spread over several
 //! servers by the same rendezvous hashing as `plugins/workbench_memcached/protocol.py`.
 
-use crate::proto::{line_end, parse_int, parsed, show, ParseResult, Reply, Req};
+use crate::proto::{line_end, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
 
 const THIRTY_DAYS: i64 = 30 * 24 * 3600;
 
@@ -41,7 +41,15 @@ impl Memcache {
     pub fn set(&self, out: &mut Vec<u8>, key: &[u8], value: &[u8], ttl: Option<f64>) {
         out.extend_from_slice(b"set ");
         out.extend_from_slice(key);
-        out.extend_from_slice(format!(" 0 {} {}\r\n", exptime(ttl), value.len()).as_bytes());
+        out.extend_from_slice(b" 0 ");
+        let e = exptime(ttl);
+        if e < 0 {
+            out.push(b'-');
+        }
+        push_num(out, e.unsigned_abs());
+        out.push(b' ');
+        push_num(out, value.len() as u64);
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }

@@ -99,3 +99,19 @@ pub fn parse_int(bytes: &[u8]) -> Option<i64> {
     }
     Some(if neg { -n } else { n })
 }
+
+/// Append a number in decimal without allocating.
+#[inline]
+pub fn push_num(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}

@@ -1,6 +1,6 @@
 //! Redis RESP2: GET, SET with PX, DEL, and the opening AUTH/SELECT; replies parsed in place.
 
-use crate::proto::{line_end, parse_int, parsed, show, ParseResult, Reply, Req};
+use crate::proto::{line_end, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
 
 pub struct Resp {
     pub hello: Vec<Vec<Vec<u8>>>,
@@ -8,7 +8,7 @@ pub struct Resp {
 
 fn bulk(out: &mut Vec<u8>, data: &[u8]) {
     out.push(b'$');
-    out.extend_from_slice(data.len().to_string().as_bytes());
+    push_num(out, data.len() as u64);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
@@ -16,7 +16,7 @@ fn bulk(out: &mut Vec<u8>, data: &[u8]) {
 
 pub fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
+    push_num(out, args.len() as u64);
     out.extend_from_slice(b"\r\n");
     for a in args {
         bulk(out, a);
