@@ -26,10 +26,18 @@ def command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write to this file, not stdout")
     ] = None,
+    chart: Annotated[
+        str | None,
+        typer.Option(
+            help="with --format svg: only this chart (percentiles, throughput-over-time, "
+            "latency-over-time, latency-vs-throughput, throughput-vs-swept)"
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """A report of stored runs: table (default), criterion, wrk, gobench, hitrate, json, csv,
-    hlog. Several runs give one comparison, ratios against the first."""
+    hlog, html (a page with charts), svg (the charts). Several runs give one comparison,
+    ratios against the first."""
     if format_ not in FORMATS:
         raise fail(
             f"unknown format {format_!r}; expected one of {', '.join(FORMATS)}",
@@ -37,7 +45,9 @@ def command(
         )
     st = open_store(store)
     stored = [st.load(ref) for ref in runs]
-    text = render(stored, format_)
+    if chart and format_ != "svg":
+        raise fail("--chart goes with --format svg", ExitStatus.BAD_INPUT)
+    text = render(stored, format_, **({"chart": chart} if chart else {}))
     if output is None:
         out(text.rstrip("\n"))
         return

@@ -9,6 +9,8 @@ Markdown formats (they start with what was measured where, and end with the comm
 measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``hitrate``.
 Data formats: ``json`` (the full stored runs), ``csv`` (one row per interval and per step),
 ``hlog`` (an HdrHistogram interval log, one line per interval per op kind).
+Charts: ``html`` (one self-contained page with the figures and inline SVG charts) and
+``svg`` (the charts alone), drawn by matplotlib.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ FORMATS: dict[str, tuple[str, str]] = {
     "json": ("json_report", "the full stored runs as JSON"),
     "csv": ("csv_report", "one CSV row per interval and per step"),
     "hlog": ("hlog", "HdrHistogram interval log, one line per interval per op kind"),
+    "html": ("html", "one self-contained HTML page: figures and SVG charts"),
+    "svg": ("svg_report", "the charts alone, stacked in one SVG"),
 }
 MARKDOWN = ("table", "criterion", "wrk", "gobench", "hitrate")
+CHARTS = ("html", "svg")  # drawn by matplotlib: their bytes follow its version
 
 
 class ReportError(WorkbenchError):
@@ -53,4 +58,4 @@ def render(runs: StoredRun | Iterable[StoredRun], fmt: str = "table", **options:
     return module.render(data, **options)
 
 
-__all__ = ["FORMATS", "MARKDOWN", "ReportError", "render"]
+__all__ = ["CHARTS", "FORMATS", "MARKDOWN", "ReportError", "render"]

@@ -1,0 +1,158 @@
+"""Charts (`html`, `svg`): each chart is there, drawn from the stored figures, and the page
+renders in a real browser. matplotlib's bytes change across its releases, so these tests
+read the charts' structure (ids and data lines), never compare whole files."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from golden_runs import scenarios
+
+from workbench.report import ReportError, render
+from workbench.report.charts import charts
+from workbench.report.model import read_runs
+from workbench.store import StoredRun
+
+SWEEP_CHARTS = [
+    "percentiles",
+    "throughput-over-time",
+    "latency-over-time",
+    "latency-vs-throughput",
+    "throughput-vs-swept",
+]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[StoredRun]]:
+    return scenarios(tmp_path_factory.mktemp("charts") / "runs.sqlite3")
+
+
+def data_lines(svg: str, chart: str) -> list[int]:
+    """Vertices of each data line of one chart (grid and ticks are not data lines)."""
+    found = re.findall(rf'<g id="{chart}-data-\d+">\s*<path d="([^"]*)"', svg)
+    return [len(re.findall(r"[ML] ", d)) for d in found]
+
+
+def test_a_sweep_gets_every_chart_with_a_line_per_step(runs: dict[str, list[StoredRun]]) -> None:
+    (sweep,) = runs["sweep"]
+    page = render(sweep, "html")
+    assert re.findall(r'<figure id="([a-z-]+)"', page) == SWEEP_CHARTS
+    steps = [s for s in sweep.steps if s.stats.ops]
+    # One percentile line and one throughput line per step, a point per interval.
+    assert len(data_lines(page, "percentiles")) == len(steps)
+    assert all(n >= 10 for n in data_lines(page, "percentiles"))
+    assert data_lines(page, "throughput-over-time") == [len(s.intervals) for s in steps]
+    # p50 and p99 per step over time; p50 and p99 per series against throughput.
+    assert len(data_lines(page, "latency-over-time")) == 2 * len(steps)
+    series = {s.label.get("strategy.name") for s in sweep.steps}
+    per_series = len(steps) // len(series)
+    assert data_lines(page, "latency-vs-throughput") == [per_series] * (2 * len(series))
+    assert data_lines(page, "throughput-vs-swept") == [per_series] * len(series)
+
+
+def test_the_page_shows_the_table_figures(runs: dict[str, list[StoredRun]]) -> None:
+    (sweep,) = runs["sweep"]
+    page = render(sweep, "html")
+    rows = [ln for ln in render(sweep, "table").splitlines() if ln.startswith("| concurrency=")]
+    assert len(rows) == len(sweep.steps)
+    for row in rows:
+        ops = row.split("|")[4].strip().strip("*")
+        assert f"<td>{ops}</td>" in page
+
+
+def test_a_single_step_has_no_sweep_charts(runs: dict[str, list[StoredRun]]) -> None:
+    (single,) = runs["single"]
+    assert [c.id for c in charts(read_runs(single))] == SWEEP_CHARTS[:3]
+
+
+def test_compared_runs_overlay_on_one_chart(runs: dict[str, list[StoredRun]]) -> None:
+    compared = runs["comparison"]
+    page = render(compared, "svg")
+    measured = sum(1 for r in compared for s in r.steps if s.stats.ops)
+    assert page.startswith("<svg")
+    assert len(data_lines(page, "percentiles")) == measured
+    for run in compared:
+        assert run.name in page  # the legend names each run
+
+
+def test_charts_are_reproducible(runs: dict[str, list[StoredRun]]) -> None:
+    (sweep,) = runs["sweep"]
+    assert render(sweep, "svg") == render(sweep, "svg")
+
+
+def test_nothing_measured_is_said_not_drawn(runs: dict[str, list[StoredRun]]) -> None:
+    (stopped,) = runs["interrupted"]
+    empty = StoredRun(**{**stopped.__dict__, "steps": stopped.steps[2:]})
+    with pytest.raises(ReportError, match="nothing to chart"):
+        render(empty, "svg")
+    assert "nothing to chart" in render(empty, "html")
+
+
+class _Figures(HTMLParser):
+    """The rendered DOM's figures, and the longest path drawn in each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, int] = {}
+        self.current: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "figure":
+            self.current = a.get("id") or ""
+            self.figures[self.current] = 0
+        elif tag == "path" and self.current is not None:
+            points = len(re.findall(r"[ML]", a.get("d") or ""))
+            self.figures[self.current] = max(self.figures[self.current], points)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self.current = None
+
+
+def test_the_page_renders_in_headless_chromium(
+    runs: dict[str, list[StoredRun]], tmp_path: Path
+) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (./dev test installs it from apt)")
+    (sweep,) = runs["sweep"]
+    page = tmp_path / "report.html"
+    page.write_text(render(sweep, "html"), encoding="utf-8")
+    dom = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    parser = _Figures()
+    parser.feed(dom)
+    assert list(parser.figures) == SWEEP_CHARTS
+    assert all(points >= 3 for points in parser.figures.values()), parser.figures
+
+
+def test_one_chart_alone(runs: dict[str, list[StoredRun]]) -> None:
+    (sweep,) = runs["sweep"]
+    alone = render(sweep, "svg", chart="latency-vs-throughput")
+    assert re.findall(r'<g id="([a-z-]+)"', alone) == ["latency-vs-throughput"]
+    with pytest.raises(ReportError, match="expected one of percentiles"):
+        render(sweep, "svg", chart="pie")
