@@ -75,7 +75,7 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
     return spec_from_dict(data)
 
 
-def native(binary: Path, spec: Spec) -> tuple[float, float]:
+def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
     """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
     system = load_plugin(spec.target.system)
     strategy = system.strategy("native")
@@ -87,7 +87,7 @@ def native(binary: Path, spec: Spec) -> tuple[float, float]:
         "workers": 1,
         "worker": 0,
     }
-    proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(order))
     proc.stdin.flush()
@@ -116,6 +116,19 @@ def native(binary: Path, spec: Spec) -> tuple[float, float]:
     proc.stdin.close()
     proc.wait(timeout=30)
     return ops / duration, cpu / duration
+
+
+def instructions(binary: Path, url: str, ops: int) -> int:
+    """Instructions (valgrind's count) one native worker runs for an op budget."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "callgrind.log"
+        data = spec_to_dict(_spec("redis", {"url": url}, 4, 16, 1.0, False))
+        data["load"].update(duration=None, ops=ops, warmup=0.0, interval=60.0)
+        wrap = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                f"--log-file={log}")  # fmt: skip
+        native(binary, spec_from_dict(data), wrap)
+        m = re.search(r"Collected : (\d+)", log.read_text())
+        return int(m.group(1)) if m else 0
 
 
 def reference(argv: list[str]) -> tuple[str, float, float]:
@@ -336,12 +349,10 @@ def main() -> None:
                 print(pair_line(label, ref, wb, (sref, swb)))
     nginx = Nginx()
     try:
-        if "http" not in sections:
-            return
         base = f"http://{LOOPBACK}:{nginx.port}"
         hopts = {"base_url": base, "get": "GET /?key={key}"}
         print("\nnginx, 1 worker, return 200 of 100 B")
-        for c in (16, 64):
+        for c in (16, 64) if "http" in sections else ():
             for _ in range(pairs):
                 pids = nginx.worker_pids()
                 ref, sref = measured(pids, lambda c=c: wrk(base + "/", c, seconds))
@@ -377,6 +388,20 @@ def main() -> None:
                 f" | recording {rec[0]:>10,.0f}/s cpu {rec[1] * 100:.1f}%"
                 f" | cost: rate {cost * 100:+.1f}%, client CPU per op {cpu_cost * 100:+.1f}%"
                 " (target <= 3%)"
+            )
+
+    if shutil.which("valgrind"):
+        # Instructions are not disturbed by other load: the steadiest figure of the cost.
+        with start_redis() as redis:
+            url = redis.target_options["url"]
+            per_op = {}
+            for name, path in (("norecord", plain), ("recording", binary)):
+                small, large = instructions(path, url, 20_000), instructions(path, url, 60_000)
+                per_op[name] = (large - small) / 40_000
+            extra = per_op["recording"] / per_op["norecord"] - 1
+            print(
+                f"  instructions per op (valgrind): norecord {per_op['norecord']:,.0f},"
+                f" recording {per_op['recording']:,.0f}: cost {extra * 100:+.1f}% (target <= 3%)"
             )
 
 
