@@ -1469,6 +1469,7 @@ impl<'a> Run<'a> {
         if let Some(mut s) = k.sock.take() {
             let _ = self.eng.poll.registry().deregister(&mut s);
         }
+        let was_connected = k.connected;
         k.connected = false;
         k.out.clear();
         k.out_pos = 0;
@@ -1485,17 +1486,23 @@ impl<'a> Run<'a> {
             }
         }
         c.inflight -= ops.min(c.inflight);
+        self.down += 1;
+        // Closed with nothing in flight (an HTTP `Connection: close`, an idle keep-alive
+        // ended by the server): reopened at once, nothing failed.
+        if was_connected && ops == 0 {
+            k.retry_at = now;
+            return;
+        }
         k.retry_at = now + k.backoff;
         k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
-        self.down += 1;
         if self.mode == Mode::Prefill {
             self.prefill_error
                 .get_or_insert_with(|| message.to_string());
             return;
         }
         if measuring {
-            // A failed attempt with nothing in flight counts once, and takes an op from
-            // the budget, so that a run against a dead server still ends.
+            // A failed connection attempt counts once and takes an op from the budget, so
+            // that a run against a dead server still ends.
             if failed == 0 && self.mode == Mode::Load && !self.reserve(now) {
                 self.mode = Mode::Idle;
             }

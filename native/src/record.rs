@@ -16,9 +16,80 @@ pub fn new_histogram() -> Histogram<u64> {
     h
 }
 
+// HdrHistogram's own bucket layout for 1 ns .. 1 h at 3 significant digits: 2048
+// sub-buckets (the top half of each bucket past the first), unit magnitude 0.
+const HALF_MAGNITUDE: u32 = 10;
+const HALF_COUNT: u64 = 1 << HALF_MAGNITUDE;
+const SUB_MASK: u64 = 2 * HALF_COUNT - 1;
+
+#[inline]
+fn counts_index(v: u64) -> usize {
+    let bucket = 64 - (v | SUB_MASK).leading_zeros() as u64 - (HALF_MAGNITUDE as u64 + 1);
+    let sub = v >> bucket;
+    (((bucket + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT) as usize
+}
+
+#[inline]
+fn value_at(index: usize) -> u64 {
+    let mut bucket = (index as i64 >> HALF_MAGNITUDE) - 1;
+    let mut sub = (index as u64 & (HALF_COUNT - 1)) + HALF_COUNT;
+    if bucket < 0 {
+        sub -= HALF_COUNT;
+        bucket = 0;
+    }
+    sub << bucket
+}
+
+/// Latencies counted in HdrHistogram's buckets with one add per op (a few instructions),
+/// turned into a real HdrHistogram once per interval.
+#[derive(Clone)]
+pub struct Counts {
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl Counts {
+    fn new() -> Counts {
+        Counts {
+            counts: vec![0; counts_index(HIGHEST_NS) + 1],
+            total: 0,
+        }
+    }
+
+    /// A value in ns; beyond the histogram's range it is saturated, never dropped.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let i = counts_index(ns.clamp(LOWEST_NS, HIGHEST_NS));
+        self.counts[i] += 1;
+        self.total += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    fn add(&mut self, other: &Counts) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.total += other.total;
+    }
+
+    pub fn histogram(&self) -> Histogram<u64> {
+        let mut h = new_histogram();
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n > 0 {
+                h.record_n(value_at(i), n)
+                    .expect("a value within the bounds");
+            }
+        }
+        h
+    }
+}
+
 /// The counters and histograms of one span; swapped out whole at each boundary.
 pub struct Recorder {
-    pub hist: Vec<Histogram<u64>>,
+    pub hist: Vec<Option<Box<Counts>>>,
     pub hits: u64,
     pub misses: u64,
     pub bytes_in: u64,
@@ -26,14 +97,15 @@ pub struct Recorder {
     pub hot_gets: u64,
     pub hot_hits: u64,
     pub offered: u64,
-    pub send_lag: Option<Histogram<u64>>,
+    pub open_loop: bool,
+    pub send_lag: Option<Box<Counts>>,
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
 }
 
 impl Recorder {
     pub fn new(open_loop: bool) -> Recorder {
         Recorder {
-            hist: (0..KINDS.len()).map(|_| new_histogram()).collect(),
+            hist: (0..KINDS.len()).map(|_| None).collect(),
             hits: 0,
             misses: 0,
             bytes_in: 0,
@@ -41,23 +113,21 @@ impl Recorder {
             hot_gets: 0,
             hot_hits: 0,
             offered: 0,
-            send_lag: if open_loop {
-                Some(new_histogram())
-            } else {
-                None
-            },
+            open_loop,
+            send_lag: None,
             errors: Vec::new(),
         }
     }
 
-    /// A latency in ns; values beyond the histogram's range are saturated, never dropped.
+    /// A latency in ns of an op of `kind` (GET, SET, DELETE...).
     #[inline]
     pub fn latency(&mut self, kind: u8, ns: u64) {
         if cfg!(feature = "norecord") {
             return;
         }
-        let h = &mut self.hist[kind as usize];
-        h.saturating_record(ns);
+        self.hist[kind as usize]
+            .get_or_insert_with(|| Box::new(Counts::new()))
+            .record(ns);
     }
 
     #[inline]
@@ -65,9 +135,9 @@ impl Recorder {
         if cfg!(feature = "norecord") {
             return;
         }
-        if let Some(h) = self.send_lag.as_mut() {
-            h.saturating_record(ns.max(LOWEST_NS));
-        }
+        self.send_lag
+            .get_or_insert_with(|| Box::new(Counts::new()))
+            .record(ns);
     }
 
     pub fn error(&mut self, kind: &str, message: &str) {
@@ -90,9 +160,17 @@ impl Recorder {
 
     /// Add another span in (the fold of a short tail into the interval before it).
     pub fn absorb(&mut self, other: Recorder) {
-        for (a, b) in self.hist.iter_mut().zip(other.hist.iter()) {
-            a.add(b).expect("same histogram bounds");
+        fn merge(a: &mut Option<Box<Counts>>, b: Option<Box<Counts>>) {
+            match (a.as_mut(), b) {
+                (Some(x), Some(y)) => x.add(&y),
+                (None, Some(y)) => *a = Some(y),
+                _ => {}
+            }
         }
+        for (a, b) in self.hist.iter_mut().zip(other.hist) {
+            merge(a, b);
+        }
+        merge(&mut self.send_lag, other.send_lag);
         self.hits += other.hits;
         self.misses += other.misses;
         self.bytes_in += other.bytes_in;
@@ -100,9 +178,6 @@ impl Recorder {
         self.hot_gets += other.hot_gets;
         self.hot_hits += other.hot_hits;
         self.offered += other.offered;
-        if let (Some(a), Some(b)) = (self.send_lag.as_mut(), other.send_lag.as_ref()) {
-            a.add(b).expect("same histogram bounds");
-        }
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
         }
@@ -112,8 +187,8 @@ impl Recorder {
     pub fn to_json(&self, duration: f64, worker: usize, cpu_seconds: f64) -> Value {
         let mut hist = Map::new();
         for (name, h) in KINDS.iter().zip(self.hist.iter()) {
-            if !h.is_empty() {
-                hist.insert(name.to_string(), Value::String(encode(h)));
+            if let Some(h) = h.as_ref().filter(|h| !h.is_empty()) {
+                hist.insert(name.to_string(), Value::String(encode(&h.histogram())));
             }
         }
         let mut errors = Map::new();
@@ -123,7 +198,7 @@ impl Recorder {
             first.insert(kind.clone(), json!(msg));
         }
         let lag = match &self.send_lag {
-            Some(h) if !h.is_empty() => encode(h),
+            Some(h) if self.open_loop && !h.is_empty() => encode(&h.histogram()),
             _ => String::new(),
         };
         let mut cpu = Map::new();
@@ -221,6 +296,39 @@ mod tests {
             assert_eq!(base64_decode(&base64(&data)).unwrap(), data);
         }
         assert_eq!(base64(b"foob"), "Zm9vYg==");
+    }
+
+    #[test]
+    fn counts_use_hdrhistograms_buckets() {
+        let reference = new_histogram();
+        for v in [
+            1u64,
+            2,
+            1023,
+            1024,
+            2047,
+            2048,
+            2049,
+            4095,
+            1_000_000,
+            123_456_789,
+            HIGHEST_NS,
+        ] {
+            assert_eq!(
+                value_at(counts_index(v)),
+                reference.lowest_equivalent(v),
+                "{}",
+                v
+            );
+        }
+        let mut c = Counts::new();
+        for v in [5u64, 5, 70_000, 3_000_000] {
+            c.record(v);
+        }
+        let h = c.histogram();
+        assert_eq!(h.len(), 4);
+        assert_eq!(h.value_at_quantile(0.5), 5);
+        assert!(h.equivalent(h.max(), 3_000_000));
     }
 
     #[test]
