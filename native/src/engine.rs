@@ -329,6 +329,7 @@ struct Run<'a> {
     next_housekeeping: u64,
     down: usize,
     key: Vec<u8>,
+    keys: Option<workload::KeyTable>,
     ready: Vec<(usize, bool, bool, bool)>,
     load_start: u64,
     phase_begin: u64,
@@ -521,6 +522,7 @@ impl<'a> Run<'a> {
             }
         }
         let open = order.rate.is_some();
+        let keys = workload::KeyTable::new(&order.key_prefix, order.key_length, order.keys);
         Ok(Run {
             eng,
             order,
@@ -542,6 +544,7 @@ impl<'a> Run<'a> {
             next_housekeeping: 0,
             down: 0,
             key: Vec::with_capacity(256),
+            keys,
             ready: Vec::with_capacity(64),
             load_start: 0,
             phase_begin: 0,
@@ -1282,8 +1285,13 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let o = &self.order;
-        workload::format_key_into(&mut self.key, &o.key_prefix, index, o.key_length);
-        let key = &self.key;
+        let key = workload::key_of(
+            &self.keys,
+            &mut self.key,
+            &o.key_prefix,
+            index,
+            o.key_length,
+        );
         let si = self.codec.server_for(key);
         let value = if req == Req::Set {
             self.values.value(index, size)
@@ -1382,13 +1390,14 @@ impl<'a> Run<'a> {
                     let c = &mut self.clients[ci];
                     if c.conns.len() > 1 {
                         let o = &self.order;
-                        workload::format_key_into(
+                        let key = workload::key_of(
+                            &self.keys,
                             &mut self.key,
                             &o.key_prefix,
                             op.index,
                             o.key_length,
                         );
-                        let si = self.codec.server_for(&self.key);
+                        let si = self.codec.server_for(key);
                         if !c.conns[si].connected {
                             c.parked = Some(op);
                             break;

@@ -103,6 +103,14 @@ pub fn parse_int(bytes: &[u8]) -> Option<i64> {
 /// Append a number in decimal without allocating.
 #[inline]
 pub fn push_num(out: &mut Vec<u8>, mut n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
+    if n < 100 {
+        out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+        return;
+    }
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

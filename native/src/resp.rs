@@ -50,7 +50,8 @@ impl Resp {
     }
 
     pub fn get(&self, out: &mut Vec<u8>, key: &[u8]) {
-        command(out, &[b"GET", key]);
+        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n");
+        bulk(out, key);
     }
 
     pub fn set(&self, out: &mut Vec<u8>, key: &[u8], value: &[u8], ttl: Option<f64>) {
@@ -65,7 +66,11 @@ impl Resp {
                     command(out, &[b"SET", key, value, b"PX", ms.as_bytes()]);
                 }
             }
-            _ => command(out, &[b"SET", key, value]),
+            _ => {
+                out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
+                bulk(out, key);
+                bulk(out, value);
+            }
         }
     }
 

@@ -309,6 +309,56 @@ pub fn format_key_into(out: &mut Vec<u8>, prefix: &str, index: u64, length: usiz
     out.extend_from_slice(&digits[i..]);
 }
 
+/// Keys formatted once per step (up to `KEY_TABLE_LIMIT`, as the Python engine does).
+pub struct KeyTable {
+    data: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+pub const KEY_TABLE_LIMIT: u64 = 1 << 18;
+
+impl KeyTable {
+    pub fn new(prefix: &str, length: usize, keys: u64) -> Option<KeyTable> {
+        if keys > KEY_TABLE_LIMIT {
+            return None;
+        }
+        let mut data = Vec::with_capacity(keys as usize * length.max(prefix.len() + 1));
+        let mut ends = Vec::with_capacity(keys as usize);
+        let mut key = Vec::new();
+        for i in 0..keys {
+            format_key_into(&mut key, prefix, i, length);
+            data.extend_from_slice(&key);
+            ends.push(data.len() as u32);
+        }
+        Some(KeyTable { data, ends })
+    }
+
+    /// The key of `index`, when the table has it.
+    #[inline]
+    pub fn get(&self, index: u64) -> Option<&[u8]> {
+        let i = index as usize;
+        let end = *self.ends.get(i)? as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        Some(&self.data[start..end])
+    }
+}
+
+/// The key of `index`: from the table, else formatted into `buf`.
+#[inline]
+pub fn key_of<'a>(
+    table: &'a Option<KeyTable>,
+    buf: &'a mut Vec<u8>,
+    prefix: &str,
+    index: u64,
+    length: usize,
+) -> &'a [u8] {
+    if let Some(k) = table.as_ref().and_then(|t| t.get(index)) {
+        return k;
+    }
+    format_key_into(buf, prefix, index, length);
+    buf
+}
+
 /// The [offset, count) share of the key space that `worker` of `workers` owns.
 pub fn partition(keys: u64, workers: u64, worker: u64) -> (u64, u64) {
     let base = keys / workers;
@@ -703,6 +753,18 @@ mod tests {
         assert_eq!(format_key("long-prefix", 7, 3), b"long-prefix7".to_vec());
         assert_eq!(format_key("k", 123456, 4), b"k123456".to_vec());
         assert_eq!(format_key("", 0, 3), b"000".to_vec());
+    }
+
+    #[test]
+    fn the_key_table_holds_the_formatted_keys() {
+        let t = KeyTable::new("wb:", 6, 1200).unwrap();
+        let mut buf = Vec::new();
+        for i in [0u64, 1, 999, 1000, 1199] {
+            assert_eq!(t.get(i).unwrap(), format_key("wb:", i, 6).as_slice());
+        }
+        assert!(t.get(1200).is_none());
+        let table = Some(t);
+        assert_eq!(key_of(&table, &mut buf, "wb:", 5000, 6), b"wb:5000");
     }
 
     #[test]
