@@ -186,23 +186,7 @@ pub fn run() -> i32 {
             }
         };
         let answer = if frame["op"] == "open" {
-            let options = &frame["options"];
-            match codec_for(frame["system"].as_str().unwrap_or(""), options) {
-                Ok((codec, addrs)) => {
-                    let t = options["timeout"]
-                        .as_f64()
-                        .filter(|&t| t > 0.0)
-                        .unwrap_or(5.0);
-                    session = Some(Session {
-                        codec,
-                        addrs,
-                        timeout: Duration::from_secs_f64(t),
-                        conns: HashMap::new(),
-                    });
-                    json!({"ok": true})
-                }
-                Err(e) => fail("target", &e),
-            }
+            open(&frame, &mut session)
         } else if frame["op"] == "stream" {
             stream(&frame)
         } else if frame["op"] == "close" {
@@ -236,4 +220,50 @@ fn stream(frame: &Value) -> Value {
         sizes.push(op.size);
     }
     json!({"codes": codes, "keys": keys, "sizes": sizes})
+}
+
+/// The "open" order: the codec and addresses from the options, each server reachable.
+fn open(frame: &Value, session: &mut Option<Session>) -> Value {
+    let system = frame["system"].as_str().unwrap_or("");
+    let options = &frame["options"];
+    let (codec, addrs) = match codec_for(system, options) {
+        Ok(x) => x,
+        Err(e) => return fail("target", &e),
+    };
+    if let Err(message) = reachable(&addrs, options) {
+        return json!({"error": {"kind": "target", "message": message, "where": where_of(system)}});
+    }
+    let t = options["timeout"]
+        .as_f64()
+        .filter(|&t| t > 0.0)
+        .unwrap_or(5.0);
+    *session = Some(Session {
+        codec,
+        addrs,
+        timeout: Duration::from_secs_f64(t),
+        conns: HashMap::new(),
+    });
+    json!({"ok": true})
+}
+
+/// Every server answers a TCP connection, or one line saying which does not.
+fn reachable(addrs: &[SocketAddr], options: &Value) -> Result<(), String> {
+    let t = options["connect_timeout"]
+        .as_f64()
+        .filter(|&t| t > 0.0)
+        .unwrap_or(5.0);
+    for a in addrs {
+        TcpStream::connect_timeout(a, Duration::from_secs_f64(t))
+            .map_err(|e| format!("cannot reach {}: {}", a, e))?;
+    }
+    Ok(())
+}
+
+fn where_of(system: &str) -> &'static str {
+    match system {
+        "redis" => "target.options.url",
+        "memcached" => "target.options.servers",
+        "http" => "target.options.base_url",
+        _ => "target.options",
+    }
 }

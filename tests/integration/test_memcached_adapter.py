@@ -380,7 +380,9 @@ async def test_an_experiment_counts_every_operation(
     gets = s.hist["get"].get_total_count()
     assert s.hits + s.misses == gets
     assert 0 < s.hits < gets
-    assert s.server["limit_maxbytes"] == 64 * 1024 * 1024
+    if name != "native":  # a native worker reports no server figures (CONTRACT: the
+        # coordinator reads them, off the load path)
+        assert s.server["limit_maxbytes"] == 64 * 1024 * 1024
     assert store.load(events[0].run_id).steps[0].stats.ops == 3000  # type: ignore[attr-defined]
 
 

@@ -8,6 +8,7 @@ processes instead of the Python worker: same step orders in, same frames out (CO
 The conformance kit drives a strategy through ``connect``; a native strategy's connect
 gives `ProbeConnection`, whose clients send each request through ``workbench-native
 --probe``: the engine's own encoders and parsers, one blocking connection per client.
+Its ``server_stats`` reads the server as the system's default strategy does.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.adapter import AdapterError
-from workbench.errors import SpecError
+from workbench.errors import SpecError, TargetError
 
 BINARY = "workbench-native"
 BUILD_HINT = "the native engine is not built: run ./dev setup (it builds native/ with cargo)"
@@ -81,6 +82,7 @@ class ProbeConnection:
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
         self.clients = 0
+        self.stats: Any = None  # a connection of the default strategy, for server_stats
 
     async def open(self) -> ProbeConnection:
         binary = require_binary()
@@ -95,9 +97,8 @@ class ProbeConnection:
         answer = await self.call({"op": "open", "system": self.system, "options": self.options})
         if "error" in answer:
             await self.close()
-            from workbench.errors import TargetError
-
-            raise TargetError(answer["error"]["message"], "target.options")
+            error = answer["error"]
+            raise TargetError(error["message"], error.get("where", "target.options"))
         return self
 
     async def call(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -120,9 +121,23 @@ class ProbeConnection:
         return ProbeClient(self, self.clients)
 
     async def server_stats(self) -> dict[str, Any]:
-        return {}  # the coordinator reads server figures for native steps too (CONTRACT)
+        """The server's own figures, read as the system's default strategy reads them."""
+        if self.stats is None:
+            from workbench.plugins import load_plugin  # plugins import this module
+
+            system = load_plugin(self.system)
+            strategy = system.strategy(system.default_strategy)
+            self.stats = await strategy.connect(
+                self.options, strategy.options.resolve({}, "strategy.options")
+            )
+        figures: dict[str, Any] = await self.stats.server_stats()
+        return figures
 
     async def close(self) -> None:
+        stats, self.stats = self.stats, None
+        if stats is not None:
+            with contextlib.suppress(Exception):
+                await stats.close()
         proc, self.proc = self.proc, None
         if proc is None:
             return
