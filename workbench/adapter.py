@@ -10,6 +10,10 @@ Robustness rules:
 - ``get`` returns the value's bytes, or ``None`` for a miss. Any exception is an error,
   classified by `error_kind`; raise `AdapterError(kind, ...)` to name the kind yourself.
 - ``set`` receives a ``bytes`` or ``memoryview`` value and a TTL in seconds or ``None``.
+- ``delete`` returns whether the key was there, or ``None`` when the protocol does not say.
+- A strategy that declares ``cache_aside`` without ``get`` and ``set`` (a server whose
+  read is get-or-set, such as umem-cache) is driven the same way: ``get``, and on a miss
+  the ``set`` of that key at once; it need not support them on their own.
 - Async strategies return clients whose methods are coroutines; blocking strategies
   (``blocking=True``) return clients with plain methods, driven one thread per client.
 - ``subscribe`` must not return before the subscription is live on the server, so that
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from workbench.errors import PluginError
 from workbench.options import Option, OptionSet
 
-OPERATIONS = ("get", "set", "delete", "publish", "subscribe")
+OPERATIONS = ("get", "set", "delete", "cache_aside", "publish", "subscribe")
+# Besides operations, what a strategy may say it lacks (in `Strategy.lacks`).
+FEATURES = ("ttl",)
 
 
 class AdapterError(Exception):
@@ -62,7 +68,7 @@ class Client(Protocol):
 
     async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None: ...
 
-    async def delete(self, key: bytes) -> bool: ...
+    async def delete(self, key: bytes) -> bool | None: ...
 
     async def close(self) -> None: ...
 
@@ -101,6 +107,12 @@ class Strategy:
     # "native": steps of this strategy run in the native engine's workers (native/), not
     # the Python worker; `connect` then only serves the conformance kit.
     engine: str = "python"
+    # Why it lacks an operation or a feature ("ttl"): the spec error a profile asking for
+    # it gets says so.
+    lacks: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def supports_ttl(self) -> bool:
+        return "set" in self.operations and "ttl" not in self.lacks
 
 
 class ManagedServer(Protocol):
@@ -168,6 +180,11 @@ def check_declaration(obj: object, entry_name: str) -> CacheSystem:
         if unknown:
             raise PluginError(
                 f"strategy {s.name!r} declares unknown operations {sorted(unknown)}", entry_name
+            )
+        odd = set(s.lacks) - set(OPERATIONS) - set(FEATURES)
+        if odd:
+            raise PluginError(
+                f"strategy {s.name!r} says it lacks unknown things {sorted(odd)}", entry_name
             )
         if not callable(s.connect):
             raise PluginError(f"strategy {s.name!r} has no callable connect", entry_name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from string import Template
 
 from workbench.errors import SpecError, WorkbenchError
+from workbench.plugins import plugin_names
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]{1,39}")
 
@@ -28,8 +29,6 @@ def check_name(name: str) -> str:
         )
     if keyword.iskeyword(name) or name in ("workbench", "plugin", "plugins"):
         raise SpecError(f"{name!r} is reserved; pick another name", "NAME")
-    from workbench.plugins import plugin_names
-
     if name in plugin_names():
         raise SpecError(f"a plugin named {name!r} is already installed", "NAME")
     return name

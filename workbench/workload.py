@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from workbench.errors import SpecError
 from workbench.options import parse_duration, parse_size
 
+# The operations a mix may weigh, with their codes: the one list every face reads.
+# (cache_aside is a get, then a set on a miss.)
 GET, SET, DELETE, CACHE_ASIDE, PUBLISH = range(5)
 OP_CODES = {
     "get": GET,
@@ -27,9 +29,21 @@ OP_CODES = {
     "publish": PUBLISH,
 }
 
-KEY_DISTRIBUTIONS = ("uniform", "zipf", "gaussian", "sequential", "hotcold")
-VALUE_SIZE_FORMS = ("fixed", "uniform", "weighted")
-TTL_FORMS = ("none", "fixed", "range")
+# The written forms of each distribution, with the names of their parameters: parsed
+# below, and shown as one input per parameter in the TUI form.
+KEY_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "uniform": (),
+    "zipf": ("s",),
+    "gaussian": ("mean", "stddev"),
+    "sequential": (),
+    "hotcold": ("hot access share", "hot key share"),
+}
+VALUE_SIZE_FORMS: dict[str, tuple[str, ...]] = {
+    "fixed": ("size",),
+    "uniform": ("min", "max"),
+    "weighted": ("size:weight, ...",),
+}
+TTL_FORMS: dict[str, tuple[str, ...]] = {"none": (), "fixed": ("seconds",), "range": ("min", "max")}
 
 DEFAULT_HOT_SHARE = 0.2
 _CALL = re.compile(r"\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
@@ -44,7 +58,7 @@ class Dist:
 
 
 def _parse_call(
-    text: str, where: str, forms: tuple[str, ...], example: str
+    text: str, where: str, forms: Mapping[str, tuple[str, ...]], example: str
 ) -> tuple[str, list[str]]:
     m = _CALL.match(str(text))
     expected = f"expected one of {', '.join(forms)} (e.g. {example})"

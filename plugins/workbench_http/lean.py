@@ -3,10 +3,9 @@
 aiohttp's client costs several times more per request than the servers under test spend
 answering one (PERFORMANCE.md measured the same gap for redis-py), so with it the
 workbench measures mostly itself. This client does what ``wrk`` does: each virtual
-client holds one keep-alive connection and writes each request in one piece; a response
-is parsed by hand (status line, ``Content-Length``, ``Transfer-Encoding: chunked``,
-``Connection: close``, a body read to the end of the connection) into the same
-classification as the aiohttp strategies. Get and delete requests are kept as ready
+client holds one keep-alive connection and writes each request in one piece; httptools
+(llhttp, as uvicorn uses) parses each response into the same classification as the
+aiohttp strategies. Get and delete requests are kept as ready
 bytes per key.
 """
 
@@ -14,16 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
+import httptools
+
 from workbench.adapter import AdapterError
+from workbench_http.config import Config, flatten
+from workbench_http.probe import probe
+from workbench_http.templates import UrlTemplate
 
-if TYPE_CHECKING:
-    from workbench_http import Config, UrlTemplate
-
-MAX_HEAD = 64 * 1024
 REQUEST_CACHE_SIZE = 200_000  # ready requests kept per template and worker
 
 # status, reason, is JSON, body, the server closes the connection after it
@@ -31,144 +32,103 @@ Answer = tuple[int, str, bool, bytes, bool]
 
 
 class LeanProtocol(asyncio.Protocol):
-    """One connection: at most one request in flight, its answer delivered to `waiter`."""
+    """One connection: at most one request in flight, its answer delivered to `waiter`.
+
+    httptools (llhttp) parses the answer as it arrives: the body comes in pieces that
+    are joined once, a 1xx is skipped as an interim answer, and a Content-Length beside
+    a Transfer-Encoding (or two lengths) is a protocol error, never a guess.
+    """
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[Answer] | None = None
         self.head_only = False
         self.closed = False
-        self._head_end = -1
-        self._head: tuple[int, str, bool, int | None, bool, bool] | None = None
+        self.reason = b""
+        self.is_json = False
+        self.delimited = False  # a Content-Length or Transfer-Encoding was given
+        self.final_head = False  # the head of the final (not 1xx) answer has been read
+        self.body: list[bytes] = []
+        self.unsolicited = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
-        waiter = self.waiter
-        if waiter is None or waiter.done():
-            return
         try:
-            answer = self._parse()
-        except AdapterError as exc:
-            self.waiter = None
-            waiter.set_exception(exc)
-            self.abort()
-            return
-        if answer is not None:
-            self.waiter = None
-            waiter.set_result(answer)
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(AdapterError("protocol", "the server switched protocols (101)"))
+        except httptools.HttpParserError as exc:
+            self._fail(AdapterError("protocol", f"not a valid HTTP/1.x answer: {exc}"))
+        else:
+            if self.unsolicited:
+                self._fail(AdapterError("protocol", "an answer to no request"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        waiter = self.waiter
-        self.waiter = None
-        if waiter is None or waiter.done():
-            return
-        head = self._head
-        if head is not None and head[3] is None and not head[4]:
+        if self.final_head and not self.delimited:
             # No length and not chunked: the body ran to the end of the connection.
-            status, reason, is_json = head[0], head[1], head[2]
-            waiter.set_result(
-                (status, reason, is_json, bytes(self.buf[self._head_end + 4 :]), True)
-            )
+            self._answer(close=True)
             return
         reason = f"{type(exc).__name__}: {exc}" if exc else "closed by the server"
-        waiter.set_exception(AdapterError("connection", f"connection lost: {reason}"))
+        self._fail(AdapterError("connection", f"connection lost: {reason}"))
 
     def abort(self) -> None:
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
 
-    def _parse(self) -> Answer | None:
-        buf = self.buf
-        if self._head is None:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buf) > MAX_HEAD:
-                    raise AdapterError("protocol", "a response head longer than 64 KiB")
-                return None
-            self._head_end = end
-            self._head = _parse_head(bytes(buf[:end]), self.head_only)
-        status, reason, is_json, length, chunked, close = self._head
-        start = self._head_end + 4
-        if chunked:
-            parsed = _dechunk(buf, start)
-            if parsed is None:
-                return None
-            body, end = parsed
-        elif length is not None:
-            end = start + length
-            if len(buf) < end:
-                return None
-            body = bytes(buf[start:end])
-        else:
-            return None  # read to the end of the connection
-        del buf[:end]
-        self._head = None
-        self._head_end = -1
-        return status, reason, is_json, body, close
+    # llhttp's callbacks, in the order of an answer.
 
+    def on_message_begin(self) -> None:
+        if self.waiter is None:
+            self.unsolicited = True
+        self.reason = b""
+        self.is_json = self.delimited = self.final_head = False
+        self.body = []
 
-def _parse_head(head: bytes, head_only: bool) -> tuple[int, str, bool, int | None, bool, bool]:
-    lines = head.decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
-    code, _, reason = rest.partition(" ")
-    if not version.startswith("HTTP/1.") or not code.isdigit():
-        raise AdapterError("protocol", f"not an HTTP/1.x status line: {lines[0][:80]!r}")
-    status = int(code)
-    length: int | None = None
-    chunked = is_json = False
-    close = version == "HTTP/1.0"
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise AdapterError("protocol", f"a bad Content-Length: {value!r}") from None
-        elif name == "transfer-encoding":
-            chunked = "chunked" in value.lower()
-        elif name == "content-type":
-            is_json = value.partition(";")[0].strip().lower() == "application/json"
-        elif name == "connection":
-            token = value.strip().lower()
-            close = token == "close" or (close and token != "keep-alive")
-    if head_only or status in (204, 304) or 100 <= status < 200:
-        length, chunked = 0, False
-    return status, reason, is_json, length, chunked, close
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason  # may come in pieces
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"content-type":
+            self.is_json = value.partition(b";")[0].strip().lower() == b"application/json"
+        elif name == b"content-length" or name == b"transfer-encoding":
+            self.delimited = True
 
-def _dechunk(buf: bytearray, start: int) -> tuple[bytes, int] | None:
-    """The body of a complete chunked message in `buf` from `start`, and where it ends."""
-    parts = []
-    pos = start
-    while True:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            return None
-        size_text = bytes(buf[pos:eol]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise AdapterError("protocol", f"a bad chunk size: {size_text[:20]!r}") from None
-        if size == 0:  # the last chunk; then trailers, if any, and an empty line
-            p = eol + 2
-            if len(buf) < p + 2:
-                return None
-            if buf[p : p + 2] == b"\r\n":
-                return b"".join(parts), p + 2
-            end = buf.find(b"\r\n\r\n", p)
-            return None if end < 0 else (b"".join(parts), end + 4)
-        data_start = eol + 2
-        if len(buf) < data_start + size + 2:
-            return None
-        parts.append(bytes(buf[data_start : data_start + size]))
-        pos = data_start + size + 2
+    def on_headers_complete(self) -> None:
+        if self.parser.get_status_code() < 200:
+            return  # 1xx: an interim answer; the final one follows
+        self.final_head = True
+        if self.head_only:
+            # The answer to HEAD has no body, whatever its Content-Length says; llhttp
+            # cannot be told so, and gets a fresh parser for the next answer.
+            self._answer(close=not self.parser.should_keep_alive())
+            self.parser = httptools.HttpResponseParser(self)
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.final_head:
+            self._answer(close=not self.parser.should_keep_alive())
+
+    def _answer(self, close: bool) -> None:
+        self.final_head = False
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            body = b"".join(self.body)
+            reason = self.reason.decode("latin-1")
+            waiter.set_result((self.parser.get_status_code(), reason, self.is_json, body, close))
+
+    def _fail(self, exc: AdapterError) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        self.abort()
 
 
 class LeanConnection:
@@ -215,10 +175,6 @@ class LeanConnection:
     async def server_stats(self) -> dict[str, Any]:
         if not self.stats_request:
             return {}
-        import json
-
-        from workbench_http import _flatten
-
         client = LeanClient(self)
         try:
             status, _, _, body, _ = await client.exchange(self.stats_request, "GET")
@@ -227,7 +183,7 @@ class LeanConnection:
         if status != 200:
             return {}
         data = json.loads(body)
-        return _flatten(data) if isinstance(data, dict) else {}
+        return flatten(data) if isinstance(data, dict) else {}
 
     async def close(self) -> None:
         for client in self.clients:
@@ -321,3 +277,9 @@ class LeanClient:
         if proto is not None and proto.transport is not None:
             with contextlib.suppress(Exception):
                 proto.transport.close()
+
+
+async def connect_lean(system: dict[str, Any], strategy: dict[str, Any]) -> LeanConnection:
+    config = Config.from_options(system)
+    await probe(config)
+    return LeanConnection(config)

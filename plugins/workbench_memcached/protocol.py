@@ -244,7 +244,11 @@ class Wire(asyncio.Protocol):
     # replies
 
     def _parse(self, buf: bytes | bytearray) -> int:
-        """Resolve every complete reply in ``buf``; return how many bytes were used."""
+        """Resolve every complete reply in ``buf``; return how many bytes were used.
+
+        A get's VALUE block is read here (the hot path); every one-line reply goes to
+        `_line_reply`.
+        """
         pending = self.pending
         find = buf.find
         copy = type(buf) is not bytes
@@ -256,49 +260,23 @@ class Wire(asyncio.Protocol):
                 break
             line = buf[pos:eol]
             kind, fut = pending[0]
-            result: Any = None
-            if kind == GET:
-                if line[:1] == b"V":  # VALUE <key> <flags> <bytes>
-                    start = eol + 2
-                    end = start + int(line[line.rindex(b" ") :])
-                    if n < end + 7:
-                        self.need = end + 7  # made relative to the kept bytes by the caller
-                        break
-                    if buf[end : end + 7] != _END:
-                        raise AdapterError(
-                            "protocol", f"expected END after a value; got {buf[end : end + 7]!r}"
-                        )
-                    result = bytes(buf[start:end]) if copy else buf[start:end]
-                    pos = end + 7
-                else:
-                    pos = eol + 2
-                    if line != b"END":
-                        self._reply_error(line, fut)
-                        continue
+            if kind == GET and line[:1] == b"V":  # VALUE <key> <flags> <bytes>
+                start = eol + 2
+                end = start + int(line[line.rindex(b" ") :])
+                if n < end + 7:
+                    self.need = end + 7  # made relative to the kept bytes by the caller
+                    break
+                if buf[end : end + 7] != _END:
+                    raise AdapterError(
+                        "protocol", f"expected END after a value; got {buf[end : end + 7]!r}"
+                    )
+                result: Any = bytes(buf[start:end]) if copy else buf[start:end]
+                pos = end + 7
             else:
                 pos = eol + 2
-                if kind == STORE:
-                    if line != b"STORED":
-                        self._reply_error(line, fut)
-                        continue
-                elif kind == DELETE:
-                    if line == b"DELETED":
-                        result = True
-                    elif line == b"NOT_FOUND":
-                        result = False
-                    else:
-                        self._reply_error(line, fut)
-                        continue
-                else:  # STATS: STAT lines up to END
-                    if line[:5] == b"STAT ":
-                        parts = line.split(b" ", 2)
-                        if len(parts) == 3:
-                            self.stats[parts[1].decode()] = parts[2].decode(errors="replace")
-                        continue
-                    if line != b"END":
-                        self._reply_error(line, fut)
-                        continue
-                    result, self.stats = self.stats, {}
+                answered, result = self._line_reply(kind, line, fut)
+                if not answered:
+                    continue
             self.need = 0
             pending.popleft()
             self.replies += 1
@@ -308,6 +286,36 @@ class Wire(asyncio.Protocol):
             if pos < n:
                 raise AdapterError("protocol", f"a reply nobody asked for: {buf[pos : pos + 60]!r}")
         return pos
+
+    def _line_reply(
+        self, kind: int, line: bytes | bytearray, fut: asyncio.Future[Any]
+    ) -> tuple[bool, Any]:
+        """A one-line reply to the oldest request: (whether it is answered now, its result).
+
+        An error line answers it with an error (`_reply_error` resolves it); a STAT line
+        is kept until the END of the statistics.
+        """
+        if kind == GET:
+            if line == b"END":
+                return True, None  # a miss
+        elif kind == STORE:
+            if line == b"STORED":
+                return True, None
+        elif kind == DELETE:
+            if line == b"DELETED":
+                return True, True
+            if line == b"NOT_FOUND":
+                return True, False
+        elif line[:5] == b"STAT ":  # STATS: STAT lines up to END
+            parts = line.split(b" ", 2)
+            if len(parts) == 3:
+                self.stats[parts[1].decode()] = parts[2].decode(errors="replace")
+            return False, None
+        elif line == b"END":
+            result, self.stats = self.stats, {}
+            return True, result
+        self._reply_error(line, fut)
+        return False, None
 
     def _reply_error(self, line: bytes | bytearray, fut: asyncio.Future[Any]) -> None:
         """An error line answers the oldest request (memcached skips the rest of it)."""

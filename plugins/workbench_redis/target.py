@@ -37,6 +37,8 @@ class RedisTarget:
         """Arguments for a redis-py connection pool (TLS is a connection class there)."""
         kwargs = self._common()
         if self.tls:
+            # Imported only for TLS: the SSL classes pull in the ssl module, which plain
+            # connections never need.
             if asyncio:
                 from redis.asyncio.connection import SSLConnection as AsyncSSL
 

@@ -9,6 +9,7 @@ run the engine recorded. Only the clock-dependent `finished_at` is pinned after 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from workbench.events import (
 from workbench.metrics import Stats, fold, merged, new_histogram
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import plan
+from workbench.spec.plan import Step, plan
 from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0
@@ -83,6 +84,63 @@ def interval_stats(
     return stats
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How a synthetic run behaves: slower clients, a stop, errors, server figures, notices."""
+
+    slow: float = 1.0
+    stop_after: tuple[int, int] | None = None  # (step, intervals): stopped there, as Ctrl-C
+    errors_from: int | None = None  # steps with at least this many clients time out
+    server: dict[str, Any] | None = None
+    notices: dict[int, str] | None = None  # step index -> an error notice
+
+    def stops_at(self, step: Step) -> bool:
+        return self.stop_after is not None and step.index == self.stop_after[0]
+
+
+def step_events(run_id: str, step: Step, rng: random.Random, shape: Shape) -> list[Event]:
+    """StepStarted, its intervals, any notice and StepFinished for one step."""
+    clients = step.spec.load.concurrency
+    strategy_slow = shape.slow * (1.4 if step.spec.strategy.name == "threads" else 1.0)
+    events: list[Event] = [
+        StepStarted(
+            run_id,
+            step.index,
+            step.title,
+            step.label,
+            spec_to_dict(step.spec),
+            workers=min(2, clients),
+            clients=clients,
+            server={},
+        )
+    ]
+    stopped = shape.stops_at(step)
+    count = shape.stop_after[1] if stopped and shape.stop_after else 3
+    size = int(step.spec.workload.value_size.strip("fixed()") or 100)
+    timeouts = shape.errors_from is not None and clients >= shape.errors_from
+    intervals = []
+    for i in range(count):
+        stats = interval_stats(
+            rng,
+            clients=clients,
+            slow=strategy_slow * (1 + 0.1 * i),
+            mix=dict(step.spec.workload.mix),
+            value_size=size,
+            hot_share=0.8 if "hotcold" in step.spec.workload.key_distribution else 0.2,
+            errors=7 * clients if timeouts else 0,
+            server=shape.server,
+        )
+        intervals.append(stats)
+        events.append(Interval(run_id, step.index, i, float(i + 1), stats))
+    for index, message in (shape.notices or {}).items():
+        if index == step.index:
+            events.append(Notice(run_id, step.index, "error", message))
+    step_status = "interrupted" if stopped else "completed"
+    total = merged(intervals, concurrent=False)
+    events.append(StepFinished(run_id, step.index, step_status, total))
+    return events
+
+
 def build(
     store: Store,
     run_id: str,
@@ -97,6 +155,7 @@ def build(
 ) -> StoredRun:
     """Record a run of the spec `overrides` describe; `stop_after=(step, intervals)` stops
     it there, as Ctrl-C would."""
+    shape = Shape(slow, stop_after, errors_from, server, notices)
     spec = spec_from_data({}, overrides)
     steps = plan(spec)
     rng = random.Random(seed)
@@ -112,47 +171,8 @@ def build(
     ]
     status = "completed"
     for step in steps:
-        clients = step.spec.load.concurrency
-        strategy_slow = slow * (1.4 if step.spec.strategy.name == "threads" else 1.0)
-        events.append(
-            StepStarted(
-                run_id,
-                step.index,
-                step.title,
-                step.label,
-                spec_to_dict(step.spec),
-                workers=min(2, clients),
-                clients=clients,
-                server={},
-            )
-        )
-        intervals = []
-        count = 3
-        if stop_after is not None and step.index == stop_after[0]:
-            count = stop_after[1]
-        size = int(step.spec.workload.value_size.strip("fixed()") or 100)
-        for i in range(count):
-            stats = interval_stats(
-                rng,
-                clients=clients,
-                slow=strategy_slow * (1 + 0.1 * i),
-                mix=dict(step.spec.workload.mix),
-                value_size=size,
-                hot_share=0.8 if "hotcold" in step.spec.workload.key_distribution else 0.2,
-                errors=7 * clients if errors_from is not None and clients >= errors_from else 0,
-                server=server,
-            )
-            intervals.append(stats)
-            events.append(Interval(run_id, step.index, i, float(i + 1), stats))
-        for index, message in (notices or {}).items():
-            if index == step.index:
-                events.append(Notice(run_id, step.index, "error", message))
-        stopped = stop_after is not None and step.index == stop_after[0]
-        step_status = "interrupted" if stopped else "completed"
-        events.append(
-            StepFinished(run_id, step.index, step_status, merged(intervals, concurrent=False))
-        )
-        if stopped:
+        events += step_events(run_id, step, rng, shape)
+        if shape.stops_at(step):
             status = "interrupted"
             break
     events.append(RunFinished(run_id, status))  # type: ignore[arg-type]

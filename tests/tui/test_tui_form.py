@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec
+from workbench.spec.fields import FIELDS, default_at
+from workbench.spec.load import SWEEPABLE, load_spec
+from workbench.spec.model import Load, Spec
 from workbench.tui.form import (
     CUSTOM,
     check,
@@ -18,6 +22,7 @@ from workbench.tui.form import (
     text_to_value,
     value_to_text,
 )
+from workbench.tui.widgets.fields import empty_hint
 
 
 @pytest.mark.parametrize(
@@ -109,3 +114,18 @@ def test_fold_sweeps_puts_lists_back_at_their_paths() -> None:
     assert fold_sweeps(data) == {"load": {"concurrency": [1, 2]}}
     labelled = {"sweep": [{"path": "load.concurrency", "values": [1], "labels": ["one"]}]}
     assert fold_sweeps(labelled) == labelled
+
+
+def test_every_core_field_is_a_spec_path_with_the_model_default() -> None:
+    paths = [f.path for f in FIELDS]
+    assert len(paths) == len(set(paths))
+    for field in FIELDS:
+        assert field.default == default_at(field.path)  # an unknown path raises
+    # Every field of Load is in the form, and what an empty field shows starts with the
+    # model's default (so a changed default shows without retyping a placeholder).
+    assert {f"load.{f.name}" for f in dataclasses.fields(Load)} <= set(paths)
+    by_path = {f.path: f for f in FIELDS}
+    assert empty_hint(by_path["load.concurrency"]).startswith(str(Spec().load.concurrency))
+    assert empty_hint(by_path["load.duration"]).startswith(str(Spec().load.duration))
+    assert empty_hint(by_path["load.rate"]) == by_path["load.rate"].note  # default None
+    assert by_path["load.concurrency"].sweepable and "load.concurrency" in SWEEPABLE

@@ -19,8 +19,9 @@ NARROW, WIDE = (80, 24), (160, 48)
 
 async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(3):  # a worker's result may start another (the runs list, then a run)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
     pilot.app.clear_notifications()
     for box in pilot.app.screen.query(Input):
         box.cursor_blink = False  # a blinking cursor is a coin toss in a picture

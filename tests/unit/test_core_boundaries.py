@@ -29,3 +29,19 @@ def test_import_linter_contracts_hold() -> None:
     lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
     out = subprocess.run([lint], capture_output=True, text=True, check=False, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+PLUGIN_MAY_USE = {"workbench.adapter", "workbench.options", "workbench.servers", "workbench.errors"}
+
+
+def test_the_plugin_contract_forbids_every_other_workbench_module() -> None:
+    """A module added to workbench/ is off-limits to plugins until someone decides otherwise."""
+    import pkgutil
+    import tomllib
+
+    import workbench
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (plugins,) = [c for c in contracts["contracts"] if c["name"].startswith("Plugins use only")]
+    modules = {f"workbench.{m.name}" for m in pkgutil.iter_modules(workbench.__path__)}
+    assert set(plugins["forbidden_modules"]) == modules - PLUGIN_MAY_USE

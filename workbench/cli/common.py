@@ -17,12 +17,21 @@ from workbench.store import Store
 
 
 class ExitStatus(IntEnum):
+    """What `workbench` exits with (listed in --help and the README)."""
+
     OK = 0
+    RUN_FAILED = 1  # the run failed, the target could not be reached, or any other error
+    BAD_INPUT = 2  # a bad profile, flag or argument: nothing was run
+    CHECKS_FAILED = 3  # the run completed but a check on its figures failed
+    INTERRUPTED = 130  # stopped by Ctrl-C or SIGTERM; what was measured is stored
     ERROR = 1
-    BAD_INPUT = 2
-    TARGET = 3
-    RUN_FAILED = 4
-    INTERRUPTED = 130
+    TARGET = 1
+
+
+EXIT_CODES_HELP = (
+    "Exit status: 0 ok, 1 run failed (or the target unreachable), 2 bad input (nothing run), "
+    "3 checks failed, 130 interrupted."
+)
 
 
 StoreOption = Annotated[
@@ -62,7 +71,7 @@ def one_line_errors(fn: F) -> F:
             status = {
                 SpecError: ExitStatus.BAD_INPUT,
                 PluginError: ExitStatus.BAD_INPUT,
-                TargetError: ExitStatus.TARGET,
+                TargetError: ExitStatus.RUN_FAILED,
                 StoreError: ExitStatus.ERROR,
             }.get(type(exc), ExitStatus.ERROR)
             raise fail(str(exc), status) from None
@@ -80,11 +89,26 @@ def one_line_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_STDOUT = {"open": True}
+_STDOUT = {"open": True, "to_stderr": False}
+
+
+def only_result_on_stdout() -> None:
+    """From now on `out` writes to stderr: stdout is kept for one result (`--print-id`)."""
+    _STDOUT["to_stderr"] = True
+
+
+def result(text: str) -> None:
+    """The one line a script reads from stdout."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def out(text: str = "") -> None:
     """Print a line; a reader that went away (`| head`) must not stop a run."""
+    if _STDOUT["to_stderr"]:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        return
     if not _STDOUT["open"]:
         return
     try:

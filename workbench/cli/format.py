@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workbench.events import StepStarted
 from workbench.live import StepView
 from workbench.metrics import SUMMARY_TICKS, Summary, format_us
 
@@ -48,3 +49,18 @@ def step_summary(step: StepView) -> list[str]:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
     return lines
+
+
+def step_heading(event: StepStarted, steps: int) -> str:
+    """The line that opens a step: what runs, on what, with how many clients."""
+    target = event.spec["target"]["system"]
+    strategy = event.spec["strategy"]["name"] or "default"
+    server = (
+        f", server {event.server.get('version', '')} pid {event.server['pid']}"
+        if event.server
+        else ""
+    )
+    return (
+        f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, "
+        f"{event.clients} clients, {event.workers} worker(s){server}"
+    )

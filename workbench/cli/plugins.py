@@ -10,9 +10,11 @@ import typer
 
 from workbench.adapter import CacheSystem
 from workbench.cli.common import ExitStatus, one_line_errors, out
+from workbench.conformance import CHECKS, Target, run_checks
 from workbench.errors import SpecError
 from workbench.options import Option
 from workbench.plugins import plugin_statuses
+from workbench.scaffold import scaffold
 
 app = typer.Typer(
     help="Discovered cache systems and client strategies (no command: list them).",
@@ -68,8 +70,6 @@ def new(
     ] = None,
 ) -> None:
     """Write a pip-installable plugin package: pyproject, adapter module, conformance test."""
-    from workbench.scaffold import scaffold
-
     root = scaffold(name, directory)
     out(f"wrote plugin {name!r} in {root}")
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -108,8 +108,6 @@ def check(
     ] = None,
 ) -> None:
     """The conformance kit: run the contract's checks against a live target."""
-    from workbench.conformance import CHECKS, Target, run_checks
-
     unknown = [c for c in only or [] if c not in CHECKS]
     if unknown:
         raise SpecError(f"unknown check {unknown[0]!r}; checks: {', '.join(CHECKS)}", "--only")

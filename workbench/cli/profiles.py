@@ -9,6 +9,7 @@ import typer
 
 from workbench.cli.common import one_line_errors, out
 from workbench.errors import SpecError
+from workbench.profile_files import profiles_dir
 from workbench.spec.load import load_spec
 from workbench.spec.plan import check_spec
 
@@ -21,13 +22,19 @@ app = typer.Typer(
 @one_line_errors
 def profiles(
     ctx: typer.Context,
-    folder: Annotated[Path, typer.Option("--dir", help="where the profiles are")] = Path(
-        "profiles"
-    ),
+    folder: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="where the profiles are; default: profiles/ here, else the "
+            "ones shipped with the workbench",
+        ),
+    ] = None,
 ) -> None:
     """Every profile with its description and step count; broken ones with their error."""
     if ctx.invoked_subcommand is not None:
         return
+    folder = folder or profiles_dir()
     files = sorted(folder.glob("*.toml"))
     if not files:
         out(f"no profiles in {folder}/")

@@ -1,60 +1,189 @@
-"""`workbench run [PROFILE] [--set path=value ...]`: run an experiment headless."""
+"""`workbench run [PROFILE] [flags] [--set path=value ...]`: run an experiment headless."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import signal
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
 from workbench import session
-from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
-from workbench.cli.format import live_line, step_summary
+from workbench.cli import flags as f
+from workbench.cli import outputs
+from workbench.cli.common import (
+    EXIT_CODES_HELP,
+    ExitStatus,
+    StoreOption,
+    one_line_errors,
+    only_result_on_stdout,
+    open_store,
+    out,
+    result,
+)
+from workbench.cli.format import live_line, step_heading, step_summary
 from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
-from workbench.spec.load import load_spec
+
+OUT_PANEL = "Files from the run"
 
 
 @one_line_errors
 def run_command(
     profile: Annotated[
         Path | None,
-        typer.Argument(help="a TOML profile; none: a short default run on the embedded cache"),
+        typer.Argument(
+            help="a TOML profile, or the name of one in profiles/ or shipped with the "
+            "workbench (quick, kv-store...); none: a short default run on the embedded cache"
+        ),
     ] = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", "-s", help="override, e.g. load.concurrency=[1,4,16]"),
+        typer.Option(
+            "--set",
+            help="override any spec field, e.g. load.concurrency=[1,4,16] (a list sweeps); "
+            "applied after the flags",
+        ),
     ] = None,
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
+    print_id: Annotated[
+        bool,
+        typer.Option(
+            "--print-id",
+            help="print the run id alone on stdout (everything else goes to stderr), "
+            "for scripts: `id=$(workbench run --print-id ...)`",
+        ),
+    ] = False,
+    clients: Annotated[str | None, f.CLIENTS] = None,
+    workers: Annotated[str | None, f.WORKERS] = None,
+    data_size: Annotated[str | None, f.DATA_SIZE] = None,
+    requests: Annotated[str | None, f.REQUESTS] = None,
+    test_time: Annotated[str | None, f.TEST_TIME] = None,
+    ratio: Annotated[str | None, f.RATIO] = None,
+    key_pattern: Annotated[str | None, f.KEY_PATTERN] = None,
+    key_maximum: Annotated[str | None, f.KEY_MAXIMUM] = None,
+    pipeline: Annotated[int | None, f.PIPELINE] = None,
+    rate: Annotated[str | None, f.RATE] = None,
+    ttl: Annotated[str | None, f.TTL] = None,
+    server: Annotated[str | None, f.SERVER] = None,
+    repeat: Annotated[int | None, f.REPEAT] = None,
+    report: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--report",
+            metavar="FORMAT[:FILE]",
+            help="a report when the run ends, as `workbench report` gives it; no FILE: on "
+            "stdout after the summary; repeatable",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option(help="the stored run as JSON (--report json:FILE)", rich_help_panel=OUT_PANEL),
+    ] = None,
+    csv_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="one CSV row per interval and per step (--report csv:FILE)",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
+    hlog_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="HdrHistogram interval log (--report hlog:FILE)", rich_help_panel=OUT_PANEL
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
-    """Run an experiment: one live line per interval, then a summary per step."""
-    spec = load_spec(profile, set_ or [])
+    """Run an experiment: live progress, then a summary per step.
+
+    A progress bar on a terminal, else one plain line per interval.
+
+    Familiar flags map onto the spec (docs/cli.md); this memtier_benchmark command
+
+    memtier_benchmark -s 127.0.0.1 -p 6379 -c 50 -t 4 --ratio 1:10 -d 100 --test-time 30
+
+    is, in one line:
+
+    workbench run -s redis://127.0.0.1:6379 -c 200 -w 4 --ratio 1:10 -d 100 --test-time 30
+    """
+    if print_id:
+        only_result_on_stdout()
+    given = f.Flags(
+        clients=clients,
+        workers=workers,
+        data_size=data_size,
+        requests=requests,
+        test_time=test_time,
+        ratio=ratio,
+        key_pattern=key_pattern,
+        key_maximum=key_maximum,
+        pipeline=pipeline,
+        rate=rate,
+        ttl=ttl,
+        server=server,
+        repeat=repeat,
+    )
+    spec = f.load_with_flags(profile, given, set_ or [])
+    wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
-    view = asyncio.run(_drive(spec, st, name, quiet))
+    stream = sys.stderr if print_id else sys.stdout
+    bar_on = stream if not quiet and stream.isatty() else None
+    view = asyncio.run(_drive(spec, st, name, quiet, bar_on))
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
         + f" (stored in {st.path})"
     )
+    failed_files = _write_outputs(wanted, st, view.run_id)
+    if print_id:
+        result(view.run_id)
     if view.status == "interrupted":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
-    if view.status == "failed":
+    if view.status == "failed" or failed_files:
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
 
 
-async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: ignore[no-untyped-def]
+run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]
+    """Write the requested files and print the stdout reports; True when a file failed."""
+    if not wanted or not run_id:
+        return False
+    done = outputs.write(wanted, st.load(run_id))
+    for w in done:
+        if w.output.path is None:
+            out(w.text.rstrip("\n"))
+        elif w.error:
+            typer.echo(f"error: {w.error}", err=True)
+        else:
+            typer.echo(f"wrote {w.output.format} to {w.output.path}", err=True)
+    return any(w.error for w in done)
+
+
+async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None) -> RunView:  # type: ignore[no-untyped-def]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     presses = {"n": 0}
+    bar = None
+    if bar_on is not None:
+        from workbench.cli.progress import RunProgress
+
+        bar = RunProgress(bar_on)
+
+    def say(text: str) -> None:
+        (bar.print if bar is not None else out)(text)
 
     def on_signal() -> None:
         presses["n"] += 1
         if presses["n"] == 1:
-            out(
+            say(
                 "stopping: finishing the current interval and keeping what was measured "
                 "(Ctrl-C again to abandon)"
             )
@@ -68,8 +197,13 @@ async def _drive(spec, st, name: str | None, quiet: bool) -> RunView:  # type: i
     try:
         async for event in session.run(spec, st, stop=stop, name=name):
             view = view.apply(event)
-            _show(event, view, quiet)
+            if bar is not None:
+                bar.on_event(event, view)
+            else:
+                _show(event, view, quiet)
     finally:
+        if bar is not None:
+            bar.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return view
@@ -79,18 +213,7 @@ def _show(event: object, view: RunView, quiet: bool) -> None:
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
-        step = f"step {event.step + 1}/{len(view.steps)}: {event.title}"
-        target = event.spec["target"]["system"]
-        strategy = event.spec["strategy"]["name"] or "default"
-        server = (
-            f", server {event.server.get('version', '')} pid {event.server['pid']}"
-            if (event.server)
-            else ""
-        )
-        out(
-            f"-- {step} on {target}/{strategy}, {event.clients} clients, "
-            f"{event.workers} worker(s){server}"
-        )
+        out(step_heading(event, len(view.steps)))
     elif isinstance(event, Interval) and not quiet:
         step = view.steps[event.step]
         if step.latest is not None:

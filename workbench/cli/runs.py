@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
 from typing import Annotated
 
 import typer
@@ -12,14 +14,19 @@ from workbench.cli.format import step_summary
 from workbench.live import RunView
 from workbench.metrics import format_us
 
+JsonOption = Annotated[bool, typer.Option("--json", help="JSON for scripts")]
+
 app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_help=True)
 
 
 @app.command("list")
 @one_line_errors
-def list_runs(store: StoreOption = None) -> None:
+def list_runs(store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Every stored run, newest first."""
     rows = open_store(store).list_runs()
+    if as_json:
+        out(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        return
     if not rows:
         out("no runs stored yet: try `workbench run`")
         return
@@ -43,9 +50,15 @@ def list_runs(store: StoreOption = None) -> None:
 def show(
     run: Annotated[str, typer.Argument(help="run id, id prefix, name, or 'last'")],
     store: StoreOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A stored run: its spec, environment, notices and per-step figures."""
     stored = open_store(store).load(run)
+    if as_json:  # the same document as `workbench report RUN --format json`
+        from workbench.report import render
+
+        out(render(stored, "json").rstrip("\n"))
+        return
     view = RunView()
     for event in stored.events():
         view = view.apply(event)

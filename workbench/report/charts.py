@@ -273,6 +273,7 @@ def _latency_axis(ax: Any) -> None:
 
 
 def _thousands() -> Any:
+    # Lazily, as in _render: matplotlib is slow to import.
     from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda v, _: _short_count(v))

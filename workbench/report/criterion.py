@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.metrics import DOC_TICKS, format_us
+from workbench.report import repeats
 from workbench.report.markdown import footer, header
 from workbench.report.model import RunData, StepData, cumulative_share
 from workbench.report.units import (
@@ -90,66 +91,77 @@ def levels(runs: Sequence[RunData]) -> dict[int, list[StepData]]:
     return dict(sorted(by_level.items()))
 
 
+def level_conclusion(level: int, steps: list[StepData], several: bool) -> str | None:
+    """At one concurrency: the fastest, how far ahead of the slowest, and the calmest p99."""
+    measured = [s for s in steps if s.has_data]
+    if len(measured) < 2:
+        return None
+    fast = max(measured, key=lambda s: s.summary.ops_per_s)
+    slow = min(measured, key=lambda s: s.summary.ops_per_s)
+    calm = min(measured, key=lambda s: s.summary.p(99.0))
+    text = (
+        f"Concurrency {level}: {fast.series(with_run=several)} is fastest at "
+        f"{fast.summary.ops_per_s:,.0f} ops/s, "
+        f"x{fast.summary.ops_per_s / slow.summary.ops_per_s:.2f} the slowest "
+        f"({slow.series(with_run=several)})"
+    )
+    if calm is fast:
+        text += f", and has the lowest p99 ({format_us(calm.summary.p(99.0))})"
+    else:
+        text += (
+            f"; {calm.series(with_run=several)} has the lowest p99 "
+            f"({format_us(calm.summary.p(99.0))})"
+        )
+    return text + "."
+
+
+def series_conclusions(name: str, steps: list[StepData]) -> list[str]:
+    """Along one series (a strategy over concurrency): the peak, the fall, p99 growth, errors."""
+    if len(steps) < 2:
+        return []
+    peak = max(steps, key=lambda s: s.summary.ops_per_s)
+    first, last = steps[0], steps[-1]
+    text = (
+        f"{name}: throughput peaks at concurrency {peak.clients} "
+        f"({peak.summary.ops_per_s:,.0f} ops/s)"
+    )
+    if last is not peak and last.summary.ops_per_s < 0.95 * peak.summary.ops_per_s:
+        drop = 1 - last.summary.ops_per_s / peak.summary.ops_per_s
+        text += f" and falls {drop:.0%} by concurrency {last.clients}"
+    if first.summary.p(99.0) > 0:
+        growth = last.summary.p(99.0) / first.summary.p(99.0)
+        text += (
+            f"; p99 goes from {format_us(first.summary.p(99.0))} at concurrency "
+            f"{first.clients} to {format_us(last.summary.p(99.0))} at {last.clients} "
+            f"(x{growth:.1f})"
+        )
+    out = [text + "."]
+    failing = [s for s in steps if s.summary.errors]
+    if failing:
+        s = failing[0]
+        kinds = ", ".join(sorted(s.totals.errors))
+        count = f"{s.summary.errors:,} {kinds}"
+        out.append(f"{name}: errors from concurrency {s.clients} on ({count}).")
+    return out
+
+
 def conclusions(runs: Sequence[RunData]) -> list[str]:
     """What the data says: the fastest per level, where throughput peaks and latency grows."""
     several = len(runs) > 1
-    out: list[str] = []
     by_level = levels(runs)
-    for level, steps in by_level.items():
-        measured = [s for s in steps if s.has_data]
-        if len(measured) < 2:
-            continue
-        fast = max(measured, key=lambda s: s.summary.ops_per_s)
-        slow = min(measured, key=lambda s: s.summary.ops_per_s)
-        calm = min(measured, key=lambda s: s.summary.p(99.0))
-        text = (
-            f"Concurrency {level}: {fast.series(with_run=several)} is fastest at "
-            f"{fast.summary.ops_per_s:,.0f} ops/s, "
-            f"x{fast.summary.ops_per_s / slow.summary.ops_per_s:.2f} the slowest "
-            f"({slow.series(with_run=several)})"
-        )
-        if calm is fast:
-            text += f", and has the lowest p99 ({format_us(calm.summary.p(99.0))})"
-        else:
-            text += (
-                f"; {calm.series(with_run=several)} has the lowest p99 "
-                f"({format_us(calm.summary.p(99.0))})"
-            )
-        out.append(text + ".")
+    out = [
+        text
+        for level, steps in by_level.items()
+        if (text := level_conclusion(level, steps, several)) is not None
+    ]
     series: dict[str, list[StepData]] = {}
     for steps in by_level.values():
         for s in steps:
             if s.has_data:
                 series.setdefault(s.series(with_run=several), []).append(s)
     for name, steps in series.items():
-        if len(steps) < 2:
-            continue
-        peak = max(steps, key=lambda s: s.summary.ops_per_s)
-        last = steps[-1]
-        text = (
-            f"{name}: throughput peaks at concurrency {peak.clients} "
-            f"({peak.summary.ops_per_s:,.0f} ops/s)"
-        )
-        if last is not peak and last.summary.ops_per_s < 0.95 * peak.summary.ops_per_s:
-            drop = 1 - last.summary.ops_per_s / peak.summary.ops_per_s
-            text += f" and falls {drop:.0%} by concurrency {last.clients}"
-        first = steps[0]
-        if first.summary.p(99.0) > 0:
-            growth = last.summary.p(99.0) / first.summary.p(99.0)
-            text += (
-                f"; p99 goes from {format_us(first.summary.p(99.0))} at concurrency "
-                f"{first.clients} to {format_us(last.summary.p(99.0))} at {last.clients} "
-                f"(x{growth:.1f})"
-            )
-        out.append(text + ".")
-        failing = [s for s in steps if s.summary.errors]
-        if failing:
-            s = failing[0]
-            kinds = ", ".join(sorted(s.totals.errors))
-            out.append(
-                f"{name}: errors from concurrency {s.clients} on ({s.summary.errors:,} {kinds})."
-            )
-    if not out:
+        out += series_conclusions(name, steps)
+    if not out:  # nothing to compare: each step's own figures
         for step in (s for r in runs for s in r.started_steps if s.has_data):
             out.append(
                 f"{step.name(with_run=several)}: {step.summary.ops_per_s:,.0f} ops/s, p50 "
@@ -182,5 +194,6 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
         while lines[-1] == "":
             lines.pop()
         lines += ["```", ""]
+    lines += repeats.criterion_blocks(runs)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

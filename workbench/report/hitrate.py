@@ -5,6 +5,10 @@ workbench managed the server.
 
 Hot keys are the hot share of ``hotcold(access, keys)``, else the first 20% of the key
 space (where zipf is hottest too), as the engine counts them.
+
+A managed umem-cache step is headed, as in the document, by its commit and the
+configuration compiled into it (umem-cache fixes its limit at build time); umem-cache
+reports no statistics, so its block has no cached line.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.report.markdown import escape_cell, footer, header, step_sections
-from workbench.report.model import RunData, StepData, target_options
+from workbench.report.model import RunData, StepData, target_options, target_version
 from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
 
 RULE = "=" * 55
@@ -126,6 +130,38 @@ def block(step: StepData) -> list[str]:
     return lines
 
 
+def umem_build(step: StepData) -> list[str]:
+    """A managed umem-cache's commit and compiled-in configuration (the document's
+    "commit:" and "BUILT CONFIG"); nothing for other systems."""
+    target = step.spec.get("target", {})
+    if step.system != "umem" or not target.get("managed"):
+        return []
+    try:
+        from workbench.plugins import load_plugin
+
+        server = load_plugin("umem").server
+        assert server is not None
+        opts = server.options.resolve(dict(target.get("server", {})), "target.server")
+    except Exception:
+        return []
+    version = target_version(step)
+    commit = version.removeprefix("umem-cache ") if version else "unknown"
+    given = " (a given binary, as stated)" if opts.get("binary") else ""
+    return [
+        f"commit: {commit}",
+        f"built{given}: MEM_LIMIT={opts['memory']} THREAD_NR={opts['threads']} "
+        f"MAX_CONN={opts['max_conn']}",
+        "",
+    ]
+
+
+def _section(step: StepData) -> list[str]:
+    lines = umem_build(step)
+    if lines:
+        lines = ["```", *lines[:-1], "```", ""]
+    return [*lines, "```", *block(step), "```", ""]
+
+
 def summary_table(runs: Sequence[RunData]) -> list[str]:
     several = len(runs) > 1
     lines = [
@@ -167,6 +203,6 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
             "cached bytes and items are those of the first worker's cache.",
             "",
         ]
-    lines += step_sections(runs, lambda step: ["```", *block(step), "```", ""])
+    lines += step_sections(runs, _section)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

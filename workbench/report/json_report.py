@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.metrics import Stats, Summary, summarise
+from workbench.report import repeats
 from workbench.report.model import RunData, StepData
 
 FORMAT = "cache-workbench/runs"
@@ -59,7 +60,7 @@ def step_dict(step: StepData) -> dict[str, Any]:
 
 def run_dict(run: RunData) -> dict[str, Any]:
     r = run.stored
-    return {
+    data: dict[str, Any] = {
         "id": r.id,
         "name": r.name,
         "status": r.status,
@@ -72,6 +73,10 @@ def run_dict(run: RunData) -> dict[str, Any]:
         "notices": [{"step": n.step, "level": n.level, "message": n.message} for n in r.notices],
         "steps": [step_dict(s) for s in run.steps],
     }
+    spread = repeats.to_dicts(run)
+    if spread:  # median, min and max across the repeats of each step
+        data["repeats"] = spread
+    return data
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.metrics import SUMMARY_TICKS, format_us
+from workbench.report import repeats
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
@@ -176,6 +177,7 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, title)
     lines += ["## Results", ""]
     lines += results_table(runs)
+    lines += repeats.table(runs)
     lines += per_op_table(runs)
     lines += ticks_table(runs)
     lines += notes(runs)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import SpecError
+from workbench.options import parse_duration, parse_size
 from workbench.spec.model import Spec, spec_from_dict
 
 # A list written at one of these paths is a sweep: one step per value.
@@ -22,6 +23,21 @@ SWEEPABLE = (
     "target.system",
     "load.workers",
 )
+
+
+# Fields written with units in a profile or after --set (60s, 1m, 500ms; 4KiB); the Spec
+# keeps plain seconds and bytes.
+DURATIONS = ("load.duration", "load.warmup", "load.interval")
+SIZES = ("workload.pubsub.message_size",)
+
+
+def parse_units(data: dict[str, Any]) -> None:
+    """Turn a duration or size written as text into seconds or bytes, in place."""
+    for paths, parse in ((DURATIONS, parse_duration), (SIZES, parse_size)):
+        for path in paths:
+            value = get_path(data, path)
+            if isinstance(value, str):
+                set_path(data, path, parse(value, path))
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -81,6 +97,7 @@ def spec_from_data(data: dict[str, Any], overrides: Iterable[str] = (), source: 
         for text in overrides:
             path, value = parse_override(text)
             set_path(data, path, value)
+        parse_units(data)
         return spec_from_dict(lift_sweeps(data))
     except SpecError as exc:
         raise _located(exc, source) from None

@@ -74,6 +74,8 @@ class Load:
     workers: int = 0  # 0: one per core
     interval: float = 1.0
     rate: float | None = None  # total ops/s; switches to open loop
+    # Run every step this many times, interleaved (A B A B); left out of a spec's data at 1.
+    repeat: int = field(default=1, metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,11 @@ class Spec:
 def spec_to_dict(obj: Any) -> Any:
     """Plain data (dicts, lists, scalars) for TOML, JSON and the store."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: spec_to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            f.name: spec_to_dict(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == f.default)
+        }
     if isinstance(obj, Mapping):
         return {str(k): spec_to_dict(v) for k, v in obj.items()}
     if isinstance(obj, tuple | list):

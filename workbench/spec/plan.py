@@ -48,8 +48,26 @@ def _label(value: Any) -> str:
     return str(value)
 
 
+REPEAT = "load.repeat"  # the label of a repeated step: which repeat it is, from 1
+
+
 def plan(spec: Spec) -> list[Step]:
-    """One step per combination of sweep values, first axis outermost."""
+    """One step per combination of sweep values, first axis outermost; with load.repeat = N,
+    the whole list N times over (A B A B), each step labelled with its repeat."""
+    steps = _combinations(spec)
+    n = spec.load.repeat
+    if n < 1:
+        raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
+    if n == 1:
+        return steps
+    return [
+        Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
+        for r in range(n)
+        for s in steps
+    ]
+
+
+def _combinations(spec: Spec) -> list[Step]:
     if not spec.sweep:
         return [Step(0, {}, spec)]
     base = spec_to_dict(replace(spec, sweep=()))
@@ -151,13 +169,31 @@ def check_step(spec: Spec) -> None:
         if system.server is None:
             raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")
         system.server.options.resolve(dict(spec.target.server), "target.server")
-    missing = sorted({n for op in used_operations(spec) for n in NEEDS[op]} - strategy.operations)
+    missing = sorted({n for op in used_operations(spec) for n in needs(op, strategy)})
     if missing:
         raise SpecError(
             f"strategy {strategy.name!r} of {system.name} does not support "
-            f"{', '.join(missing)}; it supports {', '.join(sorted(strategy.operations))}",
+            f"{', '.join(missing)}; it supports {', '.join(sorted(strategy.operations))}"
+            + _why(strategy, missing),
             "workload.mix",
         )
+    if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
+        raise SpecError(
+            f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
+            "workload.ttl",
+        )
+
+
+def needs(op: str, strategy: Strategy) -> set[str]:
+    """What the strategy lacks for a workload operation (cache_aside may be its own)."""
+    if op == "cache_aside" and "cache_aside" in strategy.operations:
+        return set()
+    return NEEDS[op] - strategy.operations
+
+
+def _why(strategy: Strategy, missing: list[str]) -> str:
+    reasons = [strategy.lacks[n] for n in missing if n in strategy.lacks]
+    return ": " + "; ".join(reasons) if reasons else ""
 
 
 def check_spec(spec: Spec) -> list[Step]:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from textual import on
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
@@ -22,22 +25,30 @@ from textual.worker import Worker, WorkerState
 from workbench import session
 from workbench.errors import WorkbenchError
 from workbench.live import RunView
+from workbench.profile_files import profiles_dir
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands
-from workbench.tui.messages import CompareRuns, Draft, DraftChanged
+from workbench.tui.context import ScreenContext
+from workbench.tui.messages import (
+    CompareRuns,
+    DeleteRun,
+    Draft,
+    DraftChanged,
+    ExportRuns,
+    OpenProfile,
+    RenameRun,
+)
 from workbench.tui.screens.compare import CompareScreen
+from workbench.tui.screens.export import ExportScreen
 from workbench.tui.screens.history import HistoryScreen
 from workbench.tui.screens.run import RunScreen
 from workbench.tui.screens.setup import SetupScreen
 
 
 def default_profiles_dir() -> Path:
-    """`profiles/` here, else the one beside the workbench package (a source checkout)."""
-    here = Path("profiles")
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "profiles"
+    """`profiles/` here, else the ones shipped with the workbench."""
+    return profiles_dir()
 
 
 class WorkbenchApp(App[None]):
@@ -45,12 +56,6 @@ class WorkbenchApp(App[None]):
 
     TITLE = "Cache Workbench"
     CSS_PATH = "workbench.tcss"
-    MODES = {
-        "setup": SetupScreen,
-        "run": RunScreen,
-        "history": HistoryScreen,
-        "compare": CompareScreen,
-    }
     DEFAULT_MODE = "setup"
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     BINDINGS = [
@@ -66,6 +71,7 @@ class WorkbenchApp(App[None]):
     live: var[RunView] = var(RunView, always_update=True)
     draft: var[Draft] = var(Draft)
     compare_ids: var[tuple[str, ...]] = var((), always_update=True)
+    stored_changes: var[int] = var(0)  # bumped when a stored run is renamed or deleted
 
     def __init__(
         self,
@@ -77,6 +83,12 @@ class WorkbenchApp(App[None]):
         super().__init__()
         self.store = store
         self.profiles_dir = profiles_dir or default_profiles_dir()
+        self.context = ScreenContext(store, self.profiles_dir)
+        # Each mode's screen is built with the context it reads through (Run reads `live`).
+        self.add_mode("setup", partial(SetupScreen, self.context))
+        self.add_mode("run", RunScreen)
+        self.add_mode("history", partial(HistoryScreen, self.context))
+        self.add_mode("compare", partial(CompareScreen, self.context))
         self.stop_event = asyncio.Event()
         self.run_worker_: Worker[None] | None = None
         if theme:
@@ -177,12 +189,49 @@ class WorkbenchApp(App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
-    def load_profile(self, path: Path) -> None:
-        """Open a profile in Setup (from the command palette)."""
+    @on(OpenProfile)
+    def _open_profile(self, message: OpenProfile) -> None:
         self.switch_mode("setup")
         screen = self.screen
         if isinstance(screen, SetupScreen):
-            screen.load_profile(path)
+            screen.load_profile(message.path)
+
+    @on(ExportRuns)
+    def _export(self, message: ExportRuns) -> None:
+        self.push_screen(ExportScreen(self.context, message.run_ids))
+
+    @on(RenameRun)
+    def _rename(self, message: RenameRun) -> None:
+        self._change_store(
+            partial(self.store.rename, message.run_id, message.name),
+            f"Renamed to {message.name!r}",
+        )
+
+    @on(DeleteRun)
+    def _delete(self, message: DeleteRun) -> None:
+        if self.running and self.live.run_id == message.run_id:
+            self.notify("That run is still going: stop it first (F8).", severity="warning")
+            return
+        self._change_store(partial(self.store.delete, message.run_id), f"Deleted {message.label}")
+
+    @work(group="store-writes", exit_on_error=False)
+    async def _change_store(self, change: Callable[[], Any], done: str) -> None:
+        """A write to the store, off the UI loop; screens that list runs then refresh."""
+        try:
+            await asyncio.to_thread(change)
+        except WorkbenchError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.stored_changes += 1
+        self.notify(done)
+
+    @work(group="store-reads", exclusive=True, exit_on_error=False)
+    async def action_export_last(self) -> None:
+        rows = await asyncio.to_thread(self.store.list_runs, 1)
+        if not rows:
+            self.notify("No stored runs to export yet.", severity="warning")
+            return
+        self.post_message(ExportRuns([rows[0].id]))
 
 
 def make_app(store: Path | str | Store | None = None, **kwargs: object) -> WorkbenchApp:

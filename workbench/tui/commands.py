@@ -8,12 +8,17 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from workbench.tui.messages import OpenProfile
+
 if TYPE_CHECKING:
     from workbench.tui.app import WorkbenchApp
 
 
 class WorkbenchCommands(Provider):
-    """Everything the keys do, findable by name, plus one command per profile."""
+    """Everything the keys do, findable by name, plus one command per profile.
+
+    The palette is the App's own (its actions and messages), so it knows the App's type.
+    """
 
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app = cast("WorkbenchApp", self.app)
@@ -25,10 +30,11 @@ class WorkbenchCommands(Provider):
             ("Start run", app.action_start_run, "run the set-up (Ctrl+R)"),
             ("Stop run", app.action_stop_run, "stop, keeping what was measured (F8)"),
             ("Toggle light/dark theme", app.action_toggle_theme, "Ctrl+T"),
-            ("Export last run", partial(_export_last, app), "markdown report with preview"),
+            ("Export last run", app.action_export_last, "a report with preview"),
         ]
-        for path in sorted(app.profiles_dir.glob("*.toml")):
-            cmds.append((f"Load profile {path.stem}", partial(app.load_profile, path), str(path)))
+        for path in sorted(app.context.profiles_dir.glob("*.toml")):
+            open_it = partial(app.post_message, OpenProfile(path))
+            cmds.append((f"Load profile {path.stem}", open_it, str(path)))
         return cmds
 
     async def discover(self) -> Hits:
@@ -41,13 +47,3 @@ class WorkbenchCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
-
-
-def _export_last(app: WorkbenchApp) -> None:
-    from workbench.tui.screens.export import ExportScreen
-
-    rows = app.store.list_runs(limit=1)
-    if not rows:
-        app.notify("No stored runs to export yet.", severity="warning")
-        return
-    app.push_screen(ExportScreen([rows[0].id]))

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,31 +19,18 @@ from workbench.errors import SpecError
 from workbench.spec.load import SWEEPABLE, get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.plan import Step, check_spec
+from workbench.workload import KEY_DISTRIBUTIONS, TTL_FORMS, VALUE_SIZE_FORMS
 
 FieldKind = Literal["value", "text", "bool"]
 
 # Tables the form writes whole: cleared before the fields put their entries back.
 OWNED_TABLES = ("workload.mix", "target.options", "strategy.options", "target.server")
 
-DISTRIBUTION_KINDS: dict[str, dict[str, tuple[str, ...]]] = {
-    # kind -> names of its parameters, per distribution field
-    "workload.key_distribution": {
-        "uniform": (),
-        "zipf": ("s",),
-        "gaussian": ("mean", "stddev"),
-        "sequential": (),
-        "hotcold": ("hot access share", "hot key share"),
-    },
-    "workload.value_size": {
-        "fixed": ("size",),
-        "uniform": ("min", "max"),
-        "weighted": ("size:weight, ...",),
-    },
-    "workload.ttl": {
-        "none": (),
-        "fixed": ("seconds",),
-        "range": ("min", "max"),
-    },
+# kind -> names of its parameters, per distribution field (workload.py's, the parser's own)
+DISTRIBUTION_KINDS: dict[str, Mapping[str, tuple[str, ...]]] = {
+    "workload.key_distribution": KEY_DISTRIBUTIONS,
+    "workload.value_size": VALUE_SIZE_FORMS,
+    "workload.ttl": TTL_FORMS,
 }
 CUSTOM = "custom"  # the written form, e.g. a sweep list of distributions
 

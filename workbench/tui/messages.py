@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from textual.message import Message
 
@@ -33,3 +34,37 @@ class CompareRuns(Message):
     def __init__(self, run_ids: list[str]) -> None:
         super().__init__()
         self.run_ids = run_ids
+
+
+class RenameRun(Message):
+    """A stored run gets a new name."""
+
+    def __init__(self, run_id: str, name: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.name = name
+
+
+class DeleteRun(Message):
+    """A stored run and everything measured in it go (the App refuses the running one)."""
+
+    def __init__(self, run_id: str, label: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.label = label  # how the notice names it
+
+
+class ExportRuns(Message):
+    """These stored runs (one, or a comparison) go to the export dialog."""
+
+    def __init__(self, run_ids: list[str]) -> None:
+        super().__init__()
+        self.run_ids = run_ids
+
+
+class OpenProfile(Message):
+    """A profile file opens in Setup."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path

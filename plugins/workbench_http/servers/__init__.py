@@ -80,7 +80,7 @@ def json_response(payload: dict[str, Any], status: int = 200) -> web.Response:
 def new_loop(choice: str) -> tuple[asyncio.AbstractEventLoop, str]:
     if choice in ("auto", "uvloop"):
         try:
-            import uvloop
+            import uvloop  # optional (not on Windows): asyncio's own loop is the fallback
         except ImportError:
             if choice == "uvloop":
                 raise SystemExit("uvloop is not installed; use --loop asyncio") from None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
@@ -15,7 +16,10 @@ from textual.widgets import DataTable, Footer, Static
 from workbench.errors import StoreError
 from workbench.live import StepView
 from workbench.metrics import Summary
+from workbench.store import Store
+from workbench.tui.context import ScreenContext
 from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
+from workbench.tui.messages import ExportRuns
 from workbench.tui.screens.history import replay
 from workbench.tui.widgets.chart import Axis, Chart, Series
 from workbench.tui.widgets.dashboard import (
@@ -25,9 +29,6 @@ from workbench.tui.widgets.dashboard import (
     time_axis,
 )
 from workbench.tui.widgets.modebar import ModeBar
-
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
 
 MAX_LINES = 6  # series on one chart before it stops being readable
 
@@ -46,13 +47,14 @@ class Entry:
         return self.step.summary
 
 
-def entries_of(app: WorkbenchApp, run_ids: tuple[str, ...]) -> tuple[list[Entry], list[str]]:
+def entries_of(store: Store, run_ids: tuple[str, ...]) -> tuple[list[Entry], list[str]]:
+    """Every measured step of the runs, and a line for each run that could not be read."""
     entries: list[Entry] = []
     problems: list[str] = []
     runs = []
     for rid in run_ids:
         try:
-            runs.append(app.store.load(rid))
+            runs.append(store.load(rid))
         except StoreError as exc:
             problems.append(str(exc))
     names = [r.name for r in runs]
@@ -118,8 +120,9 @@ class CompareScreen(Screen[None]):
         Binding("e", "export", "Export"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.entries: list[Entry] = []
         self.base = 0
 
@@ -147,9 +150,10 @@ class CompareScreen(Screen[None]):
         self.query_one("#diff").border_title = "Differences"
         self.watch(self.app, "compare_ids", self._load)
 
-    def _load(self, run_ids: tuple[str, ...]) -> None:
-        app = cast("WorkbenchApp", self.app)
-        self.entries, problems = entries_of(app, run_ids)
+    @work(group="compare", exclusive=True, exit_on_error=False)
+    async def _load(self, run_ids: tuple[str, ...]) -> None:
+        """The runs read and replayed off the UI loop, then shown."""
+        self.entries, problems = await asyncio.to_thread(entries_of, self.context.store, run_ids)
         self.base = 0
         head = self.query_one("#compare-head", Static)
         if not self.entries:
@@ -209,10 +213,8 @@ class CompareScreen(Screen[None]):
             self.show()
 
     def action_export(self) -> None:
-        from workbench.tui.screens.export import ExportScreen
-
         ids = list(dict.fromkeys(e.run_id for e in self.entries))
         if not ids:
             self.notify("Nothing to export: select runs in History first.", severity="warning")
             return
-        self.app.push_screen(ExportScreen(ids))
+        self.post_message(ExportRuns(ids))

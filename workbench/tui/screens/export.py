@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
-from textual import on
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -13,33 +14,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Markdown, Select, Static
 
 from workbench.errors import WorkbenchError
+from workbench.report import FORMATS, MARKDOWN, render
+from workbench.store import Store
+from workbench.tui.context import ScreenContext
 
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
-
-EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog"}
-
-
-def report_formats() -> tuple[dict[str, str], tuple[str, ...]] | None:
-    """The report package's formats (name → description) and which are markdown; None if
-    the package is not there yet."""
-    try:
-        from workbench import report
-    except ImportError:
-        return None
-    formats = getattr(report, "FORMATS", None)
-    if not hasattr(report, "render") or not formats:
-        return None
-    markdown = tuple(getattr(report, "MARKDOWN", tuple(formats)))
-    return {
-        name: str(v[1]) if isinstance(v, tuple) else str(v) for name, v in formats.items()
-    }, markdown
+EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog", "html": "html", "svg": "svg"}
 
 
-def render_report(runs: list[Any], fmt: str) -> str:
-    from workbench.report import render
-
-    return render(runs, fmt)
+def render_report(store: Store, run_ids: list[str], fmt: str) -> str:
+    """Read the runs and render them: blocking work, run in a thread."""
+    return render([store.load(rid) for rid in run_ids], fmt)
 
 
 class ExportScreen(ModalScreen[None]):
@@ -51,18 +35,14 @@ class ExportScreen(ModalScreen[None]):
         Binding("f6", "toggle_source", "Source/preview"),
     ]
 
-    def __init__(self, run_ids: list[str]) -> None:
+    def __init__(self, context: ScreenContext, run_ids: list[str]) -> None:
         super().__init__(classes="dialog-screen")
+        self.context = context
         self.run_ids = run_ids
         self.text = ""
         self.show_source = False
         self._auto_path = ""
-        found = report_formats()
-        self.formats, self.markdown = found if found else ({}, ())
-
-    @property
-    def wb(self) -> WorkbenchApp:
-        return cast("WorkbenchApp", self.app)
+        self.formats = {name: description for name, (_, description) in FORMATS.items()}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-dialog"):
@@ -75,8 +55,8 @@ class ExportScreen(ModalScreen[None]):
                 yield Label("format", classes="field-label")
                 yield Select(
                     [(k, k) for k in self.formats],
-                    value=next(iter(self.formats), Select.NULL),
-                    allow_blank=not self.formats,
+                    value=next(iter(self.formats)),
+                    allow_blank=False,
                     compact=True,
                     id="format",
                 )
@@ -100,38 +80,36 @@ class ExportScreen(ModalScreen[None]):
         value = self.query_one("#format", Select).value
         return "" if value is Select.NULL else str(value)
 
-    def refresh_preview(self) -> None:
-        md = self.query_one("#export-markdown", Markdown)
-        source = self.query_one("#export-source", Static)
+    @work(group="export", exclusive=True, exit_on_error=False)
+    async def refresh_preview(self) -> None:
+        """Render the report off the UI loop, then show it."""
         fmt = self._format()
-        if not self.formats:
-            self.text = ""
-            md.display = False
-            source.display = True
-            source.update(
-                "Reports are not available in this build yet: the workbench.report package "
-                "has no render(). The run is stored; `workbench runs show` prints it."
-            )
-            return
         try:
-            runs = [self.wb.store.load(rid) for rid in self.run_ids]
-            self.text = render_report(runs, fmt)
+            self.text = await asyncio.to_thread(
+                render_report, self.context.store, self.run_ids, fmt
+            )
         except WorkbenchError as exc:
             self.text = ""
-            md.display = False
-            source.display = True
-            source.update(f"Cannot export: {exc}")
+            self._show_source(f"Cannot export: {exc}")
             return
-        is_md = fmt in self.markdown
+        self._show(fmt)
+
+    def _show_source(self, text: str) -> None:
+        self.query_one("#export-markdown", Markdown).display = False
+        source = self.query_one("#export-source", Static)
+        source.display = True
+        source.update(Text(text))
+
+    def _show(self, fmt: str) -> None:
+        is_md = fmt in MARKDOWN
         self.query_one("#format-help", Static).update(self.formats.get(fmt, ""))
-        md.display = is_md and not self.show_source
-        source.display = not md.display
-        if md.display:
+        if is_md and not self.show_source:
+            md = self.query_one("#export-markdown", Markdown)
+            md.display = True
+            self.query_one("#export-source", Static).display = False
             md.update(self.text)
         else:
-            from rich.text import Text
-
-            source.update(Text(self.text))
+            self._show_source(self.text)
         ext = "md" if is_md else EXTENSIONS.get(fmt, "txt")
         stem = self.run_ids[0] if len(self.run_ids) == 1 else "comparison"
         path_box = self.query_one("#export-path", Input)

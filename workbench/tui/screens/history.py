@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import asyncio
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -17,14 +17,12 @@ from textual.widgets import DataTable, Footer, Static
 from workbench.errors import StoreError
 from workbench.live import RunView
 from workbench.store import RunRow, StoredRun
+from workbench.tui.context import ScreenContext
 from workbench.tui.figures import format_pct, format_rate, format_us, format_when
-from workbench.tui.messages import CompareRuns
+from workbench.tui.messages import CompareRuns, DeleteRun, ExportRuns, RenameRun
 from workbench.tui.screens.dialogs import AskText, Confirm
 from workbench.tui.widgets.dashboard import STATUS_STYLE, DashboardKeys, RunDashboard, step_row
 from workbench.tui.widgets.modebar import ModeBar
-
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
 
 RUN_COLUMNS = (
     "✓",
@@ -128,15 +126,12 @@ class HistoryScreen(Screen[None]):
         Binding("f9", "refresh", "Refresh", show=False),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.rows: list[RunRow] = []
         self.selected: list[str] = []  # in the order they were picked: the first is the baseline
         self._last_status = ""
-
-    @property
-    def wb(self) -> WorkbenchApp:
-        return cast("WorkbenchApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield ModeBar("history")
@@ -151,23 +146,31 @@ class HistoryScreen(Screen[None]):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#run-detail").border_title = "Run"
         self.watch(self.app, "live", self._live_changed, init=False)
+        self.watch(self.app, "stored_changes", self.refresh_runs, init=False)
         self.refresh_runs()
 
     def on_screen_resume(self) -> None:
         self.refresh_runs()
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 180, "narrow")  # the runs table needs the width
 
     def _live_changed(self, view: RunView) -> None:
         if view.status != self._last_status:
             self._last_status = view.status
             self.refresh_runs()
 
-    def refresh_runs(self) -> None:
+    @work(group="history-runs", exclusive=True, exit_on_error=False)
+    async def refresh_runs(self) -> None:
+        """The stored runs, read off the UI loop, into the table."""
+        try:
+            rows = await asyncio.to_thread(self.context.store.list_runs)
+        except StoreError as exc:
+            self.query_one("#run-detail", Static).update(Text(str(exc), style="red"))
+            return
+        self._show_runs(rows)
+
+    def _show_runs(self, rows: list[RunRow]) -> None:
         table = self.query_one("#runs", DataTable)
         current = self.current_id()
-        self.rows = self.wb.store.list_runs()
+        self.rows = rows
         known = {r.id for r in self.rows}
         self.selected = [i for i in self.selected if i in known]
         table.clear()
@@ -201,16 +204,18 @@ class HistoryScreen(Screen[None]):
     def _selected(self) -> None:
         self.action_open()
 
-    def _show_detail(self) -> None:
+    @work(group="history-detail", exclusive=True, exit_on_error=False)
+    async def _show_detail(self) -> None:
         run_id = self.current_id()
         if run_id is None:
             return
+        detail = self.query_one("#run-detail", Static)
         try:
-            run = self.wb.store.load(run_id)
+            run = await asyncio.to_thread(self.context.store.load, run_id)
         except StoreError as exc:
-            self.query_one("#run-detail", Static).update(Text(str(exc), style="red"))
+            detail.update(Text(str(exc), style="red"))
             return
-        self.query_one("#run-detail", Static).update(describe(run))
+        detail.update(await asyncio.to_thread(describe, run))
 
     def action_toggle(self) -> None:
         run_id = self.current_id()
@@ -246,7 +251,7 @@ class HistoryScreen(Screen[None]):
         run_id = self.current_id()
         if run_id is None:
             return
-        self.app.push_screen(RunDetailScreen(run_id))
+        self.app.push_screen(RunDetailScreen(self.context, run_id))
 
     def action_rename(self) -> None:
         run_id = self.current_id()
@@ -256,9 +261,7 @@ class HistoryScreen(Screen[None]):
 
         def done(name: str | None) -> None:
             if name:
-                self.wb.store.rename(run_id, name)
-                self.refresh_runs()
-                self.notify(f"Renamed to {name!r}")
+                self.post_message(RenameRun(run_id, name))
 
         self.app.push_screen(AskText(f"New name for {row.name} ({run_id})", row.name), done)
 
@@ -266,29 +269,22 @@ class HistoryScreen(Screen[None]):
         run_id = self.current_id()
         if run_id is None:
             return
-        if self.wb.running and self.wb.live.run_id == run_id:
-            self.notify("That run is still going: stop it first (F8).", severity="warning")
-            return
         row = self.rows[self.query_one("#runs", DataTable).cursor_row]
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.wb.store.delete(run_id)
-                self.refresh_runs()
-                self.notify(f"Deleted {row.name} ({run_id})")
+                self.post_message(DeleteRun(run_id, f"{row.name} ({run_id})"))
 
         self.app.push_screen(
             Confirm(f"Delete run {row.name} ({run_id}) and everything measured in it?"), done
         )
 
     def action_export(self) -> None:
-        from workbench.tui.screens.export import ExportScreen
-
         ids = list(self.selected) or ([self.current_id()] if self.current_id() else [])
         if not ids:
             self.notify("No runs to export yet.", severity="warning")
             return
-        self.app.push_screen(ExportScreen([i for i in ids if i]))
+        self.post_message(ExportRuns([i for i in ids if i]))
 
     def action_refresh(self) -> None:
         self.refresh_runs()
@@ -303,8 +299,9 @@ class RunDetailScreen(DashboardKeys, Screen[None]):
         Binding("e", "export", "Export"),
     ]
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, context: ScreenContext, run_id: str) -> None:
         super().__init__()
+        self.context = context
         self.run_id = run_id
 
     def compose(self) -> ComposeResult:
@@ -313,15 +310,16 @@ class RunDetailScreen(DashboardKeys, Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        app = cast("WorkbenchApp", self.app)
+        self._load()
+
+    @work(group="run-detail", exclusive=True, exit_on_error=False)
+    async def _load(self) -> None:
         try:
-            run = app.store.load(self.run_id)
+            run = await asyncio.to_thread(self.context.store.load, self.run_id)
         except StoreError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one(RunDashboard).view = replay(run)
+        self.query_one(RunDashboard).view = await asyncio.to_thread(replay, run)
 
     def action_export(self) -> None:
-        from workbench.tui.screens.export import ExportScreen
-
-        self.app.push_screen(ExportScreen([self.run_id]))
+        self.post_message(ExportRuns([self.run_id]))

@@ -8,6 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from workbench.live import RunView
+from workbench.tui.messages import ExportRuns
 from workbench.tui.widgets.dashboard import DashboardKeys, RunDashboard
 from workbench.tui.widgets.modebar import ModeBar
 
@@ -36,10 +37,8 @@ class RunScreen(DashboardKeys, Screen[None]):
         dash.view = view
 
     def action_export(self) -> None:
-        from workbench.tui.screens.export import ExportScreen
-
         view = self.query_one(RunDashboard).view
         if not view.run_id:
             self.notify("No run to export yet.", severity="warning")
             return
-        self.app.push_screen(ExportScreen([view.run_id]))
+        self.post_message(ExportRuns([view.run_id]))

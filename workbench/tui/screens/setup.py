@@ -1,11 +1,14 @@
-"""Setup mode: the experiment as a form, checked as you type with the CLI's own messages."""
+"""Setup mode: the experiment as a form, checked as you type with the CLI's own messages.
+
+The core fields are generated from `workbench.spec.fields` (defaults from the model), the
+plugin options from their declarations; the plan, help and TOML are a `PlanPreview`.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-import tomli_w
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,27 +20,20 @@ from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Stat
 
 from workbench.errors import PluginError, SpecError
 from workbench.plugins import load_plugin, plugin_statuses
+from workbench.profile_files import is_shipped
+from workbench.spec.fields import SECTION_TITLES, Section, fields_in
 from workbench.spec.load import get_path, read_profile
-from workbench.spec.model import Spec, Workload, spec_to_dict
-from workbench.spec.save import save_spec, spec_to_toml
+from workbench.spec.model import Spec, spec_to_dict
+from workbench.spec.save import save_spec
+from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps
+from workbench.tui.layout import mark_narrow
 from workbench.tui.messages import Draft, DraftChanged
-from workbench.tui.widgets.fields import (
-    BoolField,
-    DistributionField,
-    FormField,
-    MixField,
-    option_field,
-)
+from workbench.tui.widgets.fields import FormField, option_field, spec_field
 from workbench.tui.widgets.modebar import ModeBar
-
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
-
-NARROW = 110  # below this width the side panel (plan, help, TOML) folds away
+from workbench.tui.widgets.plan import PlanPreview, status_line
 
 SYSTEM, STRATEGY = "target.system", "strategy.name"
-DEFAULTS = Workload()
 
 
 def default_data() -> dict[str, Any]:
@@ -60,6 +56,30 @@ def section(title: str) -> Label:
     return Label(title, classes="section")
 
 
+def core_fields(name: Section) -> ComposeResult:
+    """The core spec fields of one section, generated from their declaration."""
+    for field in fields_in(name):
+        yield spec_field(field)
+
+
+def chooser(field_id: str, label: str, select: Select[str]) -> ComposeResult:
+    """A labelled Select with a line for the core's error under it (system, strategy)."""
+    with Vertical(classes="field", id=field_id):
+        with Horizontal(classes="field-row"):
+            yield Label(label, classes="field-label")
+            yield select
+        yield Static("", classes="field-error")
+
+
+def save_path(source: str, name: str, folder: Path) -> str:
+    """Where Save writes by default: the opened file, else NAME.toml in the profiles folder;
+    but never into the profiles shipped inside the installed package: the current
+    directory then."""
+    if source and not is_shipped(Path(source)):
+        return source
+    return f"{name}.toml" if is_shipped(folder) else str(folder / f"{name}.toml")
+
+
 class SetupScreen(Screen[None]):
     """Pick system and strategy, load a profile, edit every knob, save it, start it."""
 
@@ -70,8 +90,9 @@ class SetupScreen(Screen[None]):
         Binding("ctrl+n", "reset", "Defaults", show=False),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.base: dict[str, Any] = default_data()
         self.source = ""
         self.checked = Checked(None, (), ())
@@ -79,210 +100,72 @@ class SetupScreen(Screen[None]):
         self._shown_strategy: tuple[str, str] | None = None
         self._loading = False
 
-    @property
-    def wb(self) -> WorkbenchApp:
-        return cast("WorkbenchApp", self.app)
-
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield ModeBar("setup")
         with Horizontal(id="setup-body"):
             with VerticalScroll(id="form"):
-                yield section("Experiment")
-                with Horizontal(classes="field-row", id="profile-row"):
-                    yield Label("profile", classes="field-label")
-                    yield Select(
-                        self._profile_options(),
-                        prompt="open a profile…",
-                        compact=True,
-                        id="profile",
-                    )
-                    yield Input(placeholder="or a path + Enter", compact=True, id="profile-path")
-                yield FormField(
-                    "name", "name", "the stored run's name", kind="text", placeholder="default"
-                )
-                yield FormField(
-                    "description", "description", "one line for the report", kind="text"
-                )
-                yield FormField(
-                    "seed", "seed", "same seed and spec: the same operations", placeholder="1"
-                )
-                yield section("Target")
-                with Vertical(classes="field", id="f-target-system"):
-                    with Horizontal(classes="field-row"):
-                        yield Label("cache system", classes="field-label")
-                        yield Select(
-                            self._system_options(), allow_blank=False, compact=True, id="system"
-                        )
-                    yield Static("", classes="field-error")
-                yield Static("", id="system-help", classes="hint")
-                with Vertical(classes="field", id="f-strategy-name"):
-                    with Horizontal(classes="field-row"):
-                        yield Label("client strategy", classes="field-label")
-                        yield Select(
-                            [("default", "")], allow_blank=False, compact=True, id="strategy"
-                        )
-                    yield Static("", classes="field-error")
-                yield Static("", id="strategy-help", classes="hint")
-                yield BoolField(
-                    "target.managed",
-                    "managed server",
-                    "start the system's own server on a free loopback port for the run",
-                    kind="bool",
-                    placeholder="start and stop a server of its own",
-                )
-                yield Vertical(id="system-options", classes="options")
-                yield Vertical(id="server-options", classes="options")
-                yield Vertical(id="strategy-options", classes="options")
-                yield section("Load")
-                yield FormField(
-                    "load.concurrency",
-                    "concurrency",
-                    "virtual clients; a list such as 1, 4, 16 sweeps",
-                    sweep=True,
-                    placeholder="16, or 1, 4, 16 to sweep",
-                )
-                yield FormField(
-                    "load.workers",
-                    "workers",
-                    "worker processes; 0 is one per core (never more than clients)",
-                    sweep=True,
-                    placeholder="0 (one per core)",
-                )
-                yield FormField(
-                    "load.duration", "duration (s)", "seconds measured", placeholder="5.0"
-                )
-                yield FormField(
-                    "load.ops",
-                    "ops",
-                    "an op count instead of a duration (wins when given)",
-                    placeholder="none: run for the duration",
-                )
-                yield FormField(
-                    "load.warmup",
-                    "warm-up (s)",
-                    "seconds of load before measuring",
-                    placeholder="1.0",
-                )
-                yield FormField(
-                    "load.warmup_ops",
-                    "warm-up ops",
-                    "an op count of warm-up instead of seconds",
-                    placeholder="none: warm up for the seconds above",
-                )
-                yield FormField(
-                    "load.rate",
-                    "rate (ops/s)",
-                    "total ops/s, open loop (latency counted from the intended start); "
-                    "a list sweeps",
-                    sweep=True,
-                    placeholder="none: closed loop, as fast as it goes",
-                )
-                yield FormField(
-                    "load.interval",
-                    "interval (s)",
-                    "seconds between live figures",
-                    placeholder="1.0",
-                )
-                yield section("Workload")
-                yield MixField(
-                    "workload.mix",
-                    "op mix",
-                    "weights per operation; aside = cache-aside (get, then set on a miss)",
-                )
-                yield FormField(
-                    "workload.keys", "keys", "size of the key space", placeholder="10000"
-                )
-                yield DistributionField(
-                    "workload.key_distribution",
-                    "key distribution",
-                    "uniform, zipf(s), gaussian(mean, stddev), sequential, or hotcold(hot "
-                    "access share, hot key share) e.g. 80% of accesses on 20% of the keys",
-                    DEFAULTS.key_distribution,
-                )
-                yield DistributionField(
-                    "workload.value_size",
-                    "value size",
-                    "fixed(N), uniform(MIN,MAX) or weighted(SIZE:WEIGHT, ...); units 4KiB, 1MB",
-                    DEFAULTS.value_size,
-                )
-                yield DistributionField(
-                    "workload.ttl",
-                    "TTL",
-                    "none, fixed(2s) or range(1,5) seconds",
-                    DEFAULTS.ttl,
-                )
-                yield BoolField(
-                    "workload.prefill",
-                    "prefill",
-                    "set every key once before measuring",
-                    kind="bool",
-                    placeholder="set every key once first",
-                )
-                yield FormField(
-                    "workload.key_prefix",
-                    "key prefix",
-                    "prepended to every key",
-                    kind="text",
-                    placeholder="wb:",
-                )
-                yield FormField(
-                    "workload.key_length", "key length", "characters per key", placeholder="12"
-                )
-                yield Label("publish / subscribe", classes="subsection")
-                yield FormField(
-                    "workload.pubsub.channels",
-                    "channels",
-                    "channels published to (publish in the op mix)",
-                    placeholder="1",
-                )
-                yield FormField(
-                    "workload.pubsub.subscribers_per_channel",
-                    "subscribers",
-                    "subscribers per channel; every delivery's latency is measured",
-                    placeholder="1",
-                )
-                yield FormField(
-                    "workload.pubsub.message_size",
-                    "message size",
-                    "bytes per message (at least 16: a timestamp and a sequence number)",
-                    placeholder="64",
-                )
+                yield from self._experiment()
+                yield from self._target()
+                yield section(SECTION_TITLES["load"])
+                yield from core_fields("load")
+                yield section(SECTION_TITLES["workload"])
+                yield from core_fields("workload")
+                yield Label(SECTION_TITLES["pubsub"], classes="subsection")
+                yield from core_fields("pubsub")
                 yield Static("", id="groups-note", classes="hint")
-                yield section("Save")
-                with Horizontal(classes="field-row", id="save-row"):
-                    yield Label("profile file", classes="field-label")
-                    yield Input(compact=True, id="save-path")
-                    yield Button("Save", compact=True, id="save", variant="primary")
-            with Vertical(id="aside"):
-                yield Static(id="plan")
-                yield Static(id="help")
-                with VerticalScroll(id="toml-scroll"):
-                    yield Static(id="toml")
+                yield from self._save_row()
+            yield PlanPreview(id="aside")
         with Vertical(id="setup-status"):
             yield Static(id="help-line")
             yield Static(id="status-line")
         yield Footer()
 
+    def _experiment(self) -> ComposeResult:
+        yield section(SECTION_TITLES["experiment"])
+        with Horizontal(classes="field-row", id="profile-row"):
+            yield Label("profile", classes="field-label")
+            yield Select(
+                self._profile_options(), prompt="open a profile…", compact=True, id="profile"
+            )
+            yield Input(placeholder="or a path + Enter", compact=True, id="profile-path")
+        yield from core_fields("experiment")
+
+    def _target(self) -> ComposeResult:
+        yield section(SECTION_TITLES["target"])
+        systems = Select(self._system_options(), allow_blank=False, compact=True, id="system")
+        yield from chooser("f-target-system", "cache system", systems)
+        yield Static("", id="system-help", classes="hint")
+        strategies = Select([("default", "")], allow_blank=False, compact=True, id="strategy")
+        yield from chooser("f-strategy-name", "client strategy", strategies)
+        yield Static("", id="strategy-help", classes="hint")
+        yield from core_fields("target")
+        # Filled with the chosen system's and strategy's declared options.
+        yield Vertical(id="system-options", classes="options")
+        yield Vertical(id="server-options", classes="options")
+        yield Vertical(id="strategy-options", classes="options")
+
+    def _save_row(self) -> ComposeResult:
+        yield section("Save")
+        with Horizontal(classes="field-row", id="save-row"):
+            yield Label("profile file", classes="field-label")
+            yield Input(compact=True, id="save-path")
+            yield Button("Save", compact=True, id="save", variant="primary")
+
     def _profile_options(self) -> list[tuple[str, str]]:
-        folder = self.wb.profiles_dir
+        folder = self.context.profiles_dir
         return [(p.stem, str(p)) for p in sorted(folder.glob("*.toml"))]
 
     def _system_options(self) -> list[tuple[str, str]]:
         return [(s.name if s.system else f"{s.name} (broken)", s.name) for s in plugin_statuses()]
 
     async def on_mount(self) -> None:
-        self.query_one("#aside").border_title = "Plan"
-        self.query_one("#toml-scroll").border_title = "Profile (TOML)"
         await self.apply_base(self.base)
-        self._arrange(self.size.width)
+        mark_narrow(self, self.size.width)
 
     def on_resize(self, event: Resize) -> None:
-        self._arrange(event.size.width)
-
-    def _arrange(self, width: int) -> None:
-        self.set_class(width < NARROW, "narrow")
+        mark_narrow(self, event.size.width)
 
     # -- the form <-> data ----------------------------------------------------------------
 
@@ -305,8 +188,8 @@ class SetupScreen(Screen[None]):
                 value = get_path(self.base, f.path)
                 f.write(value is not None, value)
             name = get_path(self.base, "name") or "experiment"
-            default_save = self.wb.profiles_dir / f"{name}.toml"
-            self.query_one("#save-path", Input).value = source or str(default_save)
+            default_save = save_path(source, str(name), self.context.profiles_dir)
+            self.query_one("#save-path", Input).value = default_save
             groups = get_path(self.base, "workload.groups") or []
             note = self.query_one("#groups-note", Static)
             note.update(
@@ -405,10 +288,6 @@ class SetupScreen(Screen[None]):
             out.append((STRATEGY, bool(strategy), strategy))
         for f in self.fields():
             present, value = f.read()
-            if f.path == "target.managed" and not value:
-                present = False
-            if f.path == "workload.prefill" and not value:
-                present = False
             out.append((f.path, present, value))
         return out
 
@@ -438,57 +317,12 @@ class SetupScreen(Screen[None]):
             box.query_one(".field-error", Static).update(
                 f"↳ {flagged[path]}" if path in flagged else ""
             )
-        self._show_plan(checked, general)
+        self._show_plan(checked, general, data)
         self.post_message(DraftChanged(Draft(data, checked.spec, checked.errors)))
 
-    def _show_plan(self, checked: Checked, general: list[str]) -> None:
-        status = self.query_one("#status-line", Static)
-        plan = self.query_one("#plan", Static)
-        toml = self.query_one("#toml", Static)
-        if checked.spec is None:
-            n = len(checked.errors)
-            text = Text(f"✗ {n} problem{'s' if n != 1 else ''}: ", style="bold red")
-            text.append(str(checked.errors[0]) if checked.errors else "", style="red")
-            status.update(text)
-            body = Text("Not ready to run:\n", style="bold red")
-            for err in checked.errors:
-                body.append(f"• {err}\n", style="red")
-            plan.update(body)
-            try:
-                toml.update(Text(tomli_w.dumps(self.data())))
-            except Exception:
-                toml.update("")
-            return
-        steps = checked.steps
-        s = checked.spec
-        target = f"{s.target.system}"
-        text = Text("✓ ", style="bold green")
-        text.append(f"{len(steps)} step{'s' if len(steps) != 1 else ''} on {target}")
-        if s.sweep:
-            axes = " x ".join(f"{a.path} ({len(a.values)})" for a in s.sweep)
-            text.append(f", sweeping {axes}", style="dim")
-        text.append("  Ctrl+R starts", style="dim")
-        status.update(text)
-        from workbench.spec.plan import resolve_strategy, total_clients, workers_for
-
-        body = Text()
-        body.append(f"{len(steps)} step{'s' if len(steps) != 1 else ''}\n", style="bold")
-        for st in steps:
-            sp = st.spec
-            strategy = resolve_strategy(load_plugin(sp.target.system), sp).name
-            how = (f"{sp.load.ops:,} ops" if sp.load.ops else f"{sp.load.duration:g} s") + (
-                f" + {sp.load.warmup:g} s warm-up" if sp.load.warmup else ""
-            )
-            body.append(f"{st.index + 1}. {st.title}\n")
-            body.append(
-                f"   {sp.target.system}/{strategy}, {total_clients(sp)} clients on "
-                f"{workers_for(sp)} worker(s), {how}\n",
-                style="dim",
-            )
-        for g in general:
-            body.append(f"{g}\n", style="red")
-        plan.update(body)
-        toml.update(Text(spec_to_toml(s)))
+    def _show_plan(self, checked: Checked, general: list[str], data: dict[str, Any]) -> None:
+        self.query_one("#status-line", Static).update(status_line(checked))
+        self.query_one(PlanPreview).show(checked, general, data)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -538,7 +372,7 @@ class SetupScreen(Screen[None]):
                 help_text = "[b]strategy.name[/b]: how clients talk to it; a sweep runs each"
                 break
             node = node.parent  # type: ignore[assignment]
-        self.query_one("#help", Static).update(help_text)
+        self.query_one(PlanPreview).show_help(help_text)
         self.query_one("#help-line", Static).update(help_text)
 
     # -- actions --------------------------------------------------------------------------
@@ -572,11 +406,17 @@ class SetupScreen(Screen[None]):
             self.notify("Not saved: give a file name", severity="error")
             return
         path = Path(path_text).expanduser()
+        if is_shipped(path):  # the installed package is not a place to write
+            path = Path(path.name)
         try:
-            save_spec(spec, path, header="Saved by the Cache Workbench TUI.")
+            written = save_spec(spec, path, header="Saved by the Cache Workbench TUI.")
         except OSError as exc:
             self.notify(f"Not saved: {exc}", severity="error")
             return
-        self.source = str(path)
+        self.source = str(written)
+        self.query_one("#save-path", Input).value = str(written)
         self.query_one("#profile", Select).set_options(self._profile_options())
-        self.notify(f"Saved {path}")
+        if written == path:
+            self.notify(f"Saved {written}")
+        else:  # the file could not be updated faithfully in place
+            self.notify(f"{path} left as it was; saved as {written}", severity="warning")

@@ -115,6 +115,66 @@ def _line(cells: dict[tuple[int, int], list], x0: int, y0: int, x1: int, y1: int
             y0 += sy
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """Where data lands: the axes' bounds and the braille dot grid they map onto."""
+
+    x: Axis
+    y: Axis
+    xlo: float
+    xhi: float
+    ylo: float
+    yhi: float
+    dots_w: int
+    dots_h: int
+
+    def dot(self, px: float, py: float) -> tuple[int, int] | None:
+        """The dot of a data point, or None when it falls outside the x range."""
+        fx = _scale(px, self.xlo, self.xhi, self.x.log)
+        if not (-1e-9 <= fx <= 1 + 1e-9):
+            return None
+        fy = min(max(_scale(py, self.ylo, self.yhi, self.y.log), 0.0), 1.0)
+        return round(fx * (self.dots_w - 1)), round((1 - fy) * (self.dots_h - 1))
+
+
+def _draw(series: Sequence[Series], frame: _Frame) -> dict[tuple[int, int], list]:
+    """Each series as joined line segments: cell -> [braille dot bits, series index]."""
+    cells: dict[tuple[int, int], list] = {}
+    for i, s in enumerate(series):
+        prev: tuple[int, int] | None = None
+        for px, py in s.points:
+            dot = frame.dot(px, py) if math.isfinite(px) and math.isfinite(py) else None
+            if dot is not None:
+                _line(cells, *(prev or dot), *dot, i)
+            prev = dot
+    return cells
+
+
+def _plot_row(
+    cells: dict[tuple[int, int], list], r: int, cols: int, styles: list[str]
+) -> list[tuple[str, str]]:
+    """Row `r` of the plot as runs of (characters, style)."""
+    runs: list[tuple[str, str]] = []
+    run_style, run = "", []
+    for c in range(cols):
+        cell = cells.get((c, r))
+        ch, st = (chr(0x2800 + cell[0]), styles[cell[1]]) if cell else (" ", "")
+        if st != run_style and run:
+            runs.append(("".join(run), run_style))
+            run = []
+        run_style = st
+        run.append(ch)
+    if run:
+        runs.append(("".join(run), run_style))
+    return runs
+
+
+def _empty_chart(width: int, height: int, empty: str, style: str) -> list[Text]:
+    lines = [Text(" " * width) for _ in range(height)]
+    lines[(height - 1) // 2] = Text(empty[:width].center(width), style=style)
+    return lines
+
+
 def plot(
     series: Sequence[Series],
     width: int,
@@ -134,10 +194,7 @@ def plot(
     ys = [p[1] for s in series for p in s.points if math.isfinite(p[1])]
     rows = height - 1
     if not xs:
-        lines = [Text(" " * width) for _ in range(height)]
-        mid = rows // 2
-        lines[mid] = Text(empty[:width].center(width), style=axis_style)
-        return lines
+        return _empty_chart(width, height, empty, axis_style)
     ylo, yhi = _bounds(ys, y, zero=not y.log)
     xlo, xhi = _bounds(xs, x, zero=False)
     if x.hi is None and not x.log and len(set(xs)) == 1:
@@ -146,43 +203,15 @@ def plot(
     labels = {round((1 - _scale(t, ylo, yhi, y.log)) * (rows - 1)): y.fmt(t) for t in yticks}
     label_w = max((len(v) for v in labels.values()), default=0) + 1
     cols = max(width - label_w, 2)
-    dots_w, dots_h = cols * 2, rows * 4
-    cells: dict[tuple[int, int], list] = {}
-    for i, s in enumerate(series):
-        prev: tuple[int, int] | None = None
-        for px, py in s.points:
-            if not (math.isfinite(px) and math.isfinite(py)):
-                prev = None
-                continue
-            fx = _scale(px, xlo, xhi, x.log)
-            fy = _scale(py, ylo, yhi, y.log)
-            if not (-1e-9 <= fx <= 1 + 1e-9):
-                prev = None
-                continue
-            fy = min(max(fy, 0.0), 1.0)
-            dot = (round(fx * (dots_w - 1)), round((1 - fy) * (dots_h - 1)))
-            if prev is None:
-                _line(cells, *dot, *dot, i)
-            else:
-                _line(cells, *prev, *dot, i)
-            prev = dot
+    cells = _draw(series, _Frame(x, y, xlo, xhi, ylo, yhi, cols * 2, rows * 4))
     styles = [s.color or (colors[i % len(colors)] if colors else "") for i, s in enumerate(series)]
     lines = []
     for r in range(rows):
         line = Text(no_wrap=True)
         label = labels.get(r, "")
         line.append(label.rjust(label_w - 1) + ("┤" if label else "│"), style=axis_style)
-        run_style, run = None, []
-        for c in range(cols):
-            cell = cells.get((c, r))
-            ch, st = (chr(0x2800 + cell[0]), styles[cell[1]]) if cell else (" ", "")
-            if st != run_style and run:
-                line.append("".join(run), style=run_style or "")
-                run = []
-            run_style = st
-            run.append(ch)
-        if run:
-            line.append("".join(run), style=run_style or "")
+        for chars, style in _plot_row(cells, r, cols, styles):
+            line.append(chars, style=style)
         lines.append(line)
     lines.append(_x_labels(xlo, xhi, x, cols, label_w, axis_style))
     return lines

@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from workbench.live import RunView, StepView
+from workbench.metrics import Summary
 from workbench.tui.figures import (
     axis_us,
     format_bytes,
@@ -30,6 +31,7 @@ from workbench.tui.figures import (
     nines_label,
     percentile_x,
 )
+from workbench.tui.layout import mark_narrow
 from workbench.tui.widgets.chart import Axis, Chart, Series
 
 STEP_COLUMNS = (
@@ -109,48 +111,66 @@ def time_axis() -> Axis:
     return Axis(lo=0.0, fmt=_seconds)
 
 
-def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> Group | Table:
-    """Hits, misses, bytes, errors (with the first message), server figures, per-op rates."""
-    rows: list[tuple[str | Text, str | Text]] = []
+Row = tuple[str | Text, str | Text]
+
+
+def _server_figure(key: str, value: object) -> Row:
+    memory = "memory" in key or "bytes" in key
+    if isinstance(value, int | float) and memory:
+        shown = format_bytes(value)
+    elif isinstance(value, int):
+        shown = format_count(value)
+    else:
+        shown = str(value)
+    return key.replace("_", " "), shown
+
+
+def counter_rows(step: StepView | None) -> list[Row]:
+    """Label and value of every counter of a step (dashes before it has figures)."""
     s = step.summary if step else None
     if step is None or s is None:
-        rows = [("ops", "-"), ("ops/s", "-"), ("hits", "-"), ("misses", "-"), ("errors", "-")]
-    else:
-        t = step.totals
-        hot, cold = hot_cold_rates(t)
-        rows += [
-            ("ops", format_count(s.ops)),
-            ("ops/s", format_rate(s.ops_per_s)),
-            ("measured", _seconds(s.duration)),
-            ("MiB/s", f"{s.mib_per_s:.2f}"),
-            ("hits", format_count(s.hits)),
-            ("misses", format_count(s.misses)),
-            ("hit rate", format_pct(s.hit_rate)),
-            ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
-            ("bytes in", format_bytes(t.bytes_in)),
-            ("bytes out", format_bytes(t.bytes_out)),
-            ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
-            ("clients", f"{step.clients} on {step.workers} worker(s)"),
-        ]
-        if t.published:
-            rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
-        for key, value in sorted(t.server.items()):
-            memory = "memory" in key or "bytes" in key
-            if isinstance(value, int | float) and memory:
-                shown = format_bytes(value)
-            elif isinstance(value, int):
-                shown = format_count(value)
-            else:
-                shown = str(value)
-            rows.append((key.replace("_", " "), shown))
+        return [("ops", "-"), ("ops/s", "-"), ("hits", "-"), ("misses", "-"), ("errors", "-")]
+    t = step.totals
+    hot, cold = hot_cold_rates(t)
+    rows: list[Row] = [
+        ("ops", format_count(s.ops)),
+        ("ops/s", format_rate(s.ops_per_s)),
+        ("measured", _seconds(s.duration)),
+        ("MiB/s", f"{s.mib_per_s:.2f}"),
+        ("hits", format_count(s.hits)),
+        ("misses", format_count(s.misses)),
+        ("hit rate", format_pct(s.hit_rate)),
+        ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
+        ("bytes in", format_bytes(t.bytes_in)),
+        ("bytes out", format_bytes(t.bytes_out)),
+        ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
+        ("clients", f"{step.clients} on {step.workers} worker(s)"),
+    ]
+    if t.published:
+        rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
+    rows += [_server_figure(key, value) for key, value in sorted(t.server.items())]
+    return rows
+
+
+def _per_op_table(s: Summary) -> Table:
+    per_op = Table(box=None, padding=(0, 1), expand=True, header_style="dim")
+    for name in ("op", "count", "ops/s", "p50", "p99"):
+        per_op.add_column(name, justify="left" if name == "op" else "right", no_wrap=True)
+    for kind, (count, rate, p50, p99) in s.per_op.items():
+        per_op.add_row(kind, format_count(count), format_rate(rate), format_us(p50), format_us(p99))
+    return per_op
+
+
+def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> Group | Table:
+    """Hits, misses, bytes, errors (with the first message), server figures, per-op rates."""
+    rows = counter_rows(step)
     grid = Table.grid(padding=(0, 1), expand=True)
-    pairs = 2 if wide else 1
+    pairs = 2 if wide else 1  # label/value pairs side by side
     for _ in range(pairs):
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(no_wrap=True, overflow="ellipsis")
     for i in range(0, len(rows), pairs):
-        chunk = rows[i : i + pairs]
-        cells: list[str | Text] = [c for pair in chunk for c in pair]
+        cells: list[str | Text] = [c for pair in rows[i : i + pairs] for c in pair]
         grid.add_row(*cells, *([""] * (2 * pairs - len(cells))))
     if step is not None:
         for kind, n in sorted(step.totals.errors.items()):
@@ -162,14 +182,10 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
             )
     for notice in view.notices[-3:]:
         grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
+    s = step.summary if step else None
     if s is None or len(s.per_op) < 1:
         return grid
-    per_op = Table(box=None, padding=(0, 1), expand=True, header_style="dim")
-    for name in ("op", "count", "ops/s", "p50", "p99"):
-        per_op.add_column(name, justify="left" if name == "op" else "right", no_wrap=True)
-    for kind, (count, rate, p50, p99) in s.per_op.items():
-        per_op.add_row(kind, format_count(count), format_rate(rate), format_us(p50), format_us(p99))
-    return Group(grid, Text(""), per_op)
+    return Group(grid, Text(""), _per_op_table(s))
 
 
 def step_row(step: StepView) -> tuple[Text | str, ...]:
@@ -360,7 +376,7 @@ class RunDashboard(Container):
         return Axis(lo=0.0, hi=hi, fmt=_seconds)
 
     def on_resize(self) -> None:
-        self.set_class(self.size.width < 100, "narrow")
+        mark_narrow(self, self.size.width)
         self.refresh_view()
 
     @staticmethod

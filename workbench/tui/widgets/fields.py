@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from workbench.options import Option
+from workbench.spec.fields import SpecField
 from workbench.tui.form import (
     CUSTOM,
     DISTRIBUTION_KINDS,
@@ -22,6 +23,7 @@ from workbench.tui.form import (
     text_to_value,
     value_to_text,
 )
+from workbench.workload import OP_CODES
 
 
 def field_id(path: str) -> str:
@@ -81,11 +83,14 @@ class FormField(Vertical):
 
 
 class BoolField(FormField):
+    """A yes/no spec field whose default is no: only a ticked box is written."""
+
     def compose_input(self) -> ComposeResult:
         yield Checkbox(self.placeholder, compact=True, tooltip=self.help or None)
 
     def read(self) -> tuple[bool, Any]:
-        return True, self.query_one(Checkbox).value
+        ticked = self.query_one(Checkbox).value
+        return ticked, ticked
 
     def write(self, present: bool, value: Any) -> None:
         self.query_one(Checkbox).value = bool(value) if present else False
@@ -200,7 +205,7 @@ class DistributionField(FormField):
 class MixField(FormField):
     """The operation mix: a weight per operation (cache_aside is get, then set on a miss)."""
 
-    OPS = ("get", "set", "delete", "cache_aside", "publish")
+    OPS = tuple(OP_CODES)
     DEFAULT_CSS = """
     MixField .mix-op { width: 1fr; }
     MixField .mix-name { width: auto; padding: 0 1 0 1; color: $text-muted; }
@@ -239,3 +244,30 @@ def option_field(prefix: str, opt: Option) -> FormField:
         return ChoiceField(path, opt.name, help_text, ["true", "false"], value_to_text(opt.default))
     kind: FieldKind = "text" if opt.kind in ("str", "list") else "value"
     return FormField(path, opt.name, help_text, kind=kind, placeholder=value_to_text(opt.default))
+
+
+def empty_hint(field: SpecField) -> str:
+    """What an empty field shows: the model's default and the field's note."""
+    default = field.default
+    if default is None or default == "":
+        return field.note
+    return value_to_text(default) + field.note
+
+
+def spec_field(field: SpecField) -> FormField:
+    """The field for one core spec field, at its path (see `workbench.spec.fields`)."""
+    path, label, help_text = field.path, field.label, field.help
+    if field.entry == "mix":
+        return MixField(path, label, help_text)
+    if field.entry == "distribution":
+        return DistributionField(path, label, help_text, field.default)
+    if field.entry == "bool":
+        return BoolField(path, label, help_text, kind="bool", placeholder=field.note)
+    return FormField(
+        path,
+        label,
+        help_text,
+        kind=field.entry,
+        sweep=field.sweepable,
+        placeholder=empty_hint(field),
+    )

@@ -1,0 +1,123 @@
+"""The aiohttp strategies: ``keep-alive`` (a shared pool) and ``new-connection``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from workbench.adapter import AdapterError
+from workbench_http.config import Config, flatten
+from workbench_http.probe import probe
+from workbench_http.templates import JSON
+
+
+def _io_error(exc: Exception) -> Exception:
+    """aiohttp's exceptions in the engine's kinds."""
+    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return AdapterError("timeout", str(exc) or "timed out")
+    if isinstance(exc, aiohttp.ClientConnectionError):
+        return AdapterError("connection", f"{type(exc).__name__}: {exc}")
+    return AdapterError("protocol", f"{type(exc).__name__}: {exc}")
+
+
+class HttpConnection:
+    """One aiohttp session per worker; every virtual client of the worker shares it."""
+
+    def __init__(self, config: Config, connector: aiohttp.TCPConnector) -> None:
+        self.config = config
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(
+                total=config.total_timeout or None, sock_connect=config.connect_timeout or None
+            ),
+            headers=config.headers,
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def client(self) -> HttpClient:
+        return HttpClient(self)
+
+    async def server_stats(self) -> dict[str, Any]:
+        if not self.config.stats_path:
+            return {}
+        url = URL(self.config.base_url + self.config.stats_path, encoded=True)
+        async with self.session.get(url) as resp:
+            if resp.status != 200:
+                return {}
+            data = await resp.json(content_type=None)
+        return flatten(data) if isinstance(data, dict) else {}
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+class HttpClient:
+    """A virtual client: the templates over the worker's shared session."""
+
+    __slots__ = ("config", "session")
+
+    def __init__(self, conn: HttpConnection) -> None:
+        self.config = conn.config
+        self.session = conn.session
+
+    async def get(self, key: bytes) -> bytes | None:
+        c = self.config
+        url = c.get.url(key)
+        try:
+            async with self.session.request(c.get.method, url) as resp:
+                status = resp.status
+                body = await resp.read()
+                is_json = resp.content_type == JSON
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _io_error(exc) from exc
+        return c.got(status, is_json, body, url.path_qs, resp.reason)
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        c = self.config
+        url = c.set.url(key, ttl)
+        data = c.body.render(key, value, ttl)
+        try:
+            async with self.session.request(
+                c.set.method, url, data=data, headers={"Content-Type": c.body.content_type}
+            ) as resp:
+                status = resp.status
+                body = await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _io_error(exc) from exc
+        c.was_set(status, body, url.path_qs, resp.reason)
+
+    async def delete(self, key: bytes) -> bool:
+        c = self.config
+        if c.delete is None:
+            raise c.no_delete()
+        url = c.delete.url(key)
+        try:
+            async with self.session.request(c.delete.method, url) as resp:
+                status = resp.status
+                body = await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _io_error(exc) from exc
+        return c.deleted(status, body, url.path_qs, resp.reason)
+
+    async def close(self) -> None:
+        return None
+
+
+async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> HttpConnection:
+    config = Config.from_options(system)
+    await probe(config)
+    connector = aiohttp.TCPConnector(
+        limit=strategy["pool_size"], limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=None
+    )
+    return HttpConnection(config, connector)
+
+
+async def connect_new(system: dict[str, Any], strategy: dict[str, Any]) -> HttpConnection:
+    config = Config.from_options(system)
+    await probe(config)
+    return HttpConnection(config, aiohttp.TCPConnector(limit=0, force_close=True))

@@ -1,0 +1,166 @@
+"""The system options checked and compiled once per worker, and what an answer means."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from workbench.adapter import AdapterError
+from workbench.errors import TargetError
+from workbench.servers import require_loopback
+from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
+
+
+def check_base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError(
+            f"expected an http:// URL such as http://127.0.0.1:8000; got {url!r}",
+            option_where("base_url"),
+        )
+    require_loopback(parts.hostname, option_where("base_url"))
+    return url.rstrip("/")
+
+
+@dataclass
+class Config:
+    """The system options, checked and compiled once per worker."""
+
+    base_url: str
+    get: UrlTemplate
+    set: UrlTemplate
+    delete: UrlTemplate | None
+    body: BodyTemplate
+    headers: dict[str, str]
+    hit_status: frozenset[int]
+    miss_status: frozenset[int]
+    set_status: frozenset[int]
+    delete_status: frozenset[int]
+    hit_field: str
+    value_field: str
+    from_text: Callable[[str], bytes]
+    total_timeout: float  # seconds, 0: none
+    connect_timeout: float
+    stats_path: str
+
+    @classmethod
+    def from_options(cls, o: dict[str, Any]) -> Config:
+        base = check_base_url(o["base_url"])
+        headers: dict[str, str] = {}
+        for line in o["headers"]:
+            name, sep, value = line.partition(":")
+            if not sep or not name.strip():
+                raise TargetError(f"expected 'Name: value'; got {line!r}", option_where("headers"))
+            headers[name.strip()] = value.strip()
+        encoding = o["value_encoding"]
+        return cls(
+            base_url=base,
+            get=UrlTemplate(o["get"], base, "get"),
+            set=UrlTemplate(o["set"], base, "set"),
+            delete=UrlTemplate(o["delete"], base, "delete") if o["delete"].strip() else None,
+            body=BodyTemplate(o["set_body"], encoding),
+            headers=headers,
+            hit_status=_statuses(o["hit_status"], "hit_status"),
+            miss_status=_statuses(o["miss_status"], "miss_status"),
+            set_status=_statuses(o["set_status"], "set_status"),
+            delete_status=_statuses(o["delete_status"], "delete_status"),
+            hit_field=o["hit_field"],
+            value_field=o["value_field"],
+            from_text=(
+                (lambda t: base64.b64decode(t, validate=True))
+                if encoding == "base64"
+                else _latin1_bytes
+            ),
+            total_timeout=o["timeout"],
+            connect_timeout=o["connect_timeout"],
+            stats_path=o["stats_path"],
+        )
+
+    # What an answer means; shared by every strategy.
+
+    def got(
+        self, status: int, is_json: bool, body: bytes, target: str, reason: str | None
+    ) -> bytes | None:
+        """A get's answer: the value, None for a miss, or raise an AdapterError."""
+        if status in self.hit_status:
+            if not is_json or not self.value_field:
+                return None if self.hit_field else body
+            try:
+                data = json.loads(body)
+            except ValueError as exc:
+                raise AdapterError("protocol", f"a hit whose body is not JSON: {exc}") from None
+            if not isinstance(data, dict):
+                raise AdapterError("protocol", "a hit whose JSON body is not an object")
+            if self.hit_field and not data.get(self.hit_field):
+                return None
+            value = data.get(self.value_field)
+            if value is None:
+                return None
+            if not isinstance(value, str):
+                value = json.dumps(value)
+            try:
+                return self.from_text(value)
+            except ValueError as exc:
+                raise AdapterError(
+                    "protocol", f"a value not in {self.value_field!r}: {exc}"
+                ) from None
+        if status in self.miss_status:
+            return None
+        raise _status_error(self.get.method, target, status, reason, body)
+
+    def was_set(self, status: int, body: bytes, target: str, reason: str | None) -> None:
+        if status not in self.set_status:
+            raise _status_error(self.set.method, target, status, reason, body)
+
+    def deleted(self, status: int, body: bytes, target: str, reason: str | None) -> bool:
+        if status in self.delete_status:
+            return True
+        if status in self.miss_status:
+            return False
+        assert self.delete is not None
+        raise _status_error(self.delete.method, target, status, reason, body)
+
+    def no_delete(self) -> AdapterError:
+        return AdapterError(
+            "unsupported",
+            "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
+        )
+
+
+def _latin1_bytes(text: str) -> bytes:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:  # text another writer stored: its UTF-8 bytes
+        return text.encode("utf-8", errors="surrogatepass")
+
+
+def _statuses(values: list[str], option: str) -> frozenset[int]:
+    problem = TargetError(f"expected HTTP status codes; got {values!r}", option_where(option))
+    try:
+        codes = frozenset(int(v) for v in values)
+    except ValueError:
+        raise problem from None
+    if not all(100 <= c <= 599 for c in codes):
+        raise problem
+    return codes
+
+
+def _status_error(
+    method: str, target: str, status: int, reason: str | None, body: bytes
+) -> AdapterError:
+    snippet = body[:120].decode("utf-8", errors="replace")
+    return AdapterError(f"http-{status}", f"{method} {target}: {status} {reason or ''} {snippet}")
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        elif isinstance(v, int | float | str | bool):
+            out[f"{prefix}{k}"] = v
+    return out

@@ -1,0 +1,136 @@
+"""The managed reference servers: the caching proxy (with its redis-server) or the kv-store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.options import Option, OptionSet
+from workbench.servers import ServerProcess, process_memory, start_python_server, start_redis
+
+
+@dataclass
+class ProxyServer:
+    """The caching proxy and, when the workbench started one for it, its redis-server."""
+
+    proxy: ServerProcess
+    redis: ServerProcess | None
+
+    @property
+    def pid(self) -> int:
+        return self.proxy.pid
+
+    @property
+    def version(self) -> str:
+        return self.proxy.version
+
+    @property
+    def target_options(self) -> dict[str, Any]:
+        return self.proxy.target_options
+
+    def memory(self) -> dict[str, int]:
+        out = self.proxy.memory()
+        if self.redis is not None:
+            out |= {f"redis_{k}": v for k, v in process_memory(self.redis.pid).items()}
+        return out
+
+    def stop(self) -> None:
+        try:
+            self.proxy.stop()
+        finally:
+            if self.redis is not None:
+                self.redis.stop()
+
+
+def _duration_arg(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
+    """Start the reference server `options["kind"]` on a free loopback port."""
+    loop = ["--loop", options["loop"]]
+    if options["kind"] == "kv-store":
+        args = [
+            "--mode", options["mode"],
+            "--partitions", str(options["partitions"]),
+            "--expiration", _duration_arg(options["expiration"]),
+            "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
+            *loop,
+        ]  # fmt: skip
+        server = start_python_server(
+            "workbench_http.servers.kv_store", args, version=f"kv-store ({options['mode']})"
+        )
+        server.target_options = {
+            "base_url": f"http://{server.host}:{server.port}",
+            "get": "GET /?key={key}",
+            "delete": "DELETE /?key={key}",
+            "stats_path": "/stats",
+        }
+        return server
+    redis: ServerProcess | None = None
+    url = options["redis_url"]
+    if not url:
+        redis = start_redis()
+        url = redis.target_options["url"]
+    args = [
+        "--redis-url", url,
+        "--max-keys", str(options["max_keys"]),
+        "--ttl", _duration_arg(options["lru_ttl"]),
+        "--rate-limit", f"{options['rate_limit']:g}",
+        "--throttle-status", str(options["throttle_status"]),
+        *loop,
+    ]  # fmt: skip
+    try:
+        proxy = start_python_server(
+            "workbench_http.servers.caching_proxy", args, version="caching-proxy"
+        )
+    except BaseException:
+        if redis is not None:
+            redis.stop()
+        raise
+    # get and set are the defaults; leaving them out lets a profile override them
+    # (a get of "GET /lookup" is the document's bad-query scenario).
+    proxy.target_options = {
+        "base_url": f"http://{proxy.host}:{proxy.port}",
+        "delete": "DELETE /lookup?key={key}",
+        "stats_path": "/stats",
+    }
+    return ProxyServer(proxy, redis)
+
+
+SERVER_OPTIONS = OptionSet(
+    (
+        Option(
+            "kind",
+            "choice",
+            "caching-proxy",
+            "reference server: the Redis caching proxy of 001 or the key-value store of 004",
+            choices=("caching-proxy", "kv-store"),
+        ),
+        Option(
+            "loop", "choice", "auto", "server event loop", choices=("auto", "uvloop", "asyncio")
+        ),
+        Option("mode", "choice", "dict", "kv-store storage", choices=("dict", "partitioned")),
+        Option("partitions", "int", 16, "kv-store partitions (partitioned mode)", minimum=1),
+        Option("expiration", "duration", 0.0, "kv-store TTL of keys set without one (0: never)"),
+        Option("cleanup_interval", "duration", 10.0, "kv-store sweep of expired keys (0: off)"),
+        Option("max_keys", "int", 1000, "caching-proxy LRU capacity (0: no LRU)", minimum=0),
+        Option("lru_ttl", "duration", 10.0, "caching-proxy LRU entry lifetime (0: until evicted)"),
+        Option(
+            "rate_limit", "float", 0.0, "caching-proxy requests/s per client (0: off)", minimum=0
+        ),
+        Option(
+            "throttle_status",
+            "choice",
+            "503",
+            "caching-proxy status for a throttled request",
+            choices=("503", "429"),
+        ),
+        Option(
+            "redis_url",
+            "str",
+            "",
+            "caching-proxy backing Redis (empty: a throw-away redis-server is started too)",
+        ),
+    )
+)

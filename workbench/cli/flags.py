@@ -1,0 +1,353 @@
+"""Familiar load-generator flags (memtier_benchmark, redis-benchmark) as `--set` overrides.
+
+Each flag becomes one or more ``PATH=VALUE`` texts that go through the same parser as
+``--set`` (`workbench.spec.load.parse_override`), so a flag can do nothing a profile cannot,
+and a list written after a flag (``-c [1,4,16]``) sweeps like it does after ``--set``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from workbench.errors import SpecError
+from workbench.profile_files import find_profile
+from workbench.spec.load import load_spec, read_profile, spec_from_data
+from workbench.spec.model import Spec
+
+# memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
+# workbench's own names; a bare name takes the parameters memtier uses by default.
+KEY_PATTERNS = {
+    "r": "uniform",
+    "random": "uniform",
+    "uniform": "uniform",
+    "s": "sequential",
+    "sequential": "sequential",
+    "g": "gaussian(0.5,0.1667)",  # memtier: the middle of the range, stddev range/6
+    "gaussian": "gaussian(0.5,0.1667)",
+    "z": "zipf(0.99)",
+    "zipf": "zipf(0.99)",
+    "hotcold": "hotcold(0.8,0.2)",
+}
+
+# URL scheme -> the system it names
+SCHEMES = {
+    "redis": "redis",
+    "rediss": "redis",
+    "memcached": "memcached",
+    "http": "http",
+    "https": "http",
+}
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The familiar flags given on the command line; None: not given."""
+
+    clients: str | None = None
+    workers: str | None = None
+    data_size: str | None = None
+    requests: str | None = None
+    test_time: str | None = None
+    ratio: str | None = None
+    key_pattern: str | None = None
+    key_maximum: str | None = None
+    pipeline: int | None = None
+    rate: str | None = None
+    ttl: str | None = None
+    server: str | None = None
+    repeat: int | None = None
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string (JSON escapes are TOML escapes)."""
+    return json.dumps(text)
+
+
+def ratio_override(text: str) -> str:
+    """memtier's ``--ratio SET:GET`` as weights of the mix, e.g. 1:10."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", text)
+    if not m or float(m.group(1)) + float(m.group(2)) <= 0:
+        raise SpecError(f"expected SET:GET weights such as 1:10; got {text!r}", "--ratio")
+    sets, gets = m.group(1), m.group(2)
+    return f"workload.mix={{set={sets},get={gets}}}"
+
+
+def key_pattern(text: str) -> str:
+    """A key distribution from memtier's letters (R:R, Z:Z), a bare name or a full form."""
+    raw = text.strip()
+    # memtier gives one letter for sets and one for gets; the workbench has one distribution.
+    m = re.fullmatch(r"([A-Za-z]):([A-Za-z])", raw)
+    if m:
+        if m.group(1).lower() != m.group(2).lower():
+            raise SpecError(
+                f"expected the same pattern for sets and gets (e.g. R:R); got {text!r}",
+                "--key-pattern",
+            )
+        raw = m.group(1)
+    if raw.lower() in KEY_PATTERNS:
+        return KEY_PATTERNS[raw.lower()]
+    if "(" in raw:  # zipf(1.2), hotcold(0.9,0.1): checked with the rest of the spec
+        return raw
+    names = "uniform (R), sequential (S), gaussian (G), zipf (Z), hotcold"
+    raise SpecError(
+        f"expected one of {names}, or a form such as zipf(1.2); got {text!r}", "--key-pattern"
+    )
+
+
+def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
+    """``-s URL``: the system from the scheme, its address option from the rest; the run
+    talks to that server, so a managed server of the profile is not started."""
+    parts = urlsplit(url)
+    system = SCHEMES.get(parts.scheme.lower())
+    if system is None or not parts.netloc:
+        raise SpecError(
+            "expected redis://HOST:PORT[/DB], memcached://HOST:PORT[,HOST:PORT] or "
+            f"http://HOST:PORT[/PATH]; got {url!r}",
+            "--server",
+        )
+    if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
+        raise SpecError(
+            "expected no user or password in the URL: give them in REDIS_USERNAME and "
+            "REDIS_PASSWORD (or target.options.password_env), which are never stored",
+            "--server",
+        )
+    target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
+    same_system = target.get("system", "embedded") == system
+    out = [f"target.system={_quoted(system)}", "target.managed=false"]
+    if not same_system:  # another system's options would be unknown to this one
+        out.append("target.options={}")
+        out.append("target.server={}")
+        if profile.get("strategy"):
+            out.append('strategy.name=""')
+            out.append("strategy.options={}")
+    if system == "redis":
+        out.append(f"target.options.url={_quoted(url)}")
+    elif system == "memcached":
+        servers = [s.strip() for s in parts.netloc.split(",") if s.strip()]
+        out.append("target.options.servers=[" + ",".join(_quoted(s) for s in servers) + "]")
+    else:
+        out.append(f"target.options.base_url={_quoted(url.rstrip('/'))}")
+    return out
+
+
+def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
+    """The `--set` texts the flags stand for, in a fixed order (the server first, so the
+    others apply to the system it picks). `--pipeline` is resolved later: it needs the
+    system's strategies (see `pipeline_overrides`)."""
+    out: list[str] = []
+    if flags.server is not None:
+        out += server_overrides(flags.server, profile)
+    simple = (
+        ("load.concurrency", flags.clients),
+        ("load.workers", flags.workers),
+        ("load.ops", flags.requests),
+        ("load.duration", flags.test_time),
+        ("load.rate", flags.rate),
+        ("workload.keys", flags.key_maximum),
+    )
+    out += [f"{path}={value}" for path, value in simple if value is not None]
+    if flags.data_size is not None:
+        out.append(f"workload.value_size={_sweep_or_string(flags.data_size)}")
+    if flags.ttl is not None:
+        out.append(f"workload.ttl={_sweep_or_string(flags.ttl)}")
+    if flags.ratio is not None:
+        out.append(ratio_override(flags.ratio))
+    if flags.key_pattern is not None:
+        out.append(f"workload.key_distribution={_quoted(key_pattern(flags.key_pattern))}")
+    if flags.repeat is not None:
+        out.append(f"load.repeat={flags.repeat}")
+    return out
+
+
+def _sweep_or_string(text: str) -> str:
+    """A list stays a list (a sweep) of strings, so that ``[100,1KiB,uniform(8,64)]`` needs no
+    quotes; anything else is one string (100, 4KiB, uniform(8,64))."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return _quoted(stripped)
+    items, depth, current = [], 0, ""
+    for ch in stripped[1:-1]:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    return "[" + ",".join(_quoted(i.strip().strip("\"'")) for i in items if i.strip()) + "]"
+
+
+# Strategy option names that set how many commands go out per round trip.
+PIPELINE_OPTIONS = ("batch", "pipeline", "depth")
+
+
+def pipeline_overrides(depth: int, system: Any, strategy_name: str) -> list[str]:
+    """``--pipeline N`` on a strategy that pipelines; without a named strategy, the system's
+    pipelining one is picked. N = 1 (no pipelining) suits every strategy."""
+    if depth < 1:
+        raise SpecError(f"expected 1 or more commands per round trip; got {depth}", "--pipeline")
+    piped = {
+        s.name: opt
+        for s in system.strategies
+        for opt in PIPELINE_OPTIONS
+        if s.options.get(opt) is not None
+    }
+    if strategy_name and strategy_name in piped:
+        return [f"strategy.options.{piped[strategy_name]}={depth}"]
+    if not strategy_name and piped:
+        name, opt = next(iter(piped.items()))
+        return [f"strategy.name={_quoted(name)}", f"strategy.options.{opt}={depth}"]
+    if depth == 1:
+        return []
+    having = (
+        f"; {system.name} pipelines with strategy {', '.join(piped)}"
+        if piped
+        else f"; no {system.name} strategy pipelines"
+    )
+    chosen = strategy_name or system.default_strategy
+    raise SpecError(
+        f"strategy {chosen!r} of {system.name} has no pipeline depth{having}", "--pipeline"
+    )
+
+
+# The typer declarations, each help naming the memtier / redis-benchmark flag it stands for.
+PANEL = "Familiar flags (memtier_benchmark, redis-benchmark)"
+
+
+def _opt(*names: str, help: str, metavar: str) -> Any:
+    import typer
+
+    # Square brackets would be read as rich markup in --help.
+    return typer.Option(
+        *names, help=help.replace("[", "\\["), metavar=metavar, rich_help_panel=PANEL
+    )
+
+
+CLIENTS = _opt(
+    "--clients",
+    "-c",
+    metavar="N",
+    help="virtual clients in all (load.concurrency); redis-benchmark -c, "
+    "memtier --clients x --threads; a list sweeps",
+)
+WORKERS = _opt(
+    "--workers",
+    "-w",
+    metavar="N",
+    help="worker processes, 0: one per core (load.workers); memtier -t/--threads",
+)
+DATA_SIZE = _opt(
+    "--data-size",
+    "-d",
+    metavar="SIZE",
+    help="value size: 100, 4KiB, uniform(8,3000), weighted(100:9,4KiB:1) (workload.value_size); "
+    "memtier -d/--data-size, redis-benchmark -d",
+)
+REQUESTS = _opt(
+    "--requests",
+    "-n",
+    metavar="N",
+    help="total operations, ends the step (load.ops); redis-benchmark -n, "
+    "memtier -n x clients x threads",
+)
+TEST_TIME = _opt(
+    "--test-time",
+    metavar="DURATION",
+    help="measured time: 60, 60s, 1m, 500ms (load.duration); memtier --test-time",
+)
+RATIO = _opt(
+    "--ratio",
+    metavar="SET:GET",
+    help="set:get weights, e.g. 1:10 (workload.mix); memtier --ratio",
+)
+KEY_PATTERN = _opt(
+    "--key-pattern",
+    metavar="PATTERN",
+    help="uniform, zipf, gaussian, sequential, hotcold, or memtier's R:R, Z:Z, G:G, S:S, "
+    "or a form like zipf(1.2) (workload.key_distribution); memtier --key-pattern",
+)
+KEY_MAXIMUM = _opt(
+    "--key-maximum",
+    metavar="N",
+    help="keys in the key space (workload.keys); memtier --key-maximum, redis-benchmark -r",
+)
+PIPELINE = _opt(
+    "--pipeline",
+    metavar="N",
+    help="commands per round trip, on a strategy that pipelines (redis: pipeline, "
+    "strategy.options.batch); memtier --pipeline, redis-benchmark -P",
+)
+RATE = _opt(
+    "--rate",
+    metavar="OPS/S",
+    help="open loop at this total rate (load.rate); memtier --rate-limiting x connections, wrk2 -R",
+)
+TTL = _opt(
+    "--ttl",
+    metavar="TTL",
+    help="expiry of set keys: 60, 2s, range(1,5), none (workload.ttl); memtier --expiry-range",
+)
+SERVER = _opt(
+    "--server",
+    "-s",
+    metavar="URL",
+    help="redis://HOST:PORT[/DB], memcached://HOST:PORT, http://HOST:PORT: picks the system "
+    "and its address (target.*); memtier -s/--server, redis-benchmark -h/-p",
+)
+REPEAT = _opt(
+    "--repeat",
+    metavar="N",
+    help="run each step N times, interleaved (A B A B); reports give median [min max] "
+    "(load.repeat)",
+)
+
+
+def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec:
+    """The profile (or the defaults) with the flags, then the `--set` overrides, applied and
+    checked, as `load_spec` does for `--set` alone."""
+    from workbench.plugins import load_plugin
+
+    profile = find_profile(profile) if profile else None
+    base = read_profile(profile) if profile else {}
+    overrides = [*to_overrides(flags, base), *sets]
+    try:
+        if flags.pipeline is not None:
+            source = str(profile) if profile else "--set"
+            draft = spec_from_data(base, overrides, source)
+            system = load_plugin(draft.target.system)
+            overrides += pipeline_overrides(flags.pipeline, system, draft.strategy.name)
+        return load_spec(profile, overrides)
+    except SpecError as exc:
+        raise _naming_the_flag(exc, flags) from None
+
+
+# the field each flag sets -> the flag, to name it in an error about that field
+FIELD_FLAGS = {
+    "load.concurrency": ("clients", "-c/--clients"),
+    "load.workers": ("workers", "-w/--workers"),
+    "workload.value_size": ("data_size", "-d/--data-size"),
+    "load.ops": ("requests", "-n/--requests"),
+    "load.duration": ("test_time", "--test-time"),
+    "workload.mix": ("ratio", "--ratio"),
+    "workload.keys": ("key_maximum", "--key-maximum"),
+    "load.rate": ("rate", "--rate"),
+    "workload.ttl": ("ttl", "--ttl"),
+    "load.repeat": ("repeat", "--repeat"),
+}
+
+
+def _naming_the_flag(exc: SpecError, flags: Flags) -> SpecError:
+    """An error about a field a flag set says which flag it was."""
+    for field_path, (attr, flag) in FIELD_FLAGS.items():
+        if getattr(flags, attr) is not None and re.search(
+            rf"(^|: ){re.escape(field_path)}($|[ .\[])", exc.where
+        ):
+            where = exc.where.removeprefix("--set: ")  # the flag, not --set, gave it
+            return SpecError(exc.message, f"{where} (set by {flag})")
+    return exc

@@ -1,0 +1,163 @@
+"""Repeated steps (load.repeat, --repeat N) seen together: the median with [min max] across
+the repeats of each step, for ops/s and the percentiles, the way criterion gives
+``[lo mid hi]``. A run without repeats has no groups, and its reports are unchanged."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.metrics import format_us
+from workbench.report.model import RunData, StepData
+
+REPEAT = "load.repeat"
+
+# name, figure of one repeat, text of one figure
+FIGURES: list[tuple[str, Callable[[StepData], float], Callable[[float], str]]] = [
+    ("ops/s", lambda s: s.summary.ops_per_s, lambda v: f"{v:,.0f}"),
+    ("p50", lambda s: s.summary.p(50.0), format_us),
+    ("p90", lambda s: s.summary.p(90.0), format_us),
+    ("p99", lambda s: s.summary.p(99.0), format_us),
+    ("p99.9", lambda s: s.summary.p(99.9), format_us),
+    ("max", lambda s: s.summary.max_us, format_us),
+]
+
+
+@dataclass(frozen=True)
+class Spread:
+    lo: float
+    mid: float  # the median
+    hi: float
+
+    def text(self, fmt: Callable[[float], str]) -> str:
+        return f"{fmt(self.mid)} [{fmt(self.lo)} {fmt(self.hi)}]"
+
+    def to_dict(self) -> dict[str, float]:
+        return {"median": self.mid, "min": self.lo, "max": self.hi}
+
+
+@dataclass(frozen=True)
+class RepeatGroup:
+    """The repeats of one step of one run."""
+
+    run: RunData
+    title: str  # the step's title without its repeat
+    label: dict[str, str]
+    steps: list[StepData]  # every planned repeat, in order
+
+    @property
+    def measured(self) -> list[StepData]:
+        return [s for s in self.steps if s.has_data]
+
+    def spread(self, get: Callable[[StepData], float]) -> Spread | None:
+        values = [get(s) for s in self.measured]
+        if not values:
+            return None
+        return Spread(min(values), statistics.median(values), max(values))
+
+    def name(self, *, with_run: bool) -> str:
+        first = self.steps[0]
+        parts = [f"{first.system}/{first.strategy}"]
+        parts += [f"{p.split('.')[-1]}={v}" for p, v in self.label.items()]
+        name = ", ".join(parts)
+        return f"{self.run.name}: {name}" if with_run else name
+
+
+def is_repeated(step: StepData) -> bool:
+    return REPEAT in step.label
+
+
+def groups(run: RunData) -> list[RepeatGroup]:
+    """The run's repeated steps gathered per step, in plan order; [] without repeats."""
+    by_title: dict[str, RepeatGroup] = {}
+    for step in run.steps:
+        if not is_repeated(step):
+            continue
+        label = {k: v for k, v in step.label.items() if k != REPEAT}
+        title = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in label.items()) or "run"
+        if title not in by_title:
+            by_title[title] = RepeatGroup(run, title, label, [])
+        by_title[title].steps.append(step)
+    return list(by_title.values())
+
+
+def table(runs: Sequence[RunData]) -> list[str]:
+    """A markdown table: one row per repeated step, median [min max] per figure."""
+    several = len(runs) > 1
+    rows = [(g, g.name(with_run=several)) for r in runs for g in groups(r)]
+    if not rows:
+        return []
+    head = ["step", "repeats", *[name for name, _, _ in FIGURES]]
+    lines = [
+        "### Repeats: median [min max]",
+        "",
+        "| " + " | ".join(head) + " |",
+        "| --- |" + " ---: |" * (len(head) - 1),
+    ]
+    for group, name in rows:
+        cells = [name.replace("|", "\\|"), f"{len(group.measured)}/{len(group.steps)}"]
+        for _, get, fmt in FIGURES:
+            spread = group.spread(get)
+            cells.append(spread.text(fmt) if spread else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Each figure is the median of the repeats with the lowest and highest in brackets; "
+        "repeats ran interleaved (A B A B), so a drift of the machine spreads over every step.",
+        "",
+    ]
+    return lines
+
+
+def to_dicts(run: RunData) -> list[dict[str, Any]]:
+    """The groups as plain data (for JSON)."""
+    out = []
+    for group in groups(run):
+        figures: dict[str, Any] = {}
+        for name, get, _ in FIGURES:
+            spread = group.spread(get)
+            key = "ops_per_s" if name == "ops/s" else f"{name}_us".replace(".", "_")
+            figures[key] = spread.to_dict() if spread else None
+        out.append(
+            {
+                "title": group.title,
+                "label": group.label,
+                "steps": [s.index for s in group.steps],
+                "measured": len(group.measured),
+                **figures,
+            }
+        )
+    return out
+
+
+def criterion_blocks(runs: Sequence[RunData]) -> list[str]:
+    """Criterion-like blocks per repeated step: [lo mid hi] are the lowest, median and highest
+    across the repeats (time per op, throughput, then each percentile)."""
+    from workbench.report.units import criterion_elements_per_s, criterion_time
+
+    several = len(runs) > 1
+    all_groups = [g for r in runs for g in groups(r)]
+    if not all_groups:
+        return []
+    lines = ["### ========== REPEATS: [min median max] across the repeats ============", "", "```"]
+    for group in all_groups:
+        n = len(group.measured)
+        lines.append(f"{group.name(with_run=several)} ({n} of {len(group.steps)} repeats)")
+        ops = group.spread(lambda s: s.summary.ops_per_s)
+        if ops is None or ops.lo <= 0:
+            lines += [f"{' ' * 24}nothing measured", ""]
+            continue
+        times = " ".join(criterion_time(1e9 / v).strip() for v in (ops.hi, ops.mid, ops.lo))
+        rates = " ".join(criterion_elements_per_s(v).strip() for v in (ops.lo, ops.mid, ops.hi))
+        lines += [f"{' ' * 24}time:   [{times}]", f"{' ' * 24}thrpt:  [{rates}]"]
+        for name, get, fmt in FIGURES[1:]:
+            spread = group.spread(get)
+            if spread is not None:
+                text = " ".join(fmt(v) for v in (spread.lo, spread.mid, spread.hi))
+                lines.append(f"{' ' * 24}{name + ':':<8}[{text}]")
+        lines.append("")
+    while lines[-1] == "":
+        lines.pop()
+    return [*lines, "```", ""]

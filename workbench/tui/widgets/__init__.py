@@ -1,0 +1,1 @@
+"""Reusable TUI widgets: they take data (attributes down) and post messages (up)."""
