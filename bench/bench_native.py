@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.engine.native import binary_path
+from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict

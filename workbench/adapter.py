@@ -94,6 +94,18 @@ class Connection(Protocol):
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
 
 
+async def runs_in_native_engine(
+    system_options: dict[str, Any], strategy_options: dict[str, Any]
+) -> Connection:
+    """The connect of a native strategy (``engine="native"``): its steps run in the native
+    engine's workers (native/), and the conformance kit drives it through the engine's own
+    probe; nothing in Python connects for it."""
+    raise PluginError(
+        "a native strategy runs in the native engine's workers, not through connect",
+        "strategy.name",
+    )
+
+
 @dataclass(frozen=True)
 class Strategy:
     """A way for clients to talk to the system: one connection each, a pool, pipelining..."""

@@ -44,8 +44,7 @@ redis-server unless ``redis_url`` is given, or ``kv-store``) and points the temp
 
 from __future__ import annotations
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
-from workbench.engine.native import probe_connect
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
 from workbench.options import Option, OptionSet
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.lean import connect_lean
@@ -121,7 +120,7 @@ plugin = CacheSystem(
         Strategy(
             "native",
             "native engine (Rust): one keep-alive connection per client, as wrk",
-            probe_connect("http"),
+            runs_in_native_engine,
             engine="native",
         ),
     ),

@@ -47,8 +47,14 @@ from pymemcache.exceptions import (
     MemcacheUnknownCommandError,
 )
 
-from workbench.adapter import AdapterError, CacheSystem, ServerLauncher, Strategy, error_kind
-from workbench.engine.native import probe_connect
+from workbench.adapter import (
+    AdapterError,
+    CacheSystem,
+    ServerLauncher,
+    Strategy,
+    error_kind,
+    runs_in_native_engine,
+)
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, start_memcached
 from workbench_memcached.protocol import (
@@ -349,7 +355,7 @@ plugin = CacheSystem(
         Strategy(
             "native",
             "native engine (Rust): one connection per client and server, `pipeline` in flight",
-            probe_connect("memcached"),
+            runs_in_native_engine,
             options=OptionSet(
                 (
                     Option(

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
-from workbench.engine.native import probe_connect
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, start_redis
 from workbench_redis.info import InfoReader
@@ -166,7 +165,7 @@ plugin = CacheSystem(
         Strategy(
             "native",
             "native engine (Rust): one connection per client, `pipeline` requests in flight",
-            probe_connect("redis"),
+            runs_in_native_engine,
             operations=KV,
             options=OptionSet((PIPELINE,)),
             engine="native",

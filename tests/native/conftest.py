@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.engine.native import binary_path
+from workbench.native_build import binary_path
 
 
 @pytest.fixture(autouse=True)

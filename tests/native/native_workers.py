@@ -11,8 +11,8 @@ import sys
 import time
 from typing import Any
 
-from workbench.engine.native import binary_path
 from workbench.metrics import Stats
+from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.plan import resolve_strategy

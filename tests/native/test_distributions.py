@@ -13,7 +13,7 @@ import pytest
 from native_workers import order, spec
 
 from workbench.engine.driver import ClientPlan, Workload
-from workbench.engine.native import binary_path
+from workbench.native_build import binary_path
 from workbench.workload import ValueBuffer, parse_mix
 
 N = 40_000

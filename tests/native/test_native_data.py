@@ -169,5 +169,7 @@ def test_cache_aside_hit_rate_equals_the_python_engines(
     # Every miss is filled: sets equal misses, in both engines.
     assert n.hist["set"].get_total_count() == n.misses
     assert p.hist["set"].get_total_count() == p.misses
-    assert _hit_rate(native) == pytest.approx(_hit_rate(python), abs=0.02)
+    # Concurrent clients filling the same missed key make the rate depend a little on
+    # timing, in either engine.
+    assert _hit_rate(native) == pytest.approx(_hit_rate(python), abs=0.03)
     assert len(intervals(native)) == len(intervals(python)) == 1

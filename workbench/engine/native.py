@@ -3,11 +3,12 @@
 A native strategy (``Strategy(engine="native")``) runs in ``workbench-native`` worker
 processes instead of the Python worker: same step orders in, same frames out (CONTRACT).
 ``./dev setup`` builds the binary and installs it as ``.venv/bin/workbench-native``;
-``WORKBENCH_NATIVE`` names another one.
+``WORKBENCH_NATIVE`` names another one (`workbench.native_build` finds it).
 
-The conformance kit drives a strategy through ``connect``; a native strategy's connect
-gives `ProbeConnection`, whose clients send each request through ``workbench-native
---probe``: the engine's own encoders and parsers, one blocking connection per client.
+The conformance kit drives a strategy through ``connect``; for a native strategy (whose
+declared connect is `adapter.runs_in_native_engine`) it uses `probe_connect` instead:
+`ProbeConnection`'s clients send each request through ``workbench-native --probe``, the
+engine's own encoders and parsers, one blocking connection per client.
 Its ``server_stats`` reads the server as the system's default strategy does.
 """
 
@@ -17,39 +18,16 @@ import asyncio
 import base64
 import contextlib
 import json
-import os
-import shutil
 import struct
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from workbench.adapter import AdapterError
-from workbench.errors import SpecError, TargetError
+from workbench.errors import TargetError
+from workbench.native_build import binary_path, require_binary
 
-BINARY = "workbench-native"
-BUILD_HINT = "the native engine is not built: run ./dev setup (it builds native/ with cargo)"
 _HEADER = struct.Struct(">I")
-
-
-def binary_path() -> Path | None:
-    """The native worker binary: $WORKBENCH_NATIVE, next to this Python, or on PATH."""
-    given = os.environ.get("WORKBENCH_NATIVE")
-    if given:
-        return Path(given) if Path(given).is_file() else None
-    beside = Path(sys.executable).parent / BINARY
-    if beside.is_file():
-        return beside
-    found = shutil.which(BINARY)
-    return Path(found) if found else None
-
-
-def require_binary(where: str = "strategy.name") -> Path:
-    path = binary_path()
-    if path is None:
-        raise SpecError(BUILD_HINT, where)
-    return path
 
 
 def version() -> str:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
-from workbench.engine.native import require_binary
 from workbench.errors import PluginError, SpecError
+from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.spec.load import set_path
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
