@@ -1,6 +1,6 @@
 """Per-operation cost of the load hot path, and what recording adds to it.
 
-Runs the engine's own client loop (`driver.async_client`) against the embedded cache in
+Runs the engine's own client loop (`clients.async_client`) against the embedded cache in
 this process for a fixed op count, then measures the pieces separately:
 
   generate      OpStream.next() alone
@@ -23,7 +23,8 @@ import time
 from workbench_embedded import DirectClient
 from workbench_embedded.cache import LruCache
 
-from workbench.engine.driver import ClientPlan, LoadState, async_client
+from workbench.engine.clients import LoadState, PubSubPlan, async_client
+from workbench.engine.plans import ClientPlan
 from workbench.metrics import fold, new_histogram
 from workbench.workload import (
     GET,
@@ -88,16 +89,16 @@ def hot_path(ops: int) -> None:
     async def go() -> None:
         client = DirectClient(LruCache(1_000_000, 1 << 30))
         state = LoadState(remaining=ops, budget_stops=True, loop=asyncio.get_running_loop())
+        state.begin(0)
         await async_client(
             client,
             make_stream(),
             ValueBuffer(100, 1),
             state,
-            ClientPlan(0, {GET: 0.9, SET: 0.1}, None),
-            [b"c"],
-            0,
+            ClientPlan(0, {GET: 0.9, SET: 0.1}),
+            PubSubPlan([b"c"], 0, 64),
         )
-        assert sum(len(v) for v in state.buf.lat) == ops
+        assert sum(len(v) for v in state.buf.lat.values()) == ops
 
     asyncio.run(go())
 

@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from workbench.metrics import Stats
 
-RunStatus = Literal["running", "completed", "interrupted", "failed"]
+# "degraded": measured to the end, but some workers were lost on the way (their share is
+# missing from the figures after they were lost).
+RunStatus = Literal["running", "completed", "degraded", "interrupted", "failed"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class StepStarted:
     workers: int
     clients: int
     server: dict[str, Any] = field(default_factory=dict)  # managed server pid, version...
+    # Machines the workers ran on: {"host", "cpus", "workers"} each; [] for this host only.
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class StepFinished:
     step: int
     status: RunStatus
     stats: Stats  # the whole measured step, all workers merged
+    reason: str = ""  # why a step failed, in one line
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from workbench.metrics import (
     percentile_curve,
     summarise,
 )
+from workbench.verdict import Context, Usage, Verdict, context_for, judge
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,13 @@ class StepView:
     totals: Stats = field(default_factory=Stats)
     summary: Summary | None = None  # of `totals`
     latest: Summary | None = None  # of the last interval
+    usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
+    context: Context = field(default_factory=Context)  # what the verdict knows of the step
+
+    @property
+    def verdict(self) -> Verdict:
+        """What limited this step's figure (`workbench.verdict`), from what was measured."""
+        return judge(self.usage, self.totals, self.context)
 
     def curve(self) -> list[tuple[float, float]]:
         """(percentile, µs) of everything measured so far in this step."""
@@ -88,14 +96,19 @@ class RunView:
             steps = tuple(StepView(s["index"], s["title"]) for s in event.steps)
             return RunView(event.run_id, event.name, "running", steps=steps, spec=event.spec)
         if isinstance(event, StepStarted):
+            steps = self.steps
+            if event.step >= len(steps):  # a step chosen as the run goes (a search's probe)
+                steps = (*steps, *(StepView(i, "") for i in range(len(steps), event.step + 1)))
             step = replace(
-                self.steps[event.step],
+                steps[event.step],
+                title=event.title,
                 status="running",
                 workers=event.workers,
                 clients=event.clients,
                 server=dict(event.server),
+                context=context_for(event.spec, getattr(event, "server_options", None)),
             )
-            return replace(self, steps=_put(self.steps, step), current=event.step)
+            return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
             old = self.steps[event.step]
             totals = merged((old.totals, event.stats), concurrent=False)
@@ -105,6 +118,7 @@ class RunView:
                 totals=totals,
                 summary=summarise(totals),
                 latest=summarise(event.stats),
+                usage=old.usage.plus(event.stats),
             )
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, StepFinished):

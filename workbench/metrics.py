@@ -56,10 +56,15 @@ def quantise(values: Iterable[int]) -> dict[int, int]:
 
 
 def fold(hist: HdrHistogram, values: list[int]) -> None:
-    """Record a batch of latencies (ns) into `hist`, one record call per distinct bucket."""
+    """Record a batch of latencies (ns) into `hist`, one record call per distinct bucket.
+
+    A negative latency is a bug in whoever measured it: it is refused, never clamped.
+    """
     record = hist.record_value
     for value, count in quantise(values).items():
-        record(max(value, LOWEST_NS), count)
+        if value < 0:
+            raise ValueError(f"negative latency {value} ns: the stopwatch is wrong")
+        record(value, count)
 
 
 def encode(hist: HdrHistogram) -> str:
@@ -90,6 +95,10 @@ class Stats:
     hot_gets: int = 0
     hot_hits: int = 0
     server: dict[str, Any] = field(default_factory=dict)  # latest server figures (memory...)
+    # CPU seconds (user+sys) each worker process used in the span, by worker index.
+    cpu: dict[str, float] = field(default_factory=dict)
+    offered: int = 0  # open loop: ops whose intended start fell in the span
+    send_lag: HdrHistogram | None = None  # open loop: actual send minus intended start (ns)
 
     @property
     def ops(self) -> int:
@@ -122,6 +131,13 @@ class Stats:
         self.expected_deliveries += other.expected_deliveries
         self.hot_gets += other.hot_gets
         self.hot_hits += other.hot_hits
+        for worker, seconds in other.cpu.items():
+            self.cpu[worker] = self.cpu.get(worker, 0.0) + seconds
+        self.offered += other.offered
+        if other.send_lag is not None:
+            if self.send_lag is None:
+                self.send_lag = new_histogram()
+            self.send_lag.add(other.send_lag)
         if other.server:
             self.server = {**self.server, **other.server}
             for k, v in other.server.items():
@@ -144,17 +160,26 @@ class Stats:
             "hot_gets": self.hot_gets,
             "hot_hits": self.hot_hits,
             "server": self.server,
+            "cpu": self.cpu,
+            "offered": self.offered,
+            "send_lag": encode(self.send_lag) if self.send_lag is not None else "",
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        # Keys this reader does not know yet (CONTRACT's cpu, offered, send_lag) are skipped.
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields = dict(data)
         fields["hist"] = {k: decode(v) for k, v in data.get("hist", {}).items()}
         fields["errors"] = dict(data.get("errors", {}))
         fields["first_errors"] = dict(data.get("first_errors", {}))
         fields["server"] = dict(data.get("server", {}))
+        fields["cpu"] = dict(data.get("cpu", {}))
+        lag = data.get("send_lag")
+        fields["send_lag"] = decode(lag) if lag else None
         return cls(**fields)
+
+
+# The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
+STATS_KEYS = tuple(Stats().to_dict())
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:

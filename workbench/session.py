@@ -17,7 +17,8 @@ from importlib import metadata
 from typing import Any
 
 from workbench import __version__
-from workbench.engine.coordinator import Coordinator
+from workbench.engine.coordinator import Coordinator, NextStep
+from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
 from workbench.spec.model import Spec, spec_to_dict
@@ -63,10 +64,20 @@ def _cpu_model() -> str:
 
 
 async def run(
-    spec: Spec, store: Store, *, stop: asyncio.Event | None = None, name: str | None = None
+    spec: Spec,
+    store: Store,
+    *,
+    stop: asyncio.Event | None = None,
+    name: str | None = None,
+    next_step: NextStep | None = None,
 ) -> AsyncIterator[Event]:
-    """Run `spec`, storing then yielding every event; ends with exactly one RunFinished."""
-    steps = check_spec(spec)
+    """Run `spec`, storing then yielding every event; ends with exactly one RunFinished.
+
+    With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
+    given the previous step's StepFinished (None at first), until it returns None.
+    """
+    steps = check_spec(spec) if next_step is None else []
+    check_limits(steps)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -82,7 +93,8 @@ async def run(
     coordinator = Coordinator(run_id, steps, stop)
     finished: RunFinished | None = None
     try:
-        async for event in coordinator.events():
+        stream = coordinator.events() if next_step is None else coordinator.events_from(next_step)
+        async for event in stream:
             store.record(event)
             yield event
         finished = RunFinished(run_id, "interrupted" if stop.is_set() else coordinator.status)

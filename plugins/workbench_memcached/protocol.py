@@ -476,14 +476,18 @@ class MultiplexedClient:
         return None
 
 
-def to_stats(replies: Sequence[dict[str, str]]) -> dict[str, int]:
-    """The figures of ``stats`` as ints, summed over servers."""
-    out: dict[str, int] = {}
+CPU_STAT_NAMES = ("rusage_user", "rusage_system")  # seconds, as decimals
+
+
+def to_stats(replies: Sequence[dict[str, str]]) -> dict[str, int | float]:
+    """The figures of ``stats`` summed over servers: counts as ints, CPU seconds as floats."""
+    out: dict[str, int | float] = {}
     for reply in replies:
-        for name in STAT_NAMES:
+        for name in (*STAT_NAMES, *CPU_STAT_NAMES):
             text = reply.get(name)
             if text is None:
                 continue
             with contextlib.suppress(ValueError):
-                out[name] = out.get(name, 0) + int(text)
+                value = float(text) if name in CPU_STAT_NAMES else int(text)
+                out[name] = out.get(name, 0) + value
     return out

@@ -21,16 +21,22 @@ FIELDS = (
     "total_commands_processed",
     "instantaneous_ops_per_sec",
 )
+CPU_FIELDS = ("used_cpu_user", "used_cpu_sys")  # seconds, as decimals
 
 
-def parse_info(text: str, db: int = 0) -> dict[str, int]:
-    """The integer fields we report, and the key count of the database in use."""
+def parse_info(text: str, db: int = 0) -> dict[str, int | float]:
+    """The integer fields we report, the CPU seconds, and the key count of the database."""
     raw: dict[str, str] = {}
     for line in text.splitlines():
         name, sep, value = line.partition(":")
         if sep:
             raw[name.strip()] = value.strip()
-    out = {name: int(raw[name]) for name in FIELDS if raw.get(name, "").isdigit()}
+    out: dict[str, int | float] = {
+        name: int(raw[name]) for name in FIELDS if raw.get(name, "").isdigit()
+    }
+    for name in CPU_FIELDS:
+        with contextlib.suppress(ValueError, KeyError):
+            out[name] = float(raw[name])
     keyspace = raw.get(f"db{db}", "")
     for item in keyspace.split(","):
         k, _, v = item.partition("=")

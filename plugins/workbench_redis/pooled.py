@@ -70,7 +70,7 @@ class SyncConnection:
     async def client(self) -> SyncClient:
         if self.shared is not None:
             return SyncClient(self.shared)
-        r = redis.Redis(single_connection_client=True, **self.target.redis_py_kwargs())
+        r = redis.Redis(single_connection_client=True, **self.target.redis_py_kwargs(False))
         self.own.append(r)
         return SyncClient(r)
 
@@ -159,7 +159,7 @@ class PipelineConnection(_AsyncConnection):
         self.target = target
         self.batch = batch
         self.info = InfoReader(target)
-        self.r = aredis.Redis(**target.redis_py_kwargs())
+        self.r = aredis.Redis(**target.redis_py_kwargs(True))
         self.queue: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self.flusher: asyncio.Task[None] | None = None
 

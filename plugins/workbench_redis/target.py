@@ -11,8 +11,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
 from workbench.errors import TargetError
 from workbench.servers import require_loopback
+
+
+def no_retries(asyncio: bool) -> Any:
+    """redis-py's policy of never retrying a command.
+
+    redis-py retries failed commands by default (three times, with backoff), which hides
+    an outage: every strategy must show a failed command as an error.
+    """
+    return AsyncRetry(NoBackoff(), 0) if asyncio else Retry(NoBackoff(), 0)
 
 
 @dataclass(frozen=True)
@@ -26,16 +39,16 @@ class RedisTarget:
     connect_timeout: float
     timeout: float
 
-    def redis_py_kwargs(self) -> dict[str, Any]:
+    def redis_py_kwargs(self, asyncio: bool) -> dict[str, Any]:
         """Arguments for redis.Redis / redis.asyncio.Redis without an explicit pool."""
-        kwargs = self._common()
+        kwargs = self._common(asyncio)
         if self.tls:
             kwargs.update(ssl=True, ssl_cert_reqs=None)
         return kwargs
 
     def pool_kwargs(self, asyncio: bool) -> dict[str, Any]:
         """Arguments for a redis-py connection pool (TLS is a connection class there)."""
-        kwargs = self._common()
+        kwargs = self._common(asyncio)
         if self.tls:
             # Imported only for TLS: the SSL classes pull in the ssl module, which plain
             # connections never need.
@@ -49,8 +62,9 @@ class RedisTarget:
                 kwargs.update(connection_class=SSLConnection, ssl_cert_reqs=None)
         return kwargs
 
-    def _common(self) -> dict[str, Any]:
+    def _common(self, asyncio: bool) -> dict[str, Any]:
         return {
+            "retry": no_retries(asyncio),
             "host": self.host,
             "port": self.port,
             "db": self.db,

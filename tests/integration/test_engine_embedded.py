@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
+from workbench.cli.format import step_summary
 from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
+from workbench.live import RunView
 from workbench.metrics import merged
+from workbench.report import render
 from workbench.store import Store
 
 
@@ -93,7 +96,7 @@ async def test_a_stop_request_keeps_what_was_measured(store: Store) -> None:
     assert len(stored.steps[0].intervals) >= 2
 
 
-async def test_a_worker_that_dies_is_reported_and_the_run_kept(store: Store) -> None:
+async def test_a_worker_that_dies_is_reported_lost_and_the_step_degraded(store: Store) -> None:
     killed: list[int] = []
 
     def on_event(e: Event) -> None:
@@ -104,10 +107,22 @@ async def test_a_worker_that_dies_is_reported_and_the_run_kept(store: Store) -> 
 
     events = await collect(["load.duration=2", "load.workers=2"], store, on_event=on_event)
     notices = [e for e in events if isinstance(e, Notice)]
-    assert any(f"pid {killed[0]}" in n.message and "died" in n.message for n in notices)
+    (lost,) = [n for n in notices if f"pid {killed[0]}" in n.message]
+    assert lost.message.startswith("worker lost: ") and "killed by SIGKILL" in lost.message
+    assert "into the measured phase, after measuring" in lost.message
     (step,) = finished(events)
-    assert step.stats.ops > 0
-    assert store.load("last").notices
+    assert step.status == "degraded" and step.stats.ops > 0
+    stored = store.load("last")
+    assert stored.notices and stored.status == "degraded"
+    assert stored.steps[0].status == "degraded"
+    # Every face takes the status: the live view, the summary, the reports.
+    view = RunView()
+    for e in stored.events():
+        view = view.apply(e)
+    assert view.status == "degraded" and view.steps[0].status == "degraded"
+    assert step_summary(view.steps[0])[0].endswith("(degraded) ==")
+    assert "workers were lost" in render(stored, "table")
+    assert '"status": "degraded"' in render(stored, "json")
 
 
 def _worker_pids() -> list[int]:

@@ -243,6 +243,10 @@ async def test_history_rename_delete_compare_export(make, seeded: Store) -> None
         assert labels[0].startswith("slower")
         assert "(base)" in labels[0]
         assert app.screen.query_one("#cmp-percentiles", Chart).series
+        # The sweep's steps as one curve of p99 against throughput; the single run adds none.
+        sweeps = app.screen.query_one("#cmp-sweep", Chart)
+        assert sweeps.display
+        assert [(s.name, len(s.points)) for s in sweeps.series] == [("sweep", 3)]
         row = diff.get_row_at(1)
         assert "%" in str(row[4])  # p50: a difference against the baseline
 

@@ -48,6 +48,9 @@ def step_summary(step: StepView) -> list[str]:
     for tick in SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
+    verdict = step.verdict
+    if verdict.known:
+        lines.append(f"verdict: {verdict.line}")
     return lines
 
 
@@ -60,7 +63,12 @@ def step_heading(event: StepStarted, steps: int) -> str:
         if event.server
         else ""
     )
-    return (
+    line = (
         f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, "
         f"{event.clients} clients, {event.workers} worker(s){server}"
     )
+    if event.nodes:  # workers on a Ray cluster: where the load came from
+        line += "\n   nodes: " + "; ".join(
+            f"{n['host']} ({n['cpus']} CPUs, {n['workers']} worker(s))" for n in event.nodes
+        )
+    return line

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from workbench import __version__
-from workbench.cli import plugins, profiles, report, runs, serve
+from workbench.cli import check, plugins, profiles, report, runs, search, serve
 from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
 from workbench.cli.run import run_command
 
@@ -26,6 +26,8 @@ app.add_typer(plugins.app, name="plugins")
 app.command("report")(report.command)
 app.add_typer(profiles.app, name="profiles")
 app.add_typer(serve.app, name="serve")
+app.command("check")(check.command)
+app.command("search")(search.command)
 
 
 def _show_version(value: bool) -> None:

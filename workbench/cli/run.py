@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import signal
 import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -14,6 +15,7 @@ import typer
 from workbench import session
 from workbench.cli import flags as f
 from workbench.cli import outputs
+from workbench.cli.check import FailOnOption, checks_for, judge_steps
 from workbench.cli.common import (
     EXIT_CODES_HELP,
     ExitStatus,
@@ -25,10 +27,22 @@ from workbench.cli.common import (
     result,
 )
 from workbench.cli.format import live_line, step_heading, step_summary
-from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFinished, StepStarted
+from workbench.events import (
+    Event,
+    Interval,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
 from workbench.live import RunView
+from workbench.spec.model import spec_to_dict
 
 OUT_PANEL = "Files from the run"
+
+# Where a command's events come from, given the stop request: `session.run` unless told.
+EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
 
 
 @one_line_errors
@@ -98,6 +112,7 @@ def run_command(
             help="HdrHistogram interval log (--report hlog:FILE)", rich_help_panel=OUT_PANEL
         ),
     ] = None,
+    fail_on: FailOnOption = None,
     store: StoreOption = None,
 ) -> None:
     """Run an experiment: live progress, then a summary per step.
@@ -130,6 +145,7 @@ def run_command(
         repeat=repeat,
     )
     spec = f.load_with_flags(profile, given, set_ or [])
+    checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
@@ -141,12 +157,15 @@ def run_command(
         + f" (stored in {st.path})"
     )
     failed_files = _write_outputs(wanted, st, view.run_id)
+    passed = judge_steps(checks, view.steps) if checks else True
     if print_id:
         result(view.run_id)
     if view.status == "interrupted":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if view.status == "failed" or failed_files:
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
+    if not passed:
+        raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
 
 
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
@@ -167,9 +186,24 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
     return any(w.error for w in done)
 
 
-async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None) -> RunView:  # type: ignore[no-untyped-def]
+async def _drive(  # type: ignore[no-untyped-def]
+    spec,
+    st,
+    name: str | None,
+    quiet: bool,
+    bar_on: TextIO | None,
+    source: EventSource | None = None,
+    show: Callable[[object, RunView, bool], None] | None = None,
+) -> RunView:
+    """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
+
+    Abandoning cancels the run's task: the workers are killed, the run is stored as
+    interrupted with every interval that was complete, and the command exits 130.
+    `source` gives the events instead of `session.run` (a search), `show` prints them.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
     presses = {"n": 0}
     bar = None
     if bar_on is not None:
@@ -188,19 +222,26 @@ async def _drive(spec, st, name: str | None, quiet: bool, bar_on: TextIO | None)
                 "(Ctrl-C again to abandon)"
             )
             stop.set()
-        else:
-            raise KeyboardInterrupt
+        elif presses["n"] == 2 and task is not None:
+            say("abandoning: workers killed, complete intervals kept")
+            task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     view = RunView()
     try:
-        async for event in session.run(spec, st, stop=stop, name=name):
+        events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
+        async for event in events:
             view = view.apply(event)
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                _show(event, view, quiet)
+                (show or _show)(event, view, quiet)
+    except asyncio.CancelledError:
+        if presses["n"] < 2 or task is None:
+            raise
+        task.uncancel()  # our own abandonment: the run is stored, report it
+        view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))
     finally:
         if bar is not None:
             bar.close()

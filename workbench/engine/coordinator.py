@@ -2,8 +2,13 @@
 
 Runs in the caller's event loop (the TUI's or the CLI's). Workers report each interval
 on their own; an interval event is emitted once every live worker has reported it, with
-the workers' histograms merged. A worker that dies is reported as a notice and the step
-goes on with the others.
+the workers' histograms merged and the server's latest figures added (polled in the
+background, never on the load path). A worker that dies or is lost (a Ray node gone) is
+reported as a notice (which, when, how much it had measured) and the step goes on with
+the others; the step is then "degraded".
+
+Steps come from a list (`events`) or one at a time from a caller that sees each step's
+result before choosing the next (`events_from`), as a search for a rate does.
 """
 
 from __future__ import annotations
@@ -11,18 +16,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.adapter import CacheSystem, ManagedServer
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.adapter import CacheSystem, ManagedServer, Strategy
+from workbench.engine import frames
+from workbench.engine.launchers import Handle, Launcher, open_launcher
+from workbench.engine.limits import check_limits
+from workbench.engine.native import worker_command
+from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.plugins import load_plugin
 from workbench.spec.model import spec_to_dict
 from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+
+# A step whose errors exceed this share of the ops it attempted measured an outage, not
+# the cache: it is failed.
+FAILED_ERROR_SHARE = 0.5
+STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
+
+NextStep = Callable[[StepFinished | None], Step | None]
+_MANAGED_ACROSS_NODES = (
+    "the managed server listens on this machine's loopback: workers on the other nodes "
+    "cannot reach it. Across machines, start the server yourself and point the target at "
+    "its address (target.allow_remote = true)"
+)
+# Worst last: a run is as bad as its worst step.
+STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
+
+
+def step_failure(stats: Stats) -> str:
+    """Why a completed step counts as failed ("" if it does not)."""
+    attempted = stats.ops + stats.error_count
+    if not attempted:
+        return "nothing was measured"
+    if stats.error_count > FAILED_ERROR_SHARE * attempted:
+        share = stats.error_count / attempted
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.errors.items()))
+        return (
+            f"{share:.0%} of {attempted} operations failed ({kinds}), "
+            f"over the {FAILED_ERROR_SHARE:.0%} a step may lose"
+        )
+    return ""
 
 
 @dataclass
@@ -37,16 +76,35 @@ class _StepTally:
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    stop_sent: bool = False
+    measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
+    lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
+    go_at: float | None = None  # monotonic time the "go" was sent
+
+    @property
+    def finished(self) -> bool:
+        return len(self.done) >= len(self.live)
+
+
+@dataclass
+class _Setup:
+    """A step's resolved plugin, options and managed server."""
+
+    system: CacheSystem
+    strategy: Strategy
+    system_options: dict[str, Any]
+    strategy_options: dict[str, Any]
+    server_info: dict[str, Any]
 
 
 async def _pump(
-    handle: WorkerHandle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
+    handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
 ) -> None:
     while True:
         frame = await handle.receive()
         if frame is None:  # end of its output: let it finish dying so its exit code is known
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(handle.proc.wait(), timeout=2)
+                await asyncio.wait_for(handle.wait(), timeout=2)
         await inbox.put((handle.index, frame))
         if frame is None:
             return
@@ -58,40 +116,57 @@ def _start_server(system: CacheSystem, options: dict[str, Any]) -> ManagedServer
 
 
 class Coordinator:
-    def __init__(self, run_id: str, steps: list[Step], stop: asyncio.Event) -> None:
+    def __init__(self, run_id: str, steps: Iterable[Step], stop: asyncio.Event) -> None:
         self.run_id = run_id
         self.steps = steps
         self.stop = stop
-        self.handles: list[WorkerHandle] = []
+        self.handles: list[Handle] = []
+        self.engine = "python"  # the engine of the running workers ("python" or "native")
+        self.command: list[str] | None = None  # its worker program (None: the Python worker)
+        self.launcher: Launcher | None = None  # opened for the first step's load.launcher
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
         self.status = "completed"
         self.dead: set[int] = set()
-        self.engine = ""  # the engine of the running workers ("python" or "native")
-        self.count = 0
 
     async def events(self) -> AsyncIterator[Event]:
-        """Every step in order; `self.status` tells how the run ended."""
-        self.count = max(workers_for(s.spec) for s in self.steps)
+        """Every step of the list in order; `self.status` tells how the run ended."""
+        steps = iter(self.steps)
+        async for event in self.events_from(lambda _last: next(steps, None)):
+            yield event
+
+    async def events_from(self, next_step: NextStep) -> AsyncIterator[Event]:
+        """Steps one at a time: `next_step` sees the last StepFinished (None at first)."""
+        last: StepFinished | None = None
+        abandoned = True
         try:
-            for step in self.steps:
+            while (step := next_step(last)) is not None:
                 if self.stop.is_set():
                     self.status = "interrupted"
                     break
-                async for event in self._step(step):
+                async for event in self.run_step(step):
                     yield event
-                    if isinstance(event, StepFinished) and event.status != "completed":
+                    if isinstance(event, StepFinished):
+                        last = event
                         # A failed step is kept as failed; the sweep goes on with the next.
-                        self.status = event.status
+                        self.status = max(self.status, event.status, key=STATUS_RANK.index)
+            abandoned = False
         finally:
-            await self._shutdown()
+            await self._shutdown(abandon=abandoned)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, *, abandon: bool) -> None:
+        """Close the workers; abandoned (cancelled, second Ctrl-C): kill them at once."""
         self._stop_server()
-        await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
+        if abandon:
+            for h in self.handles:
+                h.kill()
+        else:
+            await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
         for p in self.pumps:
             p.cancel()
+        if self.launcher is not None:
+            await self.launcher.close()
 
     def _stop_server(self) -> None:
         if self.server is not None:
@@ -99,87 +174,93 @@ class Coordinator:
                 self.server.stop()
             self.server = None
 
-    async def _step(self, step: Step) -> AsyncIterator[Event]:
+    async def run_step(self, step: Step) -> AsyncIterator[Event]:
+        """One step: its StepStarted, intervals and notices, then exactly one StepFinished."""
+        check_limits([step])
+        try:
+            setup = await self._setup(step)
+        except TargetError as exc:
+            yield Notice(self.run_id, step.index, "error", str(exc))
+            yield StepFinished(self.run_id, step.index, "failed", Stats(), str(exc))
+            return
+        monitor = ServerMonitor(self.server, step.spec.load.interval / 2)
+        try:
+            launcher = await self._launcher(step)
+            n = workers_for(step.spec, launcher.cpus)
+            await self._use_engine(setup.strategy.engine)
+            await self._ensure_workers(n)
+            started = self._started(step, setup, n)
+            yield started
+            if step.spec.target.managed and len(started.nodes) > 1:
+                yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
+            monitor.watch(
+                setup.system, setup.strategy, setup.system_options, setup.strategy_options
+            )
+            tally = _StepTally(live={h.index for h in self.handles[:n]})
+            await self._order(step, setup, n)
+            async for event in self._collect(step, tally, monitor):
+                yield event
+            final_figures = await monitor.refresh()
+        except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
+            monitor.cancel()
+            self._stop_server()
+            raise
+        await monitor.close()
+        self._stop_server()
+        for event in self._finished(step, tally, final_figures):
+            yield event
+
+    async def _setup(self, step: Step) -> _Setup:
         spec = step.spec
         system = load_plugin(spec.target.system)
         strategy = resolve_strategy(system, spec)
         system_options = system.options.resolve(dict(spec.target.options), "target.options")
         strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
-        server_info: dict[str, Any] = {}
+        info: dict[str, Any] = {}
         if spec.target.managed and system.server is not None:
             server_opts = system.server.options.resolve(dict(spec.target.server), "target.server")
-            try:
-                self.server = await asyncio.to_thread(_start_server, system, server_opts)
-            except TargetError as exc:
-                yield Notice(self.run_id, step.index, "error", str(exc))
-                yield StepFinished(self.run_id, step.index, "failed", Stats())
-                return
+            self.server = await asyncio.to_thread(_start_server, system, server_opts)
             system_options = {**system_options, **self.server.target_options}
-            server_info = {
+            info = {
                 "pid": self.server.pid,
                 "version": self.server.version,
                 **{k: str(v) for k, v in self.server.target_options.items()},
             }
-        n = workers_for(spec)
-        await self._use_engine(strategy.engine)
-        await self._replace_dead(n)
-        handles = self.handles[:n]
-        yield StepStarted(
+        return _Setup(system, strategy, system_options, strategy_options, info)
+
+    def _started(self, step: Step, setup: _Setup, workers: int) -> StepStarted:
+        return StepStarted(
             self.run_id,
             step.index,
             step.title,
             step.label,
-            spec_to_dict(spec),
-            workers=n,
-            clients=total_clients(spec),
-            server=server_info,
-            **_engine_field(self.handles[0].engine if handles else {}),
+            spec_to_dict(step.spec),
+            workers=workers,
+            clients=total_clients(step.spec),
+            server=setup.server_info,
+            nodes=self._launcher_now().nodes(self.handles[:workers]),
+            **_engine_field(getattr(self.handles[0], "engine", {}) if workers else {}),
         )
+
+    async def _order(self, step: Step, setup: _Setup, n: int) -> None:
         order = {
-            "type": "step",
-            "spec": spec_to_dict(spec),
-            "system_options": system_options,
-            "strategy_options": strategy_options,
+            "type": frames.STEP,
+            "spec": spec_to_dict(step.spec),
+            "system_options": setup.system_options,
+            "strategy_options": setup.strategy_options,
             "workers": n,
         }
-        tally = _StepTally(live={h.index for h in handles})
-        for h in handles:
+        for h in self.handles[:n]:
             await h.send({**order, "worker": h.index})
-        stop_sent = False
-        go_sent = False
-        stop_wait = asyncio.create_task(self.stop.wait())
-        try:
-            while len(tally.done) < len(tally.live):
-                get = asyncio.create_task(self.inbox.get())
-                await asyncio.wait({get, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                if self.stop.is_set() and not stop_sent:
-                    stop_sent = True
-                    for h in handles:
-                        await h.send({"type": "stop"})
-                if not get.done():
-                    get.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await get
-                    continue
-                worker, frame = get.result()
-                for event in self._take(step, tally, worker, frame):
-                    yield event
-                if not go_sent and tally.armed >= tally.live - set(tally.done):
-                    go_sent = True
-                    for h in handles:
-                        await h.send({"type": "go"})
-                for event in await self._complete_intervals(step, tally):
-                    yield event
-        finally:
-            stop_wait.cancel()
-            self._stop_server()
-        total = merged(tally.emitted + tally.tails, concurrent=False)
-        status = self._step_status(tally, stop_sent)
-        if status == "completed" and not total.ops and total.error_count:
-            status = "failed"  # every operation failed: nothing about the cache was measured
-        if tally.emitted:
-            total.server = tally.emitted[-1].server | total.server
-        yield StepFinished(self.run_id, step.index, status, total)
+
+    async def _launcher(self, step: Step) -> Launcher:
+        if self.launcher is None:
+            self.launcher = await open_launcher(step.spec.load)
+        return self.launcher
+
+    def _launcher_now(self) -> Launcher:
+        assert self.launcher is not None
+        return self.launcher
 
     async def _use_engine(self, engine: str) -> None:
         """Workers of the step's engine: a sweep that changes engine changes its workers."""
@@ -189,27 +270,114 @@ class Coordinator:
         for p in self.pumps:
             p.cancel()
         self.inbox = asyncio.Queue()  # the old workers' last frames (their exits) stay behind
-        self.handles = await launch_local(self.count, engine)
-        self.pumps = [asyncio.create_task(_pump(h, self.inbox)) for h in self.handles]
+        self.handles, self.pumps = [], []
         self.dead.clear()
         self.engine = engine
+        self.command = worker_command(engine) if engine != "python" else None
 
-    async def _replace_dead(self, needed: int) -> None:
-        """A worker that died in an earlier step is replaced before the next one."""
+    async def _ensure_workers(self, needed: int) -> None:
+        """Enough live workers for the step: dead ones replaced, missing ones started."""
+        launcher = self._launcher_now()
         for index in sorted(i for i in self.dead if i < needed):
-            (fresh,) = await launch_local(1, self.engine)
-            fresh.index = index
+            (fresh,) = await launcher.launch(1, first_index=index, command=self.command)
             self.handles[index] = fresh
             self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
             self.dead.discard(index)
+        if len(self.handles) < needed:
+            fresh_ones = await launcher.launch(
+                needed - len(self.handles), first_index=len(self.handles), command=self.command
+            )
+            self.handles += fresh_ones
+            self.pumps += [asyncio.create_task(_pump(h, self.inbox)) for h in fresh_ones]
 
-    def _step_status(self, tally: _StepTally, stopped: bool) -> str:
-        if stopped:
+    async def _collect(
+        self, step: Step, tally: _StepTally, monitor: ServerMonitor
+    ) -> AsyncIterator[Event]:
+        """Frames until every live worker is done; intervals as soon as all reported them."""
+        handles = [self.handles[i] for i in sorted(tally.live)]
+        go_sent = False
+        async for worker, frame in self._frames(tally, handles):
+            for event in self._take(step, tally, worker, frame):
+                yield event
+            if not go_sent and tally.armed >= tally.live - set(tally.done):
+                go_sent = True
+                tally.go_at = time.monotonic()
+                await self._go(step, handles, monitor)
+            for event in self._complete_intervals(step, tally, monitor):
+                yield event
+
+    async def _go(self, step: Step, handles: list[Handle], monitor: ServerMonitor) -> None:
+        """Every worker starts at the same instant, a little ahead (frames.GO_LEAD)."""
+        start = time.time() + frames.GO_LEAD
+        for h in handles:
+            await h.send(frames.go(start))
+        warmup = step.spec.load.warmup if not step.spec.load.warmup_ops else 0.0
+        asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
+
+    async def _frames(
+        self, tally: _StepTally, handles: list[Handle]
+    ) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+        """Frames from the inbox; on stop, "stop" to the workers, then a bounded wait.
+
+        Blocks on the inbox (never spins); the task's own cancellation goes through.
+        """
+        stop_wait = asyncio.ensure_future(self.stop.wait())
+        get: asyncio.Future[tuple[int, dict[str, Any] | None]] | None = None
+        deadline = None
+        try:
+            while not tally.finished:
+                get = get or asyncio.ensure_future(self.inbox.get())
+                waits: set[asyncio.Future[Any]] = {get} if tally.stop_sent else {get, stop_wait}
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                done, _ = await asyncio.wait(
+                    waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                if stop_wait in done and not tally.stop_sent:
+                    tally.stop_sent = True
+                    deadline = time.monotonic() + STOP_GRACE
+                    for h in handles:
+                        await h.send({"type": frames.STOP})
+                if get in done:
+                    item, get = get.result(), None
+                    yield item
+                elif deadline is not None and time.monotonic() >= deadline:
+                    for h in handles:
+                        if h.index in tally.live and h.index not in tally.done:
+                            h.kill()  # its end of output arrives as a death notice
+                    deadline = None
+        finally:
+            stop_wait.cancel()
+            if get is not None:
+                if get.done() and not get.cancelled():
+                    self.inbox.put_nowait(get.result())  # not ours: keep it for the next step
+                get.cancel()
+
+    def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
+        total = merged(tally.emitted + tally.tails, concurrent=False)
+        if tally.emitted:
+            total.server = _step_server(tally.emitted) | total.server | figures
+        status = self._step_status(tally)
+        reason = ""
+        if status in ("completed", "degraded"):
+            reason = step_failure(total)
+            status = "failed" if reason else status
+        elif status == "failed":
+            reason = "; ".join(tally.errors) or "no worker measured anything"
+        events: list[Event] = []
+        if reason:
+            events.append(Notice(self.run_id, step.index, "error", f"step failed: {reason}"))
+        events.append(StepFinished(self.run_id, step.index, status, total, reason))  # type: ignore[arg-type]
+        return events
+
+    def _step_status(self, tally: _StepTally) -> str:
+        if tally.stop_sent:
             return "interrupted"
         if not tally.emitted and (tally.errors or not tally.live):
             return "failed"
         if "failed" in tally.done.values() and not tally.emitted:
             return "failed"
+        if tally.lost:
+            return "degraded"  # measured, but without the workers that were lost
         return "completed"
 
     def _take(
@@ -220,46 +388,76 @@ class Coordinator:
         if frame is None:
             self.dead.add(worker)
             tally.live.discard(worker)
-            tally.done.pop(worker, None)
-            message = self.handles[worker].describe_exit()
-            return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            if worker in tally.done or tally.stop_sent:  # finished, or killed after a stop
+                tally.done.pop(worker, None)
+                message = self.handles[worker].describe_exit()
+                return [Notice(self.run_id, step.index, "error", f"worker died: {message}")]
+            tally.lost.add(worker)
+            return [Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))]
         kind = frame["type"]
-        if kind == "armed":
+        if kind == frames.ARMED:
             tally.armed.add(worker)
-        elif kind == "interval":
+        elif kind == frames.INTERVAL:
             stats = Stats.from_dict(frame["stats"])
-            if frame["index"] < 0:
+            index = frame["index"]
+            if index == frames.LATE_DELIVERIES:
                 tally.tails.append(stats)
             elif not frame["warmup"]:
-                tally.pending.setdefault(frame["index"], {})[worker] = stats
-                tally.elapsed[frame["index"]] = max(
-                    tally.elapsed.get(frame["index"], 0.0), frame["elapsed"]
-                )
-        elif kind == "error":
+                tally.pending.setdefault(index, {})[worker] = stats
+                intervals, ops = tally.measured.get(worker, (0, 0))
+                tally.measured[worker] = (intervals + 1, ops + stats.ops)
+                tally.elapsed[index] = max(tally.elapsed.get(index, 0.0), frame["elapsed"])
+        elif kind == frames.ERROR:
             tally.errors.append(frame["message"])
-            return [
-                Notice(self.run_id, step.index, "error", f"worker {worker}: {frame['message']}")
-            ]
-        elif kind == "step_done":
+            text = f"worker {worker}: {frame['message']}"
+            return [Notice(self.run_id, step.index, "error", text)]
+        elif kind == frames.STEP_DONE:
             tally.done[worker] = frame["status"]
         return []
 
-    async def _complete_intervals(self, step: Step, tally: _StepTally) -> list[Event]:
+    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
+        """Which worker was lost, when, and how much it had measured."""
+        load = step.spec.load
+        if tally.go_at is None:
+            when = "before the load began"
+        else:
+            warmup = 0.0 if load.warmup_ops else load.warmup
+            into = time.monotonic() - tally.go_at - frames.GO_LEAD - warmup
+            when = f"{into:.1f} s into the measured phase" if into >= 0 else "during warm-up"
+        intervals, ops = tally.measured.get(worker, (0, 0))
+        return (
+            f"worker lost: {self.handles[worker].describe_exit()}, {when}, after measuring "
+            f"{ops} ops in {intervals} intervals (kept); the other workers go on"
+        )
+
+    def _complete_intervals(
+        self, step: Step, tally: _StepTally, monitor: ServerMonitor
+    ) -> list[Event]:
         """Intervals every live worker has reported (or all, once every worker is done)."""
         events: list[Event] = []
-        finished = len(tally.done) >= len(tally.live)
         for index in sorted(tally.pending):
             parts = tally.pending[index]
-            if not finished and not tally.live <= set(parts):
+            if not tally.finished and not tally.live <= set(parts):
                 break
             stats = merged(parts.values(), concurrent=True)
-            if self.server is not None:
-                with contextlib.suppress(Exception):
-                    stats.server = {**stats.server, **await asyncio.to_thread(self.server.memory)}
+            stats.server = {**stats.server, **monitor.sample()}
             del tally.pending[index]
             tally.emitted.append(stats)
             events.append(Interval(self.run_id, step.index, index, tally.elapsed[index], stats))
         return events
+
+
+def _step_server(intervals: list[Stats]) -> dict[str, Any]:
+    """A step's server figures: the last interval's, with CPU summed and busy share averaged."""
+    out = dict(intervals[-1].server)
+    cpu = [s.server["cpu_seconds"] for s in intervals if "cpu_seconds" in s.server]
+    if cpu:
+        out["cpu_seconds"] = round(sum(cpu), 4)
+    busy = [(s.server["host_busy"], s.duration) for s in intervals if "host_busy" in s.server]
+    span = sum(d for _, d in busy)
+    if busy and span > 0:
+        out["host_busy"] = round(sum(b * d for b, d in busy) / span, 4)
+    return out
 
 
 def _engine_field(engine: dict[str, str]) -> dict[str, Any]:

@@ -1,392 +1,45 @@
-"""The load loop of one worker: virtual clients, the stopwatch, and interval accounting.
+"""One step in one worker: connect, prefill, start the clients, warm up, measure, report.
 
-Adapters only do I/O. Here each operation is stamped with `perf_counter_ns()` before and
-after (or, in open loop, latency runs from the intended start time, correcting for
-coordinated omission), and the duration is appended to a plain list. Once per interval
-the lists are swapped out and folded into histograms in small chunks, so that folding
-never stalls the operations in flight for long.
+The measured phase follows the interval grid of docs/frames.md: boundaries at
+begin + k * interval, the same instants on every worker because every worker converts
+the coordinator's start time to its own clock. Each interval is sent as soon as its end
+is reached; the time spent waiting for ops still unanswered after the end is not
+measured time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
-import threading
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection, Strategy, error_kind
-from workbench.metrics import Stats, fold, new_histogram
+from workbench.adapter import Connection, Strategy
+from workbench.engine import frames
+from workbench.engine.accounting import ABANDONED, Buffers, to_stats
+from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
+from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
+from workbench.metrics import Stats
 from workbench.spec.model import Spec
 from workbench.workload import (
-    CACHE_ASIDE,
-    DELETE,
-    GET,
     PUBLISH,
     SET,
-    OpStream,
     ValueBuffer,
     format_key,
     max_value_size,
-    parse_key_distribution,
     parse_mix,
-    parse_ttl,
     parse_value_size,
     partition,
 )
 
-DELIVER = 5
-KIND_NAMES = {GET: "get", SET: "set", DELETE: "delete", PUBLISH: "publish", DELIVER: "deliver"}
-YIELD_EVERY = 64  # ops between forced loop turns, so in-process adapters cannot starve timers
-ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
-FOLD_CHUNK = 4096
-_STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
-
 Send = Callable[[dict[str, Any]], None]
-
-
-class Buffers:
-    """What clients record during one interval; swapped out whole at the interval's end."""
-
-    __slots__ = (
-        "bytes_in",
-        "bytes_out",
-        "delivered",
-        "errors",
-        "expected",
-        "first_errors",
-        "hits",
-        "hot_gets",
-        "hot_hits",
-        "lat",
-        "misses",
-        "published",
-    )
-
-    def __init__(self) -> None:
-        self.lat: list[list[int]] = [[] for _ in range(6)]
-        self.hits = self.misses = self.bytes_in = self.bytes_out = 0
-        self.published = self.delivered = self.expected = 0
-        self.hot_gets = self.hot_hits = 0
-        self.errors: dict[str, int] = {}
-        self.first_errors: dict[str, str] = {}
-
-    def error(self, exc: BaseException) -> None:
-        kind = error_kind(exc)
-        self.errors[kind] = self.errors.get(kind, 0) + 1
-        if kind not in self.first_errors:
-            self.first_errors[kind] = f"{type(exc).__name__}: {exc}"[:300]
-
-
-async def to_stats(buf: Buffers, duration: float) -> Stats:
-    """Fold a swapped-out buffer into Stats, yielding to the loop between chunks."""
-    stats = Stats(
-        duration=duration,
-        hits=buf.hits,
-        misses=buf.misses,
-        errors=buf.errors,
-        first_errors=buf.first_errors,
-        bytes_in=buf.bytes_in,
-        bytes_out=buf.bytes_out,
-        published=buf.published,
-        delivered=buf.delivered,
-        expected_deliveries=buf.expected,
-        hot_gets=buf.hot_gets,
-        hot_hits=buf.hot_hits,
-    )
-    for code, values in enumerate(buf.lat):
-        if not values:
-            continue
-        hist = new_histogram()
-        for i in range(0, len(values), FOLD_CHUNK):
-            fold(hist, values[i : i + FOLD_CHUNK])
-            await asyncio.sleep(0)
-        stats.hist[KIND_NAMES[code]] = hist
-    return stats
-
-
-@dataclass
-class ClientPlan:
-    """One virtual client of this worker: its global id, its op mix, its pace."""
-
-    client_id: int
-    mix: dict[int, float]
-    period_ns: int | None  # open loop: time between intended starts
-
-
-@dataclass
-class LoadState:
-    running: bool = True
-    buf: Buffers = field(default_factory=Buffers)
-    remaining: int | None = None  # ops left in the current phase, when counted
-    phase: int = 0  # warm-up, measured...: bumped with the budget, under the lock
-    measuring: bool = False  # in the measured phase (not warm-up)
-    early: Buffers = field(default_factory=Buffers)  # measured deliveries seen during warm-up
-    phase_over: asyncio.Event = field(default_factory=asyncio.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    loop: asyncio.AbstractEventLoop | None = None
-    # In the measured phase a spent budget stops the clients; in warm-up it only ends the phase.
-    budget_stops: bool = False
-
-    def reserve(self) -> bool:
-        """Take one op from the phase budget before issuing it; False: do not issue it."""
-        self.remaining -= 1  # type: ignore[operator]
-        if self.remaining == 0 and self.loop is not None:
-            self.loop.call_soon_threadsafe(self.phase_over.set)
-        return self.remaining >= 0 or not self.budget_stops
-
-
-@dataclass
-class Workload:
-    """Everything a client needs to make its op stream, parsed once per step."""
-
-    spec: Spec
-    worker: int
-    workers: int
-    shared: bool
-    values: ValueBuffer
-
-    def stream(self, plan: ClientPlan) -> OpStream:
-        wl = self.spec.workload
-        offset, count = (
-            (0, wl.keys) if self.shared else partition(wl.keys, self.workers, self.worker)
-        )
-        return OpStream(
-            mix=plan.mix,
-            key_dist=parse_key_distribution(wl.key_distribution),
-            keys=max(count, 1),
-            key_offset=offset,
-            key_prefix=wl.key_prefix,
-            key_length=wl.key_length,
-            value_size=parse_value_size(wl.value_size),
-            ttl=parse_ttl(wl.ttl),
-            seed=self.spec.seed,
-            client_id=plan.client_id,
-        )
-
-
-def client_plans(spec: Spec, worker: int, workers: int) -> list[ClientPlan]:
-    """This worker's share of the virtual clients (global ids dealt round-robin)."""
-    groups = spec.workload.groups
-    entries: list[dict[int, float]] = []
-    if groups:
-        for g in groups:
-            entries += [parse_mix(g.mix)] * g.concurrency
-    else:
-        entries = [parse_mix(spec.workload.mix)] * spec.load.concurrency
-    period = None
-    if spec.load.rate:
-        period = int(1e9 * len(entries) / spec.load.rate)
-    return [ClientPlan(i, mix, period) for i, mix in enumerate(entries) if i % workers == worker]
-
-
-async def async_client(
-    client: Any,
-    stream: OpStream,
-    values: ValueBuffer,
-    state: LoadState,
-    plan: ClientPlan,
-    channels: list[bytes],
-    subs_per_channel: int,
-    message_size: int = 64,
-) -> None:
-    perf = time.perf_counter_ns
-    nxt = stream.next
-    value = values.view
-    spread = values.SPREAD
-    period = plan.period_ns
-    hot_end = stream.hot_end
-    intended = perf()
-    count = 0
-    seq = 0
-    body = max(message_size - 16, 0)  # a published message: the stamp, then this many bytes
-    while state.running:
-        if state.remaining is not None and not state.reserve():
-            break
-        # An op is recorded in the interval it ends in, and only if it began in the same
-        # phase: one still in flight when warm-up ends is not measured.
-        phase, measured = state.phase, state.measuring
-        code, index, key, size, ttl = nxt()
-        if period is not None:
-            intended += period
-            ahead = intended - perf()
-            if ahead > 0:
-                await asyncio.sleep(ahead / 1e9)
-            t0 = intended
-        else:
-            t0 = perf()
-        try:
-            if code in (GET, CACHE_ASIDE):
-                got = await client.get(key)
-                t1 = perf()
-                if state.phase == phase:
-                    buf = state.buf
-                    buf.lat[GET].append(t1 - t0)
-                    hot = index < hot_end
-                    if got is None:
-                        buf.misses += 1
-                    else:
-                        buf.hits += 1
-                        buf.bytes_in += len(got)
-                        if hot:
-                            buf.hot_hits += 1
-                    if hot:
-                        buf.hot_gets += 1
-                if got is None and code == CACHE_ASIDE:
-                    off = index % spread
-                    t0 = perf()
-                    await client.set(key, value[off : off + size], ttl)
-                    if state.phase == phase:
-                        buf = state.buf
-                        buf.lat[SET].append(perf() - t0)
-                        buf.bytes_out += size
-            elif code == SET:
-                off = index % spread
-                await client.set(key, value[off : off + size], ttl)
-                if state.phase == phase:
-                    buf = state.buf
-                    buf.lat[SET].append(perf() - t0)
-                    buf.bytes_out += size
-            elif code == DELETE:
-                await client.delete(key)
-                if state.phase == phase:
-                    state.buf.lat[DELETE].append(perf() - t0)
-            else:
-                seq += 1
-                channel = channels[index % len(channels)]
-                # The tag says whether the publish is measured, so that every worker's
-                # subscribers count the same messages whatever their own phase.
-                tag = seq << 1 | measured
-                message = _STAMP.pack(perf(), tag) + bytes(value[:body])
-                await client.publish(channel, message)
-                if state.phase == phase:
-                    buf = state.buf
-                    buf.lat[PUBLISH].append(perf() - t0)
-                    buf.published += 1
-                    buf.expected += subs_per_channel
-                    buf.bytes_out += len(message)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if state.phase == phase:
-                state.buf.error(exc)
-            await asyncio.sleep(ERROR_PAUSE)
-        count += 1
-        if count % YIELD_EVERY == 0:
-            await asyncio.sleep(0)
-
-
-def thread_client(
-    client: Any, stream: OpStream, values: ValueBuffer, state: LoadState, plan: ClientPlan
-) -> None:
-    """The blocking twin of `async_client` for strategies driven from threads."""
-    perf = time.perf_counter_ns
-    nxt = stream.next
-    value = values.view
-    spread = values.SPREAD
-    period = plan.period_ns
-    hot_end = stream.hot_end
-    intended = perf()
-    lock = state.lock
-    while state.running:
-        with lock:  # the budget and the phase are read together (see _phase)
-            if state.remaining is not None and not state.reserve():
-                break
-            phase = state.phase  # as in async_client: recorded only within its own phase
-        code, index, key, size, ttl = nxt()
-        if period is not None:
-            intended += period
-            ahead = intended - perf()
-            if ahead > 0:
-                time.sleep(ahead / 1e9)
-            t0 = intended
-        else:
-            t0 = perf()
-        try:
-            if code in (GET, CACHE_ASIDE):
-                got = client.get(key)
-                t1 = perf()
-                set_ns = None
-                if got is None and code == CACHE_ASIDE:
-                    off = index % spread
-                    s0 = perf()
-                    client.set(key, value[off : off + size], ttl)
-                    set_ns = perf() - s0
-                with lock:
-                    if state.phase != phase:
-                        continue
-                    buf = state.buf
-                    buf.lat[GET].append(t1 - t0)
-                    hot = index < hot_end
-                    buf.hot_gets += hot
-                    if got is None:
-                        buf.misses += 1
-                        if set_ns is not None:
-                            buf.lat[SET].append(set_ns)
-                            buf.bytes_out += size
-                    else:
-                        buf.hits += 1
-                        buf.bytes_in += len(got)
-                        buf.hot_hits += hot
-            elif code == SET:
-                off = index % spread
-                client.set(key, value[off : off + size], ttl)
-                t1 = perf()
-                with lock:
-                    if state.phase != phase:
-                        continue
-                    buf = state.buf
-                    buf.lat[SET].append(t1 - t0)
-                    buf.bytes_out += size
-            else:
-                client.delete(key)
-                t1 = perf()
-                with lock:
-                    if state.phase != phase:
-                        continue
-                    state.buf.lat[DELETE].append(t1 - t0)
-        except Exception as exc:
-            with lock:
-                if state.phase == phase:
-                    state.buf.error(exc)
-            time.sleep(ERROR_PAUSE)
-
-
-async def subscriber(
-    client: Any,
-    channel: bytes,
-    state: LoadState,
-    ready: asyncio.Event,
-    counter: list[int],
-    total: int,
-) -> None:
-    """Receives on one channel and records delivery latency from the stamped publish time."""
-    perf = time.perf_counter_ns
-    try:
-        messages = await client.subscribe([channel])
-    except Exception as exc:
-        state.buf.error(exc)
-        counter[0] += 1
-        if counter[0] == total:
-            ready.set()
-        return
-    counter[0] += 1
-    if counter[0] == total:
-        ready.set()
-    async for message in messages:
-        sent, tag = _STAMP.unpack_from(message)
-        if not tag & 1:
-            continue  # published during warm-up: neither it nor its publish is counted
-        # Another worker may already measure while this one still warms up: keep such
-        # deliveries for this worker's first measured interval.
-        buf = state.buf if state.measuring else state.early
-        buf.lat[DELIVER].append(perf() - sent)
-        buf.delivered += 1
-        buf.bytes_in += len(message)
+STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
+CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this long
+LATE_DELIVERY_WAIT = 3.0
 
 
 @dataclass
@@ -397,7 +50,7 @@ class StepContext:
     strategy_options: dict[str, Any]
     worker: int
     workers: int
-    shared: bool
+    shared: bool  # the system is shared by all workers (a server), not inside each one
 
 
 def _share(total: int | None, plans: int, all_clients: int) -> int | None:
@@ -406,8 +59,24 @@ def _share(total: int | None, plans: int, all_clients: int) -> int | None:
     return max(1, round(total * plans / max(all_clients, 1))) if plans else 0
 
 
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+@dataclass
+class _Span:
+    """An interval taken off the clients but perhaps not sent yet (see `_measure`)."""
+
+    index: int
+    begin: float  # seconds since the measured phase began
+    end: float
+    bufs: list[Buffers]
+    cpu: float  # CPU seconds this process used in it
+
+
 class StepRun:
-    """One step in one worker: connect, prefill, wait for go, warm up, measure, report."""
+    """One step in one worker: prepare (armed), then run once the start time comes."""
 
     def __init__(self, ctx: StepContext, send: Send) -> None:
         self.ctx = ctx
@@ -417,14 +86,17 @@ class StepRun:
         self.tasks: list[asyncio.Future[Any]] = []
         self.clients: list[Any] = []
         self.sub_clients: list[Any] = []
+        self.subs: list[asyncio.Task[None]] = []
         self.conn: Connection | None = None
         self.threads: ThreadPoolExecutor | None = None
+        self.plans: list[ClientPlan] = []
 
     def stop(self) -> None:
         self.stop_requested.set()
         self.state.phase_over.set()
 
     async def prepare(self) -> None:
+        """Connect, make every client, prefill, and start every client loop (held at begin)."""
         ctx, spec = self.ctx, self.ctx.spec
         self.state.loop = asyncio.get_running_loop()
         self.conn = await ctx.strategy.connect(ctx.system_options, ctx.strategy_options)
@@ -440,11 +112,13 @@ class StepRun:
         self.clients = [await self.conn.client() for _ in self.plans]
         if spec.workload.prefill:
             await self._prefill()
+        self._start_clients()
+        self.subs = await self._start_subscribers()
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
         offset, count = partition(wl.keys, self.ctx.workers, self.ctx.worker)
-        sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0}, None)).next_size
+        sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
         keys = list(range(offset, offset + count))
         lanes = max(1, min(len(self.clients), 64))
 
@@ -458,43 +132,34 @@ class StepRun:
 
         await asyncio.gather(*(fill(self.clients[j], keys[j::lanes]) for j in range(lanes)))
 
-    def _start_load(self) -> None:
-        spec = self.ctx.spec
-        ps = spec.workload.pubsub
-        channels = [f"wb:ch:{i}".encode() for i in range(ps.channels)]
+    def _start_clients(self) -> None:
+        """Every client loop (and thread) exists before the load begins; each waits for it."""
+        ps = self.ctx.spec.workload.pubsub
+        pubsub = PubSubPlan(
+            [f"wb:ch:{i}".encode() for i in range(ps.channels)],
+            ps.subscribers_per_channel,
+            ps.message_size,
+        )
+        blocking = self.ctx.strategy.blocking
+        if blocking and self.plans:
+            # One thread per blocking client: the loop's default pool has only
+            # min(32, cores + 4) threads and would silently cap the concurrency.
+            self.threads = ThreadPoolExecutor(len(self.plans), thread_name_prefix="wb-client")
         for plan, client in zip(self.plans, self.clients, strict=True):
             stream = self.workload.stream(plan)
-            if self.ctx.strategy.blocking:
-                if self.threads is None:
-                    # One thread per blocking client: the loop's default pool has only
-                    # min(32, cores + 4) threads and would silently cap the concurrency.
-                    self.threads = ThreadPoolExecutor(
-                        max_workers=len(self.plans), thread_name_prefix="wb-client"
-                    )
-                self.tasks.append(
-                    self.state.loop.run_in_executor(
-                        self.threads, thread_client, client, stream, self.values, self.state, plan
-                    )
-                )
+            if self.threads is not None:
+                args = (client, stream, self.values, self.state, plan)
+                loop_ = self.state.loop
+                assert loop_ is not None
+                self.tasks.append(loop_.run_in_executor(self.threads, thread_client, *args))
             else:
-                self.tasks.append(
-                    asyncio.ensure_future(
-                        async_client(
-                            client,
-                            stream,
-                            self.values,
-                            self.state,
-                            plan,
-                            channels,
-                            ps.subscribers_per_channel,
-                            ps.message_size,
-                        )
-                    )
-                )
+                n = len(self.plans)
+                loop = async_client(client, stream, self.values, self.state, plan, pubsub, n)
+                self.tasks.append(asyncio.ensure_future(loop))
 
     async def _start_subscribers(self) -> list[asyncio.Task[None]]:
         spec = self.ctx.spec
-        if not any(PUBLISH in parse_mix(m) for m in _mixes(spec)):
+        if not any(PUBLISH in parse_mix(m) for m in mixes(spec)):
             return []
         ps = spec.workload.pubsub
         slots = [(c, s) for c in range(ps.channels) for s in range(ps.subscribers_per_channel)]
@@ -506,153 +171,216 @@ class StepRun:
         for c, _ in slots:
             client = await self.conn.client()  # type: ignore[union-attr]
             self.sub_clients.append(client)
-            subs.append(
-                asyncio.create_task(
-                    subscriber(
-                        client, f"wb:ch:{c}".encode(), self.state, ready, counter, len(slots)
-                    )
-                )
-            )
+            channel = f"wb:ch:{c}".encode()
+            job = subscriber(client, channel, self.state, ready, counter, len(slots))
+            subs.append(asyncio.create_task(job))
         if slots:
             await asyncio.wait_for(ready.wait(), timeout=10)
         return subs
 
-    async def run(self, go: Awaitable[None]) -> str:
-        """Run the armed step once `go` completes; returns completed or interrupted."""
-        spec, load = self.ctx.spec, self.ctx.spec.load
-        subs = await self._start_subscribers()
-        self.send({"type": "armed"})
-        await go
+    async def run(self, go: Awaitable[float | None]) -> str:
+        """Run the armed step from the start `go` names (a perf_counter time, None: now)."""
+        self.send(frames.armed())
+        start = await go
         if self.stop_requested.is_set():
+            self.state.halt()
             return "interrupted"
+        start = time.perf_counter() if start is None else start
+        await asyncio.sleep(max(0.0, start - time.perf_counter()))
+        status = await self._warm_and_measure(start)
+        if self.subs:
+            await self._report_late_deliveries()
+        return status
+
+    async def _warm_and_measure(self, start: float) -> str:
+        spec, load = self.ctx.spec, self.ctx.spec.load
         n_all = sum(g.concurrency for g in spec.workload.groups) or load.concurrency
         warm_ops = _share(load.warmup_ops, len(self.plans), n_all)
         measured_ops = _share(load.ops, len(self.plans), n_all)
-        self._start_load()
-        status = "completed"
-        # Warm-up: run, then throw the figures away.
+        begin = start
         if warm_ops or load.warmup > 0:
-            await self._phase(warm_ops, load.warmup if not warm_ops else None, warmup=True)
+            self._enter_phase(warm_ops, warmup=True)
+            self.state.begin(int(start * 1e9))
+            timeout = None if warm_ops else start + load.warmup - time.perf_counter()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.state.phase_over.wait(), timeout)
+            begin = time.perf_counter() if warm_ops else start + load.warmup
         if self.stop_requested.is_set():
-            status = "interrupted"
-        else:
-            status = await self._phase(
-                measured_ops, load.duration if not measured_ops else None, warmup=False
-            )
-        self.state.running = False
-        await self._finish_clients()
-        if subs:
-            await self._drain_deliveries()
-            for t in subs:
-                t.cancel()
-            await asyncio.gather(*subs, return_exceptions=True)
-            tail = self.state.buf
-            self.state.buf = Buffers()
-            if tail.delivered or tail.errors:
-                stats = await to_stats(tail, 0.0)
-                self.send(
-                    {
-                        "type": "interval",
-                        "index": -1,
-                        "elapsed": 0.0,
-                        "warmup": False,
-                        "stats": stats.to_dict(),
-                    }
-                )
-        return status
+            await self._end_load()
+            return "interrupted"
+        self._enter_phase(measured_ops, warmup=False)
+        self.state.begin(int(start * 1e9))  # no-op after a warm-up: the clients run already
+        self._measure_begin_ns = int(begin * 1e9)
+        if not measured_ops and load.duration is not None:
+            self.state.end_ns = int((begin + load.duration) * 1e9)
+        await self._measure(begin, None if measured_ops else load.duration)
+        return "interrupted" if self.stop_requested.is_set() else "completed"
 
-    async def _drain_deliveries(self) -> None:
-        """Wait for messages still on their way: until none arrives for 0.3 s (at most 3 s)."""
-        quiet, last = 0, -1
-        for _ in range(30):
-            delivered = self.state.buf.delivered
-            quiet = quiet + 1 if delivered == last else 0
-            if quiet >= 3:
-                return
-            last = delivered
-            await asyncio.sleep(0.1)
-
-    async def _phase(self, ops: int | None, seconds: float | None, *, warmup: bool) -> str:
-        state, load = self.state, self.ctx.spec.load
+    def _enter_phase(self, ops: int | None, *, warmup: bool) -> None:
+        state = self.state
         with state.lock:  # budget and buffer change together: a reserved op lands in this phase
             state.remaining = ops if ops else None
             state.budget_stops = not warmup
-            state.buf = state.early if not warmup else Buffers()
+            state.buf = Buffers() if warmup else state.early
             state.early = Buffers()
             state.phase += 1
             state.measuring = not warmup
-        state.phase_over.clear()
-        if self.stop_requested.is_set():
-            return "interrupted"
-        begin = time.perf_counter()
-        last = begin
-        index = 0
-        status = "completed"
-        while True:
-            boundary = begin + (index + 1) * load.interval
-            end_at = begin + seconds if seconds is not None else None
-            wake = min(boundary, end_at) if end_at is not None else boundary
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    state.phase_over.wait(), timeout=max(0.0, wake - time.perf_counter())
-                )
-            now = time.perf_counter()
-            done = state.phase_over.is_set() or (end_at is not None and now >= end_at - 1e-4)
-            if done and not warmup:
-                state.running = False  # clients stop before the last interval is taken
-                await self._finish_clients()
-                now = time.perf_counter()
-            with state.lock:
-                old, state.buf = state.buf, Buffers()
-            if not warmup or done:
-                stats = await to_stats(old, now - last)
-                if self.ctx.worker == 0 and not warmup:
-                    # One worker asks the server for its own figures (memory, items...).
-                    stats.server = await self.server_stats()
-                self.send(
-                    {
-                        "type": "interval",
-                        "index": index,
-                        "elapsed": now - begin,
-                        "warmup": warmup,
-                        "stats": stats.to_dict(),
-                    }
-                )
-            last = now
-            index += 1
-            if done:
-                if self.stop_requested.is_set():
-                    status = "interrupted"
-                return status
+        if not self.stop_requested.is_set():
+            state.phase_over.clear()
 
-    async def _finish_clients(self) -> None:
-        if self.tasks:
-            await asyncio.wait(self.tasks, timeout=30)
+    def _boundaries(self, seconds: float | None) -> Iterator[float]:
+        """Interval ends (s since the phase began): the fold rule's grid, or endless."""
+        interval = self.ctx.spec.load.interval
+        if seconds is not None:
+            yield from frames.interval_ends(seconds, interval)
+            return
+        k = 1
+        while True:
+            yield k * interval
+            k += 1
+
+    async def _measure(self, begin: float, seconds: float | None) -> None:
+        """Send each interval at its end; the phase ends at `seconds`, a spent budget or stop.
+
+        With an op budget the end is not known beforehand, so an interval is held until
+        half an interval after its end: a phase ending before then folds its tail into it.
+        """
+        interval = self.ctx.spec.load.interval
+        self._cpu_mark = _cpu_seconds()
+        held: _Span | None = None
+        last = 0.0
+        for index, end in enumerate(self._boundaries(seconds)):
+            if held is not None:
+                if await self._wait_until(begin + held.end + interval / 2):
+                    await self._end_early(begin, held)
+                    return
+                await self._send(held)
+                held = None
+            if await self._wait_until(begin + end):
+                await self._end_early(begin, _Span(index, last, last, [], 0.0))
+                return
+            final = seconds is not None and end >= seconds - 1e-9
+            if final:
+                await self._end_load()
+            span = self._take(_Span(index, last, end, [], 0.0))
+            last = end
+            if seconds is None:
+                held = span
+                continue
+            await self._send(span)
+            if final:
+                return
+
+    async def _end_early(self, begin: float, span: _Span) -> None:
+        """The phase ended now (stop, or budget spent): the rest goes into `span`, then sent."""
+        span.end = time.perf_counter() - begin
+        await self._end_load()
+        await self._send(self._take(span))
+
+    def _take(self, span: _Span) -> _Span:
+        """Swap what the clients recorded into `span`, with the CPU used since the last take."""
+        with self.state.lock:
+            buf, self.state.buf = self.state.buf, Buffers()
+        now = _cpu_seconds()
+        span.bufs.append(buf)
+        span.cpu += now - self._cpu_mark
+        self._cpu_mark = now
+        return span
+
+    async def _send(self, span: _Span) -> None:
+        stats = Stats()
+        for buf in span.bufs:
+            stats.merge(await to_stats(buf, 0.0), concurrent=False)
+        stats.duration = span.end - span.begin
+        stats.cpu = {str(self.ctx.worker): span.cpu}
+        stats.offered = self._offered(span.begin, span.end)
+        if not self.ctx.shared:  # the system lives in this worker: only it can report it
+            stats.server = await self._server_stats()
+        self.send(frames.interval(span.index, span.end, stats))
+
+    def _offered(self, begin_s: float, end_s: float) -> int:
+        if not self.plans or self.plans[0].period_ns is None:
+            return 0
+        start_ns = self.state.start_ns
+        a = self._measure_begin_ns + int(begin_s * 1e9)
+        b = self._measure_begin_ns + int(end_s * 1e9)
+        return sum(p.offered(start_ns, a, b) for p in self.plans)
+
+    async def _wait_until(self, when: float) -> bool:
+        """Sleep until `when` (perf_counter s); True if the phase ended first."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                self.state.phase_over.wait(), timeout=max(0.0, when - time.perf_counter())
+            )
+        return self.state.phase_over.is_set()
+
+    async def _end_load(self) -> None:
+        """Stop the clients; wait (bounded) for ops in flight, which land in the last interval.
+
+        What is still unanswered then is counted as abandoned, and anything that answers
+        later is not recorded (the phase moves on).
+        """
+        state = self.state
+        state.halt()
+        bound = min(STRAGGLER_WAIT, self.ctx.spec.load.interval)
+        deadline = time.perf_counter() + bound
+        while state.in_flight > 0 and time.perf_counter() < deadline:
+            await asyncio.sleep(0.001)
+        with state.lock:
+            abandoned = state.in_flight
+            if abandoned:
+                state.buf.count_error(
+                    ABANDONED, f"{abandoned} op(s) unanswered {bound:g}s after the end", abandoned
+                )
+            state.phase += 1  # answers still to come are not recorded
+        for t in self.tasks:
+            if isinstance(t, asyncio.Task):
+                t.cancel()
+
+    async def _report_late_deliveries(self) -> None:
+        """Pub/sub messages still on their way when the load ended: interval index -1."""
+        quiet, last = 0, -1
+        for _ in range(int(LATE_DELIVERY_WAIT / 0.1)):  # until none arrives for 0.3 s
+            delivered = self.state.buf.delivered
+            quiet = quiet + 1 if delivered == last else 0
+            if quiet >= 3:
+                break
+            last = delivered
+            await asyncio.sleep(0.1)
+        for t in self.subs:
+            t.cancel()
+        await asyncio.gather(*self.subs, return_exceptions=True)
+        tail, self.state.buf = self.state.buf, Buffers()
+        if tail.delivered or tail.errors:
+            stats = await to_stats(tail, 0.0)
+            self.send(frames.interval(frames.LATE_DELIVERIES, 0.0, stats))
 
     async def close(self) -> None:
-        self.state.running = False
+        """Close clients and connection, bounded: a stalled server cannot hold the worker."""
+        self.state.halt()
         for t in self.tasks:
-            if not t.done() and isinstance(t, asyncio.Task):
+            if isinstance(t, asyncio.Task) and not t.done():
                 t.cancel()
-        for client in (*self.clients, *self.sub_clients):
-            with contextlib.suppress(Exception):
-                result = client.close()
-                if asyncio.iscoroutine(result):
-                    await asyncio.wait_for(result, timeout=5)
+        for t in self.subs:
+            t.cancel()
+
+        async def close_client(client: Any) -> None:
+            result = client.close()
+            if asyncio.iscoroutine(result):
+                await result
+
+        jobs = [close_client(c) for c in (*self.clients, *self.sub_clients)]
         if self.conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.conn.close(), timeout=5)
+            jobs.append(self.conn.close())
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), CLOSE_WAIT)
         if self.threads is not None:
             self.threads.shutdown(wait=False, cancel_futures=True)
 
-    async def server_stats(self) -> dict[str, Any]:
+    async def _server_stats(self) -> dict[str, Any]:
         if self.conn is None:
             return {}
         try:
             return await asyncio.wait_for(self.conn.server_stats(), timeout=2)
         except Exception:
             return {}
-
-
-def _mixes(spec: Spec) -> list[Any]:
-    return [g.mix for g in spec.workload.groups] or [spec.workload.mix]

@@ -7,9 +7,9 @@ import collections
 import contextlib
 import os
 import signal
+import sys
 from typing import Any
 
-from workbench.engine.native import worker_command
 from workbench.engine.wire import pack, read_frame
 
 
@@ -43,6 +43,10 @@ class WorkerHandle:
         except (ConnectionError, BrokenPipeError, RuntimeError):
             return False
 
+    async def wait(self) -> None:
+        """Until the process has exited (its exit code is then known)."""
+        await self.proc.wait()
+
     async def receive(self) -> dict[str, Any] | None:
         assert self.proc.stdout is not None
         try:
@@ -65,6 +69,12 @@ class WorkerHandle:
             what = f"exited with code {code}"
         return f"worker {self.index} (pid {self.pid}) {what}" + (f": {tail}" if tail else "")
 
+    def kill(self) -> None:
+        """Abandon the worker at once (a second Ctrl-C): no goodbye, no waiting."""
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        self._stderr_task.cancel()
+
     async def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()  # the worker ends at end of input
@@ -77,11 +87,15 @@ class WorkerHandle:
         self._stderr_task.cancel()
 
 
-async def launch_local(count: int, engine: str = "python") -> list[WorkerHandle]:
-    """Start `count` worker processes of `engine` and wait until each says it is ready."""
+async def launch_local(count: int, command: list[str] | None = None) -> list[WorkerHandle]:
+    """Start `count` worker processes and wait until each says it is ready.
+
+    `command`: another worker program (the native engine's binary) instead of the Python
+    worker."""
     handles = []
-    env = dict(os.environ)
-    argv = worker_command(engine)
+    argv = command or [sys.executable, "-m", "workbench.engine.worker"]
+    # A worker dies with this process (PR_SET_PDEATHSIG); it checks it has the right parent.
+    env = {**os.environ, "WORKBENCH_PARENT_PID": str(os.getpid())}
     for i in range(count):
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -100,5 +114,5 @@ async def launch_local(count: int, engine: str = "python") -> list[WorkerHandle]
         if not first or first.get("type") != "ready":
             await h.proc.wait()
             raise RuntimeError(f"worker did not start: {h.describe_exit()}")
-        h.engine = first.get("engine") or {"name": engine, "version": ""}
+        h.engine = first.get("engine") or {"name": "python", "version": ""}
     return handles

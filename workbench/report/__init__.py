@@ -6,7 +6,8 @@ reducer the faces use (`workbench.live.RunView`) and `workbench.metrics.summaris
 report, `workbench runs show` and the live screens never disagree.
 
 Markdown formats (they start with what was measured where, and end with the command that
-measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``hitrate``.
+measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``hitrate``,
+``search`` (a rate search's probes and conclusion).
 Data formats: ``json`` (the full stored runs), ``csv`` (one row per interval and per step),
 ``hlog`` (an HdrHistogram interval log, one line per interval per op kind).
 Charts: ``html`` (one self-contained page with the figures and inline SVG charts) and
@@ -29,13 +30,14 @@ FORMATS: dict[str, tuple[str, str]] = {
     "wrk": ("wrk", "wrk-like blocks per step: thread stats, latency distribution, req/s"),
     "gobench": ("gobench", "Go benchmark lines per step and op: N, ns/op, B/op, extras"),
     "hitrate": ("hitrate", "hit-rate tables per step: overall, hot and cold keys, memory"),
+    "search": ("search", "a rate search: highest passing rate, knee, latency vs throughput"),
     "json": ("json_report", "the full stored runs as JSON"),
     "csv": ("csv_report", "one CSV row per interval and per step"),
     "hlog": ("hlog", "HdrHistogram interval log, one line per interval per op kind"),
     "html": ("html", "one self-contained HTML page: figures and SVG charts"),
     "svg": ("svg_report", "the charts alone, stacked in one SVG"),
 }
-MARKDOWN = ("table", "criterion", "wrk", "gobench", "hitrate")
+MARKDOWN = ("table", "criterion", "wrk", "gobench", "hitrate", "search")
 CHARTS = ("html", "svg")  # drawn by matplotlib: their bytes follow its version
 
 

@@ -48,6 +48,7 @@ def step_dict(step: StepData) -> dict[str, Any]:
             "clients": step.clients,
             "server": step.server,
             "summary": summary_dict(step.summary),
+            "verdict": step.view.verdict.to_dict(),
             "stats": step.totals.to_dict(),
             "intervals": [
                 {"index": i.index, "elapsed": i.elapsed, **stats_dict(i.stats)}

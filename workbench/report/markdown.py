@@ -152,7 +152,11 @@ def describe_load(run: RunData) -> str:
         "worker process(es)"
     )
     rate = _swept(run, "load.rate") or load.get("rate")
-    parts.append(f"open loop at {rate} ops/s" if rate else "closed loop")
+    chosen = [s.spec["load"].get("rate") for s in run.started_steps] if not run.stored.plan else []
+    if chosen and all(chosen):  # steps chosen as the run went: a rate search's probes
+        parts.append(f"open loop at {', '.join(f'{r:g}' for r in chosen)} ops/s (searched)")
+    else:
+        parts.append(f"open loop at {rate} ops/s" if rate else "closed loop")
     parts.append(f"seed {run.spec.get('seed', 1)}")
     return "; ".join(parts)
 
@@ -207,9 +211,33 @@ def header(runs: Sequence[RunData], title: str) -> list[str]:
     return lines
 
 
+def verdict_notes(runs: Sequence[RunData]) -> list[str]:
+    """What limited each step (`workbench.verdict`), one line each; none for old runs."""
+    several = len(runs) > 1
+    lines = [
+        f"- {escape_cell(step.name(with_run=several))}: {verdict.line}"
+        for run in runs
+        for step in run.started_steps
+        if (verdict := step.view.verdict).known
+    ]
+    if not lines:
+        return []
+    return [
+        "### What limited each step",
+        "",
+        "From the CPU the workers, the server and the machine used, and in open loop the "
+        "schedule kept (see *Knowing what was measured* in the README):",
+        "",
+        *lines,
+        "",
+    ]
+
+
 def footer(runs: Sequence[RunData]) -> list[str]:
-    """How to measure it again: one command per run, and the full spec as a TOML profile."""
-    lines = ["## Reproduce", ""]
+    """What limited each step, then how to measure it again: one command per run, and the
+    full spec as a TOML profile."""
+    lines = verdict_notes(runs)
+    lines += ["## Reproduce", ""]
     for run in runs:
         if len(runs) > 1:
             lines += [f"Run `{run.id}` '{run.name}':", ""]

@@ -23,6 +23,8 @@ from workbench.store import StoredRun, StoredStep
 CONCURRENCY = "load.concurrency"
 STATUS_WORDS = {
     "completed": "completed",
+    "degraded": "degraded: workers were lost during the run; figures cover what the others "
+    "measured (see the notices)",
     "interrupted": "interrupted: stopped before the end; figures cover what was measured",
     "failed": "failed",
     "running": "unfinished: the run never recorded its end (crashed?); figures are partial",

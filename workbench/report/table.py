@@ -63,10 +63,15 @@ def results_table(runs: Sequence[RunData]) -> list[str]:
     groups = matched_steps(runs)
     steps = [s for _, g in groups for s in g]
     best = _best(steps)
+    # The verdict column appears once any step recorded the figures it is judged on.
+    verdicts = any(s.started and s.view.verdict.known for s in steps)
     head = ["step"] + (["run"] if several else []) + ["status", "clients"]
     head += [c[0] for c in COLUMNS] + (["vs first: ops/s", "vs first: p99"] if several else [])
     align = ["---"] * (len(head) - len(COLUMNS) - (2 if several else 0) - 1) + ["---:"]
     align += ["---:"] * len(COLUMNS) + (["---:", "---:"] if several else [])
+    if verdicts:
+        head.append("verdict")
+        align.append("---")
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |"]
     for key, group in groups:
         base = next((s for s in group if s.run is runs[0]), None)
@@ -90,6 +95,8 @@ def results_table(runs: Sequence[RunData]) -> list[str]:
                 else:
                     cells.append(ratio(step.summary.ops_per_s, base.summary.ops_per_s))
                     cells.append(ratio(step.summary.p(99.0), base.summary.p(99.0)))
+            if verdicts:
+                cells.append(step.view.verdict.badge or "-" if step.started else "-")
             lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     marks = "Best value per column in **bold**"

@@ -118,6 +118,28 @@ FIELDS: tuple[SpecField, ...] = (
         "load",
     ),
     SpecField(
+        "load.launcher",
+        "launcher",
+        "where workers run: local (processes here) or ray (actors on a Ray cluster)",
+        "load",
+        "text",
+    ),
+    SpecField(
+        "load.ray_address",
+        "Ray address",
+        "with the ray launcher: auto (the cluster ray start joined), local (a private one), "
+        "or host:port",
+        "load",
+        "text",
+    ),
+    SpecField(
+        "load.ray_placement",
+        "Ray placement",
+        "with the ray launcher: spread workers across nodes, or pack them",
+        "load",
+        "text",
+    ),
+    SpecField(
         "workload.mix",
         "op mix",
         "weights per operation; aside = cache-aside (get, then set on a miss)",

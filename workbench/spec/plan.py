@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 from dataclasses import dataclass, replace
@@ -12,7 +13,7 @@ from workbench.errors import PluginError, SpecError
 from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.spec.load import set_path
-from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
     parse_key_distribution,
@@ -91,9 +92,10 @@ def resolve_strategy(system: CacheSystem, spec: Spec) -> Strategy:
     return system.strategy(spec.strategy.name or system.default_strategy)
 
 
-def workers_for(spec: Spec) -> int:
+def workers_for(spec: Spec, cpus: int | None = None) -> int:
+    """Workers for a step: as asked, or one per CPU (of this machine, or of a Ray cluster)."""
     clients = total_clients(spec)
-    wanted = spec.load.workers or os.cpu_count() or 1
+    wanted = spec.load.workers or cpus or os.cpu_count() or 1
     return max(1, min(wanted, clients))
 
 
@@ -149,6 +151,7 @@ def check_step(spec: Spec) -> None:
         raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
     if ld.rate is not None and ld.rate <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    _check_launcher(ld)
     ps = wl.pubsub
     if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
         raise SpecError(
@@ -196,9 +199,47 @@ def _why(strategy: Strategy, missing: list[str]) -> str:
     return ": " + "; ".join(reasons) if reasons else ""
 
 
+LAUNCHERS = ("local", "ray")
+PLACEMENTS = ("spread", "pack")
+RAY_INSTALL = "pip install 'cache-workbench[ray]'"
+
+
+def _check_launcher(ld: Load) -> None:
+    if ld.launcher not in LAUNCHERS:
+        raise SpecError(
+            f"expected one of {', '.join(LAUNCHERS)}; got {ld.launcher!r}", "load.launcher"
+        )
+    if ld.ray_placement not in PLACEMENTS:
+        raise SpecError(
+            f"expected one of {', '.join(PLACEMENTS)}; got {ld.ray_placement!r}",
+            "load.ray_placement",
+        )
+    if not ld.ray_address:
+        raise SpecError(
+            "expected 'auto', 'local' or a cluster address (host:port)", "load.ray_address"
+        )
+    # Looked up, not imported: only the Ray launcher module imports ray.
+    if ld.launcher == "ray" and importlib.util.find_spec("ray") is None:
+        raise SpecError(f"the Ray launcher needs Ray: {RAY_INSTALL}", "load.launcher")
+
+
+def _check_same_launcher(steps: list[Step]) -> None:
+    """Workers are started once per run, so every step must run them the same way."""
+    first = steps[0].spec.load
+    for step in steps[1:]:
+        for name in ("launcher", "ray_address", "ray_placement"):
+            if getattr(step.spec.load, name) != getattr(first, name):
+                raise SpecError(
+                    f"cannot change between steps (step {step.title} has "
+                    f"{getattr(step.spec.load, name)!r}, the first {getattr(first, name)!r})",
+                    f"load.{name}",
+                )
+
+
 def check_spec(spec: Spec) -> list[Step]:
     """Plan the spec and check every step; the steps, or the first SpecError."""
     steps = plan(spec)
+    _check_same_launcher(steps)
     named = []
     for step in steps:
         try:

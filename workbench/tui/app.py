@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,12 @@ from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from workbench import session
-from workbench.errors import WorkbenchError
+from workbench.errors import SpecError, WorkbenchError
+from workbench.events import Event
 from workbench.live import RunView
 from workbench.profile_files import profiles_dir
+from workbench.search import search_spec
+from workbench.search_run import SearchRun
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands
@@ -40,6 +43,7 @@ from workbench.tui.messages import (
     RenameRun,
 )
 from workbench.tui.screens.compare import CompareScreen
+from workbench.tui.screens.dialogs import AskText
 from workbench.tui.screens.export import ExportScreen
 from workbench.tui.screens.history import HistoryScreen
 from workbench.tui.screens.run import RunScreen
@@ -91,6 +95,7 @@ class WorkbenchApp(App[None]):
         self.add_mode("compare", partial(CompareScreen, self.context))
         self.stop_event = asyncio.Event()
         self.run_worker_: Worker[None] | None = None
+        self.searching: SearchRun | None = None  # the search the run worker runs, if one
         if theme:
             self.theme = theme
 
@@ -118,10 +123,36 @@ class WorkbenchApp(App[None]):
         return True
 
     async def _drive(self, spec: Spec, name: str | None) -> None:
+        await self._follow(session.run(spec, self.store, stop=self.stop_event, name=name))
+
+    async def _follow(self, events: AsyncIterator[Event]) -> None:
         view = RunView()
-        async for event in session.run(spec, self.store, stop=self.stop_event, name=name):
+        async for event in events:
             view = view.apply(event)
             self.live = view
+
+    def start_search(self, spec: Spec, target: str) -> bool:
+        """Search for the highest rate meeting `target` ("p99<1ms, errors<0.1%") in the run
+        worker: each probe is a step of the live run; the conclusion is a notification."""
+        if self.running:
+            self.notify("A run is in progress: F8 stops it.", severity="warning")
+            return False
+        try:
+            spec, checks = search_spec(spec, [t.strip() for t in target.split(",") if t.strip()])
+        except SpecError as exc:
+            self.notify(f"Cannot search: {exc}", severity="error")
+            return False
+        self.stop_event = asyncio.Event()
+        self.searching = SearchRun(spec, checks)
+        self.run_worker_ = self.run_worker(
+            self._follow(self.searching.events(self.store, stop=self.stop_event)),
+            name="search",
+            group="runs",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self.refresh_bindings()
+        return True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self.run_worker_:
@@ -132,11 +163,15 @@ class WorkbenchApp(App[None]):
         elif event.state == WorkerState.SUCCESS:
             v = self.live
             severity = {"failed": "error", "interrupted": "warning"}.get(v.status, "information")
+            found = ""
+            if event.worker.name == "search" and self.searching is not None:
+                found = f" Search: {self.searching.search.conclusion()}."
             self.notify(
                 f"Run '{v.name}' {v.status}"
                 + (f": {v.error}" if v.error else "")
-                + ". It is in History (F4).",
+                + f".{found} It is in History (F4).",
                 severity=severity,  # type: ignore[arg-type]
+                timeout=20 if found else 5,
             )
 
     def action_start_run(self) -> None:
@@ -224,6 +259,22 @@ class WorkbenchApp(App[None]):
             return
         self.stored_changes += 1
         self.notify(done)
+
+    def action_search(self) -> None:
+        """Ask for a target, then search the Setup draft's highest rate meeting it."""
+        spec = self.draft.spec
+        if spec is None:
+            first = self.draft.errors[0] if self.draft.errors else "nothing to run yet"
+            self.notify(f"Fix the set-up first: {first}", severity="error")
+            self.switch_mode("setup")
+            return
+        wanted = ", ".join(spec.search.target) if spec.search and spec.search.target else "p99<1ms"
+
+        def chosen(target: str | None) -> None:
+            if target and self.start_search(spec, target):
+                self.switch_mode("run")
+
+        self.push_screen(AskText("Search target, e.g. p99<1ms, errors<0.1%", wanted), chosen)
 
     @work(group="store-reads", exclusive=True, exit_on_error=False)
     async def action_export_last(self) -> None:

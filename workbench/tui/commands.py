@@ -31,6 +31,11 @@ class WorkbenchCommands(Provider):
             ("Stop run", app.action_stop_run, "stop, keeping what was measured (F8)"),
             ("Toggle light/dark theme", app.action_toggle_theme, "Ctrl+T"),
             ("Export last run", app.action_export_last, "a report with preview"),
+            (
+                "Search for the highest rate",
+                app.action_search,
+                "open-loop probes of the set-up until a latency target breaks (p99<1ms)",
+            ),
         ]
         for path in sorted(app.context.profiles_dir.glob("*.toml")):
             open_it = partial(app.post_message, OpenProfile(path))

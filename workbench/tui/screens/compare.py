@@ -47,6 +47,41 @@ class Entry:
         return self.step.summary
 
 
+def sweep_lines(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
+    """Entries grouped into latency-against-throughput lines, one per run and series.
+
+    A line joins the steps of one run that differ only in the swept value that moves the
+    load (the concurrency when it is swept, else the first setting that varies), in step
+    order, so each line is one curve as the load rises. Runs of a single step make no line.
+    """
+    by_run: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_run.setdefault(e.run_id, []).append(e)
+    lines: list[tuple[str, list[Entry]]] = []
+    for group in by_run.values():
+        if len(group) < 2:
+            continue
+        labels = [_settings(e.step.title) for e in group]
+        keys = list(dict.fromkeys(k for label in labels for k in label))
+        varying = [k for k in keys if len({label.get(k) for label in labels}) > 1]
+        swept = "concurrency" if "concurrency" in varying else (varying[0] if varying else "")
+        series: dict[str, list[Entry]] = {}
+        for e, label in zip(group, labels, strict=True):
+            rest = ", ".join(f"{k}={v}" for k, v in label.items() if k != swept)
+            series.setdefault(rest, []).append(e)
+        run_name = group[0].label.split(" ", 1)[0] if len(by_run) > 1 else ""
+        for rest, members in series.items():
+            name = " ".join(p for p in (run_name, rest) if p) or swept or "steps"
+            lines.append((name, members))
+    return lines
+
+
+def _settings(title: str) -> dict[str, str]:
+    """A step title ("concurrency=16, name=direct") as its settings."""
+    pairs = (part.partition("=") for part in title.split(", "))
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
 def entries_of(store: Store, run_ids: tuple[str, ...]) -> tuple[list[Entry], list[str]]:
     """Every measured step of the runs, and a line for each run that could not be read."""
     entries: list[Entry] = []
@@ -143,6 +178,13 @@ class CompareScreen(Screen[None]):
                 y=Axis(fmt=format_rate),
                 empty="",
             )
+            yield Chart(
+                "p99 against throughput (one point per step)",
+                id="cmp-sweep",
+                x=Axis(fmt=format_rate),
+                y=Axis(log=True, fmt=axis_us),
+                empty="",
+            )
         yield DataTable(id="diff", cursor_type="row")
         yield Footer()
 
@@ -185,6 +227,7 @@ class CompareScreen(Screen[None]):
             Series(str(i + 1), stepped([(p.elapsed, p.ops_per_s) for p in e.step.points]))
             for i, e in enumerate(shown)
         )
+        self._show_sweeps()
         more = len(self.entries) - MAX_LINES
         pct.border_title = "Latency by percentile" + (f" (first {MAX_LINES})" if more > 0 else "")
         colors = pct.colors()
@@ -205,6 +248,17 @@ class CompareScreen(Screen[None]):
                 label.append(" (base)", style="bold")
             cells = difference_cells(e, None if i == self.base else base)
             table.add_row(mark, label, *cells, key=str(i))
+
+    def _show_sweeps(self) -> None:
+        """Latency against throughput, when a run swept its load (shown only then)."""
+        lines = sweep_lines(self.entries)[:MAX_LINES]
+        chart = self.query_one("#cmp-sweep", Chart)
+        chart.display = bool(lines)
+        self.query_one("#compare-charts").set_class(bool(lines), "-with-sweeps")
+        chart.series = tuple(
+            Series(name, tuple((e.summary.ops_per_s, e.summary.p(99.0)) for e in members))
+            for name, members in lines
+        )
 
     def action_baseline(self) -> None:
         table = self.query_one("#diff", DataTable)

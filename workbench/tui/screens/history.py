@@ -21,7 +21,13 @@ from workbench.tui.context import ScreenContext
 from workbench.tui.figures import format_pct, format_rate, format_us, format_when
 from workbench.tui.messages import CompareRuns, DeleteRun, ExportRuns, RenameRun
 from workbench.tui.screens.dialogs import AskText, Confirm
-from workbench.tui.widgets.dashboard import STATUS_STYLE, DashboardKeys, RunDashboard, step_row
+from workbench.tui.widgets.dashboard import (
+    STATUS_STYLE,
+    DashboardKeys,
+    RunDashboard,
+    step_row,
+    verdict_badge,
+)
 from workbench.tui.widgets.modebar import ModeBar
 
 RUN_COLUMNS = (
@@ -108,6 +114,8 @@ def describe(run: StoredRun) -> Group:
         title = Text(f"{cells[0]}. {step.title}")
         if step.status != "completed":
             title.append(f" {step.status}", style=STATUS_STYLE.get(step.status, ""))
+        if (badge := verdict_badge(step)).plain:
+            title.append(" ").append(badge)
         table.add_row(title, cells[3], cells[5], cells[6], cells[7], cells[9], cells[10])
     notices = Text("\n".join(view.notices), style="yellow")
     return Group(text, Text(""), table, notices)

@@ -47,10 +47,21 @@ STEP_COLUMNS = (
     "hit rate",
     "errors",
 )
+# The verdict's badge on a step (workbench.verdict): warm colours where the figure is
+# not the server's, calm ones where it is.
+VERDICT_STYLE = {
+    "server-bound": "cyan",
+    "machine-bound": "magenta",
+    "generator-bound": "yellow",
+    "fell behind": "red",
+    "on schedule": "green",
+    "latency-bound": "blue",
+}
 STATUS_STYLE = {
     "completed": "green",
     "running": "bold",
     "interrupted": "yellow",
+    "degraded": "yellow",
     "failed": "red",
     "pending": "dim",
 }
@@ -182,15 +193,34 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
             )
     for notice in view.notices[-3:]:
         grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
+    parts: list[Table | Text] = [grid]
+    if step is not None and step.points and (verdict := step.verdict).known:
+        # What limited the figure, with its numbers: first, wrapped, always in sight.
+        line = Text.assemble(
+            (verdict.kind, VERDICT_STYLE.get(verdict.kind, "")),
+            (f": {verdict.evidence} — {verdict.advice}", "dim"),
+        )
+        parts.insert(0, line)
     s = step.summary if step else None
     if s is None or len(s.per_op) < 1:
-        return grid
-    return Group(grid, Text(""), _per_op_table(s))
+        return Group(*parts) if len(parts) > 1 else grid
+    return Group(*parts, Text(""), _per_op_table(s))
+
+
+def verdict_badge(step: StepView) -> Text:
+    """The step's verdict as a short coloured badge ("" while nothing says what limited it)."""
+    verdict = step.verdict
+    if not verdict.known or not step.points:
+        return Text("")
+    return Text(f"[{verdict.badge}]", style=VERDICT_STYLE.get(verdict.kind, ""))
 
 
 def step_row(step: StepView) -> tuple[Text | str, ...]:
     s = step.summary
     status = Text(step.status, style=STATUS_STYLE.get(step.status, ""))
+    badge = verdict_badge(step)
+    if badge.plain:
+        status = Text.assemble(status, " ", badge)
     if s is None or not s.ops:
         return (str(step.index + 1), step.title, status, *(["-"] * 8))
     return (
@@ -360,6 +390,10 @@ class RunDashboard(Container):
             if step.server:
                 text.append(f"  server pid {step.server.get('pid', '?')}", style="dim")
             text.append("  " + self._progress(v, step))
+            badge = verdict_badge(step)
+            if badge.plain:
+                text.append("  ")
+                text.append(badge)
             if step.status == "running" and not step.points:
                 text.append("  warming up…", style="yellow")
         if v.status == "running" and v.remaining:

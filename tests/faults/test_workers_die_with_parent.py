@@ -1,0 +1,82 @@
+"""Issue 13 item 3 (the worker part): workers never outlive the coordinator."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from support import stopped
+
+COORDINATOR = textwrap.dedent(
+    """
+    import asyncio, sys
+    from workbench import session
+    from workbench.events import Interval
+    from workbench.spec.load import load_spec
+    from workbench.store import Store
+
+    async def main():
+        spec = load_spec(None, ["load.duration=60", "load.warmup=0", "load.interval=0.25",
+                                "load.workers=2", "load.concurrency=2"])
+        async for e in session.run(spec, Store(sys.argv[1])):
+            if isinstance(e, Interval):
+                print("measuring", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_a_worker_dies_with_its_coordinator_even_when_it_cannot_run(tmp_path: Path) -> None:
+    """A stopped worker cannot watch its parent: only the kernel (PDEATHSIG) can end it."""
+    coordinator = subprocess.Popen(
+        [sys.executable, "-c", COORDINATOR, str(tmp_path / "runs.sqlite")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    workers: list[int] = []
+    try:
+        assert coordinator.stdout is not None
+        assert coordinator.stdout.readline().strip() == "measuring"
+        workers += _children(coordinator.pid)
+        assert len(workers) == 2
+        stopped(workers[0])
+        coordinator.kill()
+        coordinator.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not all(_gone(w) for w in workers):
+            time.sleep(0.05)
+        assert all(_gone(w) for w in workers), [w for w in workers if not _gone(w)]
+    finally:
+        if coordinator.poll() is None:
+            coordinator.kill()
+            coordinator.wait()
+        for w in workers:  # only if the test failed: leave nothing behind
+            if not _gone(w):
+                os.kill(w, signal.SIGKILL)

@@ -1,0 +1,46 @@
+"""The verdict in the TUI: a badge on the step, a line leading the counters; search errors."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from tui_data import interval_stats, synthetic_events, view_of
+
+from workbench.events import Interval
+from workbench.spec.load import load_spec
+from workbench.tui.app import WorkbenchApp
+from workbench.tui.widgets.dashboard import counters_table, step_row
+
+
+def text_of(renderable: object) -> str:
+    console = Console(width=100, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_badge_and_counter_line_appear_once_cpu_was_recorded() -> None:
+    events = synthetic_events("20231114-221320-cccc", "cpu")
+    plain = view_of(events)
+    assert "[" not in str(step_row(plain.steps[0])[2])  # no figures: no badge
+    busy = []
+    for e in events:
+        if isinstance(e, Interval):
+            stats = interval_stats(e.index)
+            stats.cpu = {"0": 0.97 * stats.duration}
+            stats.server = {"host_busy": 0.3, "host_cpus": 8}
+            e = Interval(e.run_id, e.step, e.index, e.elapsed, stats)
+        busy.append(e)
+    view = view_of(busy)
+    step = view.steps[0]
+    assert str(step_row(step)[2]).endswith("[generator-bound]")
+    shown = text_of(counters_table(view, step))
+    assert shown.startswith("generator-bound: worker 97% of a core")
+
+
+async def test_a_bad_search_target_is_said_and_nothing_starts(make) -> None:  # type: ignore[no-untyped-def]
+    app: WorkbenchApp = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.start_search(load_spec(None, []), "p99<2")
+        await pilot.pause()
+        assert not app.running
+        assert any("a latency needs a unit" in str(n.message) for n in app._notifications)

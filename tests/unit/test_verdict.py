@@ -1,0 +1,265 @@
+"""The verdict rules on constructed intervals: each rule, its evidence line, the order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workbench.events import Interval, RunStarted, StepFinished, StepStarted
+from workbench.live import RunView
+from workbench.metrics import Stats, fold, merged, new_histogram
+from workbench.verdict import (
+    FELL_BEHIND,
+    GENERATOR_BOUND,
+    LATENCY_BOUND,
+    MACHINE_BOUND,
+    ON_SCHEDULE,
+    SERVER_BOUND,
+    UNKNOWN,
+    WORKER_BUSY,
+    Context,
+    Usage,
+    context_for,
+    judge,
+    verdict_of,
+)
+
+REDIS = Context("redis", open_loop=False, server_cores=1.0, single_threaded=True)
+OPEN = Context("redis", open_loop=True, server_cores=1.0, single_threaded=True)
+
+
+def interval(
+    *,
+    ops: int = 10_000,
+    latency_ns: int = 50_000,
+    workers: tuple[float, ...] = (),
+    server_cpu: float | None = None,
+    host: tuple[float, int] | None = None,
+    offered: int = 0,
+    lag_ns: int | None = None,
+    duration: float = 1.0,
+    errors: int = 0,
+    server: dict[str, Any] | None = None,
+) -> Stats:
+    """One interval: `workers` and `server_cpu` are shares of a core over `duration`."""
+    h = new_histogram()
+    fold(h, [latency_ns] * ops)
+    stats = Stats(duration=duration, hist={"get": h} if ops else {})
+    stats.cpu = {str(i): share * duration for i, share in enumerate(workers)}
+    stats.server = dict(server or {})
+    if server_cpu is not None:
+        stats.server["cpu_seconds"] = server_cpu * duration
+    if host is not None:
+        stats.server["host_busy"], stats.server["host_cpus"] = host
+    stats.offered = offered
+    if lag_ns is not None:
+        lag = new_histogram()
+        fold(lag, [lag_ns] * max(offered, 1))
+        stats.send_lag = lag
+    if errors:
+        stats.errors = {"timeout": errors}
+    return stats
+
+
+def test_generator_bound_names_the_busy_workers_and_the_idle_server() -> None:
+    v = verdict_of([interval(workers=(0.97, 0.95), server_cpu=0.41, host=(0.3, 8))], REDIS)
+    assert v.kind == GENERATOR_BOUND
+    assert v.line == (
+        "generator-bound: workers 97% 95% of a core, server 41% of 1 core (single-threaded), "
+        "machine 30% busy on 8 CPUs (2.33 of them ours) — the figure is a lower bound of the "
+        "server's capacity: "
+        "add workers or use the native engine"
+    )
+
+
+def test_one_busy_worker_of_several_is_enough() -> None:
+    v = verdict_of([interval(workers=(0.9, 0.3), server_cpu=0.2, host=(0.2, 8))], REDIS)
+    assert v.kind == GENERATOR_BOUND
+
+
+def test_worker_threshold_is_inclusive() -> None:
+    at = verdict_of([interval(workers=(WORKER_BUSY,), server_cpu=0.2)], REDIS)
+    below = verdict_of([interval(workers=(WORKER_BUSY - 0.01,), server_cpu=0.2)], REDIS)
+    assert (at.kind, below.kind) == (GENERATOR_BOUND, LATENCY_BOUND)
+
+
+def test_single_threaded_server_near_one_core_is_server_bound() -> None:
+    v = verdict_of([interval(workers=(0.6, 0.58), server_cpu=0.98, host=(0.6, 8))], REDIS)
+    assert v.kind == SERVER_BOUND
+    assert v.evidence.startswith("server 98% of 1 core (single-threaded), workers 60% 58%")
+
+
+def test_multi_threaded_server_is_judged_on_all_its_cores() -> None:
+    memcached = context_for({"target": {"system": "memcached", "managed": True, "server": {}}})
+    busy = verdict_of([interval(workers=(0.5,), server_cpu=3.6)], memcached)
+    idle = verdict_of([interval(workers=(0.5,), server_cpu=2.0)], memcached)
+    assert busy.kind == SERVER_BOUND
+    assert "server 3.60 of 4 cores (90%)" in busy.evidence
+    assert idle.kind == LATENCY_BOUND
+
+
+def test_the_cores_a_server_may_run_on_cap_its_threads() -> None:
+    memcached = context_for({"target": {"system": "memcached", "managed": True}})  # -t 4
+    stats = interval(workers=(0.5,), server_cpu=1.9, server={"cpu_cores": 2})
+    assert verdict_of([stats], memcached).kind == SERVER_BOUND
+    # Redis on a two-core affinity still runs its commands on one thread.
+    redis = interval(workers=(0.5,), server_cpu=0.9, server={"cpu_cores": 2})
+    assert verdict_of([redis], REDIS).kind == SERVER_BOUND
+
+
+def test_server_bound_comes_before_generator_bound() -> None:
+    v = verdict_of([interval(workers=(0.99,), server_cpu=0.95, host=(0.5, 8))], REDIS)
+    assert v.kind == SERVER_BOUND
+
+
+def test_full_machine_shared_by_load_and_server_is_machine_bound() -> None:
+    v = verdict_of([interval(workers=(0.7, 0.65), server_cpu=0.6, host=(0.97, 2))], REDIS)
+    assert v.kind == MACHINE_BOUND
+    assert v.evidence.startswith(
+        "machine 97% busy on 2 CPUs (1.95 of them ours), workers 70% 65% of a core"
+    )
+
+
+def test_machine_bound_comes_before_generator_bound() -> None:
+    v = verdict_of([interval(workers=(0.95, 0.9), server_cpu=0.1, host=(0.99, 2))], REDIS)
+    assert v.kind == MACHINE_BOUND
+
+
+def test_a_machine_filled_by_others_is_machine_bound() -> None:
+    # A worker starved of CPU looks idle: the full machine explains it.
+    closed = verdict_of([interval(workers=(0.28,), server_cpu=0.1, host=(0.99, 2))], REDIS)
+    assert closed.kind == MACHINE_BOUND
+    assert closed.evidence.startswith("machine 99% busy on 2 CPUs (0.38 of them ours)")
+    late = interval(
+        offered=10_000, workers=(0.2,), server_cpu=0.1, host=(0.95, 2), lag_ns=5_000_000
+    )
+    assert verdict_of([late], OPEN).kind == MACHINE_BOUND
+
+
+def test_a_schedule_missed_for_want_of_replies_comes_before_a_busy_machine() -> None:
+    stalled = interval(ops=100, offered=10_000, workers=(0.05,), server_cpu=0.0, host=(0.99, 2))
+    v = verdict_of([stalled], OPEN)
+    assert v.kind == FELL_BEHIND
+    assert v.evidence.startswith("issued 100 of 10,000 ops/s offered (1.0%)")
+
+
+def test_open_loop_that_issued_too_few_fell_behind() -> None:
+    stats = interval(ops=8_000, offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=20_000)
+    v = verdict_of([stats], OPEN)
+    assert v.kind == FELL_BEHIND
+    assert v.evidence.startswith("issued 8,000 of 10,000 ops/s offered (80.0%), send lag p99")
+    assert v.figures["kept_share"] == pytest.approx(0.8)
+
+
+def test_failed_ops_were_issued_on_schedule() -> None:
+    stats = interval(ops=9_000, errors=1_000, offered=10_000, workers=(0.4,), lag_ns=20_000)
+    assert verdict_of([stats], OPEN).kind == ON_SCHEDULE
+
+
+def test_open_loop_with_a_long_send_lag_fell_behind() -> None:
+    late = interval(offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=2_000_000)
+    v = verdict_of([late], OPEN)
+    assert v.kind == FELL_BEHIND
+    assert "send lag p99 2.00ms" in v.evidence
+
+
+def test_open_loop_that_kept_its_schedule() -> None:
+    v = verdict_of([interval(offered=10_000, workers=(0.3,), server_cpu=0.2, lag_ns=9_000)], OPEN)
+    assert v.kind == ON_SCHEDULE
+    assert v.evidence == (
+        "issued 10,000 of 10,000 ops/s offered (100.0%), send lag p99 9.0µs; "
+        "worker 30% of a core, server 20% of 1 core (single-threaded)"
+    )
+
+
+def test_saturation_explains_an_open_loop_step_first() -> None:
+    stats = interval(ops=5_000, offered=10_000, workers=(0.99,), server_cpu=0.3, lag_ns=5_000_000)
+    v = verdict_of([stats], OPEN)
+    assert v.kind == GENERATOR_BOUND
+    assert "issued 5,000 of 10,000 ops/s offered (50.0%)" in v.evidence
+
+
+def test_closed_loop_with_neither_side_busy_is_latency_bound() -> None:
+    v = verdict_of([interval(workers=(0.3, 0.28), server_cpu=0.4, host=(0.4, 2))], REDIS)
+    assert v.kind == LATENCY_BOUND
+    assert v.line.startswith("latency-bound: workers 30% 28% of a core, server 40% of 1 core")
+
+
+def test_no_cpu_figures_is_unknown() -> None:
+    v = verdict_of([interval(), interval()], REDIS)
+    assert v.kind == UNKNOWN and not v.known and v.badge == ""
+
+
+def test_server_cpu_unknown_is_said() -> None:
+    v = verdict_of([interval(workers=(0.2,))], Context("http"))
+    assert v.evidence == "worker 20% of a core, server CPU not recorded"
+
+
+def test_many_workers_are_summarised() -> None:
+    v = verdict_of([interval(workers=(0.9,) + (0.5,) * 7, server_cpu=0.1)], REDIS)
+    assert "8 workers at 90% (busiest) and 55% (mean) of a core" in v.evidence
+
+
+def test_usage_weights_each_interval_by_its_duration() -> None:
+    parts = [
+        interval(workers=(1.0,), server_cpu=1.0, host=(1.0, 2), duration=1.0),
+        interval(workers=(0.0,), server_cpu=0.0, host=(0.0, 2), duration=3.0),
+    ]
+    usage = Usage.of(parts)
+    assert usage.worker_shares() == {"0": pytest.approx(0.25)}
+    assert usage.server_cores_used() == pytest.approx(0.25)
+    assert usage.machine_share() == pytest.approx(0.25)
+
+
+def test_the_live_view_reaches_the_same_verdict_as_the_intervals() -> None:
+    parts = [
+        interval(workers=(0.97, 0.95), server_cpu=0.41, host=(0.3, 8)),
+        interval(workers=(0.9, 0.92), server_cpu=0.45, host=(0.35, 8)),
+    ]
+    spec = {"target": {"system": "redis"}, "load": {"rate": None}}
+    events: list[Any] = [
+        RunStarted("r", "n", spec, [{"index": 0, "label": {}, "title": "run"}], {}, 0.0),
+        StepStarted("r", 0, "run", {}, spec, 2, 16),
+        *(Interval("r", 0, i, i + 1.0, s) for i, s in enumerate(parts)),
+    ]
+    view = RunView()
+    for e in events:
+        view = view.apply(e)
+    live = view.steps[0].verdict
+    view = view.apply(StepFinished("r", 0, "completed", merged(parts, concurrent=False)))
+    assert live == view.steps[0].verdict == verdict_of(parts, context_for(spec))
+    assert live.kind == GENERATOR_BOUND
+
+
+def test_context_from_the_spec() -> None:
+    redis = context_for({"target": {"system": "redis"}, "load": {}})
+    threaded = context_for(
+        {"target": {"system": "redis", "managed": True, "server": {"io_threads": 4}}}
+    )
+    memcached = context_for(
+        {"target": {"system": "memcached", "managed": True}}, server_options={"threads": 2}
+    )
+    outside = context_for({"target": {"system": "memcached"}, "load": {"rate": 5000}})
+    assert (redis.server_cores, redis.single_threaded, redis.open_loop) == (1.0, True, False)
+    assert (threaded.server_cores, threaded.single_threaded) == (4.0, False)
+    assert memcached.server_cores == 2.0
+    assert (outside.server_cores, outside.open_loop) == (None, True)
+
+
+def test_unknown_cores_fall_back_to_what_the_server_then_the_machine_says() -> None:
+    outside = Context("memcached")
+    reported = verdict_of(
+        [interval(workers=(0.3,), server_cpu=1.8, server={"threads": 2})], outside
+    )
+    machine = verdict_of([interval(workers=(0.3,), server_cpu=1.8, host=(0.6, 4))], outside)
+    assert reported.kind == SERVER_BOUND
+    assert machine.kind == LATENCY_BOUND and "of 4 cores (45%)" in machine.evidence
+
+
+def test_verdict_as_data() -> None:
+    v = verdict_of([interval(workers=(0.97,), server_cpu=0.41)], REDIS)
+    d = v.to_dict()
+    assert d["kind"] == GENERATOR_BOUND and d["line"] == v.line
+    assert d["figures"]["workers_core_share"] == {"0": pytest.approx(0.97)}
+    assert judge(Usage(), Stats(), REDIS).kind == UNKNOWN

@@ -1,0 +1,139 @@
+"""`workbench search [PROFILE] --target 'p99<1ms'`: the highest open-loop rate within a target.
+
+Probes of a few seconds each, doubling the rate until the target breaks, then bisecting
+(see `workbench.search`); every probe is a stored step of one run, so `workbench report
+RUN --format search` (or any other format) shows the whole curve again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from workbench.cli import flags as f
+from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
+from workbench.cli.format import live_line
+from workbench.cli.run import _drive
+from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
+from workbench.live import RunView
+from workbench.metrics import format_us
+from workbench.report import render
+from workbench.search import probe_of, search_spec
+from workbench.search_run import SearchRun
+
+
+@one_line_errors
+def command(
+    profile: Annotated[
+        Path | None,
+        typer.Argument(
+            help="a TOML profile, or the name of one in profiles/; none: the embedded cache "
+            "with the defaults"
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="what every probe must meet: a latency (p50..p99.99, max, mean), e.g. "
+            "'p99<1ms', and errors ('errors<0.1%' unless given); repeatable; default: "
+            "search.target of the profile",
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="override any spec field, e.g. load.concurrency=64"),
+    ] = None,
+    start: Annotated[
+        float | None, typer.Option(help="first rate probed, ops/s (search.start, 1000)")
+    ] = None,
+    probe: Annotated[
+        float | None, typer.Option(help="seconds measured per probe (search.probe, 3)")
+    ] = None,
+    max_probes: Annotated[
+        int | None, typer.Option(help="at most this many probes (search.max_probes, 12)")
+    ] = None,
+    precision: Annotated[
+        float | None,
+        typer.Option(help="done when passing and failing rates are this close (0.05: 5%)"),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Find the highest open-loop rate whose probes meet a latency target.
+
+    Exit codes:
+    0 a passing rate was found (the report says whether it converged or stopped early, and why);
+    1 an error (the store, a run that failed);
+    2 a bad profile, flag or target (nothing ran);
+    3 no probed rate met the target;
+    130 interrupted (the probes run are stored).
+    """
+    extra = [
+        f"search.{key}={value!r}"
+        for key, value in (
+            ("start", start),
+            ("probe", probe),
+            ("max_probes", max_probes),
+            ("precision", precision),
+        )
+        if value is not None
+    ]
+    spec = f.load_with_flags(profile, f.Flags(), [*(set_ or []), *extra])
+    spec, checks = search_spec(spec, target or [])
+    st = open_store(store)
+    searching = SearchRun(spec, checks)
+
+    def show(event: object, view: RunView, quiet_: bool) -> None:
+        _show_probe(searching, event, view, quiet_)
+
+    view = asyncio.run(
+        _drive(
+            spec,
+            st,
+            name,
+            quiet,
+            None,  # no progress bar: one line per probe
+            source=lambda stop: searching.events(st, stop=stop, name=name),
+            show=show,
+        )
+    )
+    out(f"run {view.run_id} {view.status} (stored in {st.path})")
+    if view.run_id:
+        report = render(st.load(view.run_id), "search")
+        body = report.split("## Highest rate within the target", 1)[-1].split("## Reproduce")[0]
+        out(body.strip("\n"))
+    if view.status == "interrupted":
+        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    if searching.search.best is None:
+        raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
+
+
+def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool) -> None:
+    if isinstance(event, RunStarted):
+        targets = ", ".join(c.text for c in searching.checks)
+        out(f"run {event.run_id} '{event.name}': searching for the highest rate with {targets}")
+    elif isinstance(event, StepStarted):
+        load = event.spec["load"]
+        out(f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s")
+    elif isinstance(event, Interval) and not quiet:
+        step = view.steps[event.step]
+        if step.latest is not None:
+            out(live_line(event.elapsed, step.latest))
+    elif isinstance(event, Notice):
+        out(f"{event.level}: {event.message}")
+    elif isinstance(event, StepFinished):
+        step = view.steps[event.step]
+        p = probe_of(step, searching.rate_of(event.step), searching.checks)
+        verdict = f" [{p.verdict.kind}]" if p.verdict.known else ""
+        result = "pass" if p.passed else f"FAIL: {p.why_failed()}"
+        out(
+            f"   {p.rate:,.0f} offered, {p.achieved:,.0f} achieved ops/s, p50 "
+            f"{format_us(p.p50_us)}, p99 {format_us(p.p99_us)}, p99.9 {format_us(p.p999_us)}: "
+            f"{result}{verdict}"
+        )

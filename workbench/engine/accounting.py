@@ -1,0 +1,135 @@
+"""What one worker records during an interval, and how it becomes the interval's Stats.
+
+The hot path only appends ints to lists (`record`); at the interval's end the buffer is
+swapped out whole and folded into histograms in small chunks (`to_stats`), so folding
+never stalls the operations in flight for long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from hdrh.histogram import HdrHistogram
+
+from workbench.adapter import error_kind
+from workbench.metrics import Stats, fold, new_histogram
+from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+
+DELIVER = 5  # not an op a client issues: a pub/sub message received
+KIND_NAMES = {GET: "get", SET: "set", DELETE: "delete", PUBLISH: "publish", DELIVER: "deliver"}
+FOLD_CHUNK = 4096
+FOLD_SLICE = 0.002  # seconds of folding between loop turns
+ABANDONED = "abandoned"  # error kind of ops still unanswered when the wait after the end ran out
+
+
+class Buffers:
+    """What clients record during one interval; swapped out whole at the interval's end."""
+
+    __slots__ = (
+        "bytes_in",
+        "bytes_out",
+        "delivered",
+        "errors",
+        "expected",
+        "first_errors",
+        "hits",
+        "hot_gets",
+        "hot_hits",
+        "lat",
+        "misses",
+        "published",
+        "send_lag",
+    )
+
+    def __init__(self) -> None:
+        # Latencies (ns) by op code; a cache_aside op records a get and maybe a set.
+        self.lat: dict[int, list[int]] = {code: [] for code in KIND_NAMES}
+        self.send_lag: list[int] = []  # open loop only: actual send minus intended start
+        self.hits = self.misses = self.bytes_in = self.bytes_out = 0
+        self.published = self.delivered = self.expected = 0
+        self.hot_gets = self.hot_hits = 0
+        self.errors: dict[str, int] = {}
+        self.first_errors: dict[str, str] = {}
+
+    def error(self, exc: BaseException) -> None:
+        self.count_error(error_kind(exc), f"{type(exc).__name__}: {exc}")
+
+    def count_error(self, kind: str, message: str, n: int = 1) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + n
+        if kind not in self.first_errors:
+            self.first_errors[kind] = message[:300]
+
+
+def record(
+    buf: Buffers, code: int, ns: int, got: bytes | None, hot: bool, sent: int, expected: int
+) -> None:
+    """One completed op: its latency and what it moved. The one recording path of every loop.
+
+    `got` is a get's reply (None: a miss); `sent` the bytes written; `expected` the
+    deliveries a publish should cause.
+    """
+    buf.lat[GET if code == CACHE_ASIDE else code].append(ns)
+    if code in (GET, CACHE_ASIDE):
+        buf.hot_gets += hot
+        if got is None:
+            buf.misses += 1
+        else:
+            buf.hits += 1
+            buf.hot_hits += hot
+            buf.bytes_in += len(got)
+        return
+    buf.bytes_out += sent
+    if code == PUBLISH:
+        buf.published += 1
+        buf.expected += expected
+
+
+def record_delivery(buf: Buffers, ns: int, size: int) -> None:
+    buf.lat[DELIVER].append(ns)
+    buf.delivered += 1
+    buf.bytes_in += size
+
+
+async def _histogram(values: list[int]) -> HdrHistogram:
+    """Fold latencies into a histogram in slices, letting the clients run between slices.
+
+    A slice lasts FOLD_SLICE, or half a loop turn when turns are long (thousands of
+    busy clients): folding then needs a few turns, not hundreds.
+    """
+    hist = new_histogram()
+    budget, i, n = FOLD_SLICE, 0, len(values)
+    while i < n:
+        begin = time.perf_counter()
+        while i < n and time.perf_counter() - begin < budget:
+            fold(hist, values[i : i + FOLD_CHUNK])
+            i += FOLD_CHUNK
+        if i < n:
+            before = time.perf_counter()
+            await asyncio.sleep(0)
+            budget = max(FOLD_SLICE, (time.perf_counter() - before) / 2)
+    return hist
+
+
+async def to_stats(buf: Buffers, duration: float) -> Stats:
+    """Fold a swapped-out buffer into Stats, yielding to the loop between chunks."""
+    stats = Stats(
+        duration=duration,
+        hits=buf.hits,
+        misses=buf.misses,
+        errors=buf.errors,
+        first_errors=buf.first_errors,
+        bytes_in=buf.bytes_in,
+        bytes_out=buf.bytes_out,
+        published=buf.published,
+        delivered=buf.delivered,
+        expected_deliveries=buf.expected,
+        hot_gets=buf.hot_gets,
+        hot_hits=buf.hot_hits,
+    )
+    for code, values in buf.lat.items():
+        if values:
+            stats.hist[KIND_NAMES[code]] = await _histogram(values)
+    if buf.send_lag:
+        stats.send_lag = await _histogram(buf.send_lag)
+    return stats

@@ -1,0 +1,313 @@
+"""The virtual clients' loops: pace, issue, stamp, record. Adapters only do I/O.
+
+Both loops (asyncio clients and one thread per blocking client) share the pacing
+(`Pacer`), the phase bookkeeping (`LoadState`) and the one recording path
+(`accounting.record`); they differ only in how a call is made and how they sleep.
+
+The stopwatch: `perf_counter_ns()` before and after each op. In open loop each op has an
+intended start on the client's schedule. If the client was still busy with its previous
+op at that time, latency runs from the intended start (the wait is the server's doing:
+coordinated omission is corrected); if the client was idle and its timer woke it late,
+the lateness is the generator's own, and latency runs from the send. Either way the
+send lag (send minus intended start) is recorded in its own histogram.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.engine.accounting import Buffers, record, record_delivery
+from workbench.engine.plans import ClientPlan
+from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
+
+# In-process adapters never suspend: a client yields to the loop every few ops so that
+# timers fire. With many clients per worker each yields more often, keeping a loop turn
+# (every client once) to about TURN_OPS ops.
+YIELD_EVERY = 64
+TURN_OPS = 4096
+ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
+_STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
+
+
+class UnsupportedOp(Exception):
+    """An op code a blocking client cannot issue (the plan check should have refused it)."""
+
+
+@dataclass
+class LoadState:
+    """What the clients of one worker share with the step that drives them."""
+
+    running: bool = True
+    buf: Buffers = field(default_factory=Buffers)
+    remaining: int | None = None  # ops left in the current phase, when counted
+    phase: int = 0  # warm-up, measured...: bumped with the budget, under the lock
+    measuring: bool = False  # in the measured phase (not warm-up)
+    early: Buffers = field(default_factory=Buffers)  # measured deliveries seen during warm-up
+    phase_over: asyncio.Event = field(default_factory=asyncio.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    loop: asyncio.AbstractEventLoop | None = None
+    # In the measured phase a spent budget stops the clients; in warm-up it only ends the phase.
+    budget_stops: bool = False
+    in_flight: int = 0  # ops issued and not yet answered
+    start_ns: int = 0  # perf_counter_ns at which the load began: the schedules' origin
+    end_ns: int = 1 << 62  # when the measured phase ends, once known: no op is due after it
+    begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
+    begun_threads: threading.Event = field(default_factory=threading.Event)
+    halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
+
+    def begin(self, start_ns: int) -> None:
+        self.start_ns = start_ns
+        self.begun.set()
+        self.begun_threads.set()
+
+    def halt(self) -> None:
+        self.running = False
+        self.halted.set()
+        self.begun.set()
+        self.begun_threads.set()
+
+    def reserve(self) -> bool:
+        """Take one op from the phase budget before issuing it; False: do not issue it."""
+        self.remaining -= 1  # type: ignore[operator]
+        if self.remaining == 0 and self.loop is not None:
+            self.loop.call_soon_threadsafe(self.phase_over.set)
+        return self.remaining >= 0 or not self.budget_stops
+
+
+class Pacer:
+    """A client's open-loop schedule: start + offset + n * period."""
+
+    __slots__ = ("next_ns", "period")
+
+    def __init__(self, plan: ClientPlan, start_ns: int) -> None:
+        assert plan.period_ns is not None
+        self.period = plan.period_ns
+        self.next_ns = start_ns + plan.offset_ns
+
+    def take(self) -> int:
+        due = self.next_ns
+        self.next_ns += self.period
+        return due
+
+
+def stopwatch_start(due: int, sent: int, last_end: int) -> int:
+    """Where an open-loop op's latency starts (see the module's docstring)."""
+    return due if last_end > due else sent
+
+
+@dataclass(frozen=True)
+class PubSubPlan:
+    channels: list[bytes]
+    subscribers_per_channel: int
+    message_size: int
+
+
+def stamped(perf_ns: int, seq: int, measured: bool, body: memoryview) -> bytes:
+    """A published message: its publish time and whether it is measured, then the body.
+
+    The tag says whether the publish is measured, so that every worker's subscribers
+    count the same messages whatever their own phase.
+    """
+    return _STAMP.pack(perf_ns, seq << 1 | measured) + bytes(body)
+
+
+async def async_client(
+    client: Any,
+    stream: OpStream,
+    values: ValueBuffer,
+    state: LoadState,
+    plan: ClientPlan,
+    pubsub: PubSubPlan,
+    clients: int = 1,
+) -> None:
+    await state.begun.wait()
+    yield_every = max(1, min(YIELD_EVERY, TURN_OPS // max(clients, 1)))
+    perf = time.perf_counter_ns
+    nxt, value, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
+    pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
+    body = value[: max(pubsub.message_size - 16, 0)]
+    subs, channels = pubsub.subscribers_per_channel, pubsub.channels
+    due = last_end = count = seq = 0
+    while state.running:
+        if pacer is not None and not await _until_due(due := pacer.take(), state):
+            break  # the load ended, or this op's time is past the end
+        if state.remaining is not None and not state.reserve():
+            break
+        # An op is recorded only if it ends in the phase it began in: one still in
+        # flight when warm-up ends is not measured.
+        phase = state.phase
+        code, index, key, size, ttl = nxt()
+        state.in_flight += 1
+        t0 = perf()
+        lag = t0 - due if pacer is not None else -1
+        if pacer is not None:
+            t0 = stopwatch_start(due, t0, last_end)
+        got, sent, expected = None, size, 0
+        try:
+            if code in (GET, CACHE_ASIDE):
+                got = await client.get(key)
+            elif code == SET:
+                off = index % spread
+                await client.set(key, value[off : off + size], ttl)
+            elif code == DELETE:
+                await client.delete(key)
+                sent = 0
+            else:
+                seq += 1
+                message = stamped(perf(), seq, state.measuring, body)
+                await client.publish(channels[index % len(channels)], message)
+                sent, expected = len(message), subs
+            last_end = perf()
+            if state.phase == phase:
+                _finish(state.buf, code, last_end - t0, got, index < hot_end, sent, expected, lag)
+            if got is None and code == CACHE_ASIDE:
+                off = index % spread
+                last_end = await _fill(client, state, phase, key, value[off : off + size], ttl)
+        except Exception as exc:
+            last_end = perf()
+            if state.phase == phase:
+                state.buf.error(exc)
+            await asyncio.sleep(ERROR_PAUSE)
+        finally:
+            state.in_flight -= 1
+        count += 1
+        if count % yield_every == 0:
+            await asyncio.sleep(0)
+
+
+async def _until_due(due: int, state: LoadState) -> bool:
+    """Sleep until `due` (perf_counter_ns); False if the load ended meanwhile.
+
+    uvloop's timers have millisecond resolution and may fire early: sleep again until
+    the time has truly come (an early send was once a negative latency).
+    """
+    perf = time.perf_counter_ns
+    while (ahead := due - perf()) > 0 and state.running:
+        await asyncio.sleep(ahead / 1e9)
+    return state.running and due < state.end_ns
+
+
+async def _fill(
+    client: Any, state: LoadState, phase: int, key: bytes, value: Any, ttl: float | None
+) -> int:
+    """Cache-aside after a miss: set the value, recorded as a set; returns when it ended."""
+    begin = time.perf_counter_ns()
+    await client.set(key, value, ttl)
+    end = time.perf_counter_ns()
+    if state.phase == phase:
+        record(state.buf, SET, end - begin, None, False, len(value), 0)
+    return end
+
+
+def _finish(
+    buf: Buffers, code: int, ns: int, got: Any, hot: bool, sent: int, expected: int, lag: int
+) -> None:
+    record(buf, code, ns, got, hot, sent, expected)
+    if lag >= 0:
+        buf.send_lag.append(lag)
+
+
+def _blocking_call(client: Any, code: int, key: bytes, value: Any, ttl: float | None) -> Any:
+    """Issue one op on a blocking client; a reply for gets, None otherwise."""
+    if code in (GET, CACHE_ASIDE):
+        return client.get(key)
+    if code == SET:
+        client.set(key, value, ttl)
+    elif code == DELETE:
+        client.delete(key)
+    else:
+        raise UnsupportedOp(f"blocking clients cannot issue op code {code}")
+    return None
+
+
+def thread_client(
+    client: Any, stream: OpStream, values: ValueBuffer, state: LoadState, plan: ClientPlan
+) -> None:
+    """The loop of one blocking client, on its own thread; the lock guards phase and budget."""
+    state.begun_threads.wait()
+    perf = time.perf_counter_ns
+    nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
+    pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
+    lock = state.lock
+    due = last_end = 0
+    while state.running:
+        if pacer is not None:
+            due = pacer.take()
+            while (ahead := due - perf()) > 0 and not state.halted.is_set():
+                state.halted.wait(ahead / 1e9)
+            if state.halted.is_set() or due >= state.end_ns:
+                break
+        with lock:  # the budget and the phase are read together (see StepRun._phase)
+            if state.remaining is not None and not state.reserve():
+                break
+            phase = state.phase
+            state.in_flight += 1
+        code, index, key, size, ttl = nxt()
+        off = index % spread
+        value = view[off : off + size]
+        t0 = perf()
+        lag = t0 - due if pacer is not None else -1
+        if pacer is not None:
+            t0 = stopwatch_start(due, t0, last_end)
+        failure: Exception | None = None
+        set_ns = -1
+        got = None
+        try:
+            got = _blocking_call(client, code, key, value, ttl)
+            last_end = perf()
+            if got is None and code == CACHE_ASIDE:
+                s0 = perf()
+                client.set(key, value, ttl)
+                set_ns = perf() - s0
+        except Exception as exc:
+            failure, last_end = exc, perf()
+        with lock:
+            state.in_flight -= 1
+            if state.phase == phase:
+                buf = state.buf
+                if failure is not None:
+                    buf.error(failure)
+                else:
+                    sent = 0 if code == DELETE else size
+                    _finish(buf, code, last_end - t0, got, index < hot_end, sent, 0, lag)
+                    if set_ns >= 0:
+                        record(buf, SET, set_ns, None, False, size, 0)
+        if failure is not None:
+            time.sleep(ERROR_PAUSE)
+
+
+async def subscriber(
+    client: Any,
+    channel: bytes,
+    state: LoadState,
+    ready: asyncio.Event,
+    counter: list[int],
+    total: int,
+) -> None:
+    """Receives on one channel and records delivery latency from the stamped publish time."""
+    perf = time.perf_counter_ns
+    try:
+        messages = await client.subscribe([channel])
+    except Exception as exc:
+        state.buf.error(exc)
+        messages = None
+    counter[0] += 1
+    if counter[0] == total:
+        ready.set()
+    if messages is None:
+        return
+    async for message in messages:
+        sent, tag = _STAMP.unpack_from(message)
+        if not tag & 1:
+            continue  # published during warm-up: neither it nor its publish is counted
+        # Another worker may already measure while this one still warms up: keep such
+        # deliveries for this worker's first measured interval.
+        record_delivery(state.buf if state.measuring else state.early, perf() - sent, len(message))
+
+
+__all__ = ["PUBLISH", "LoadState", "PubSubPlan", "async_client", "subscriber", "thread_client"]

@@ -1,0 +1,97 @@
+"""Where workers run: local processes, or actors on a Ray cluster.
+
+The coordinator asks `open_launcher(load)` for a launcher and from then on sees only
+worker handles (send, receive, wait, close, kill, describe_exit, pid). The Ray launcher is
+imported only when a spec asks for it: it is the one module that imports `ray`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.spec.model import Load
+
+
+class Handle(Protocol):
+    """What the coordinator needs from a running worker, wherever it runs."""
+
+    index: int
+
+    @property
+    def pid(self) -> int: ...
+
+    async def send(self, message: dict[str, Any]) -> bool: ...
+
+    async def receive(self) -> dict[str, Any] | None: ...
+
+    async def wait(self) -> None: ...
+
+    def describe_exit(self) -> str: ...
+
+    def kill(self) -> None:
+        """Abandon the worker at once: no goodbye, no waiting."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Launcher(Protocol):
+    """Starts workers and says where they run."""
+
+    @property
+    def cpus(self) -> int:
+        """CPUs the workers can use: "one worker per core" means one per these."""
+        ...
+
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[Any]:
+        """`command`: a worker program instead of the Python worker (the native engine)."""
+        ...
+
+    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
+        """{"host", "cpus", "workers"} per machine the handles run on; [] for this host."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LocalLauncher:
+    """Worker processes on this machine."""
+
+    @property
+    def cpus(self) -> int:
+        return os.cpu_count() or 1
+
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[WorkerHandle]:
+        handles = await launch_local(count, command)
+        for offset, h in enumerate(handles):
+            h.index = first_index + offset
+        return handles
+
+    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
+        return []
+
+    async def close(self) -> None:
+        return None
+
+
+RAY_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address on 127.0.0.1
+
+
+async def open_launcher(load: Load) -> Launcher:
+    """The launcher the spec asks for, connected and ready to start workers."""
+    if load.launcher == "ray":
+        if load.ray_address == "local":
+            # A private Ray on this machine talks over loopback only. Ray reads this when it
+            # is imported (otherwise it binds the machine's outward address).
+            os.environ.setdefault(RAY_LOOPBACK_ONLY, "0")
+        # Imported here: `ray` is an optional extra, and only this launcher needs it.
+        from workbench.engine.launchers.ray import RayLauncher
+
+        return await RayLauncher.connect(load.ray_address, load.ray_placement)
+    return LocalLauncher()

@@ -1,0 +1,93 @@
+"""Before a step runs: does this machine let a worker open what the step needs?
+
+A step of 1,000 blocking clients needs about 1,000 sockets and 1,000 threads per worker.
+Past the open-file or thread limit it would not fail cleanly: it would measure "too
+many open files" errors. So the limits are checked first, and a step that cannot fit
+is refused in one line that says what to raise (exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import resource
+from collections.abc import Iterable
+from pathlib import Path
+
+from workbench.errors import SpecError
+from workbench.plugins import load_plugin
+from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+
+FILES_MARGIN = 64  # a worker's own pipes, event loop, libraries, a stats connection...
+THREADS_MARGIN = 16  # a worker's own threads besides one per blocking client
+
+
+def _raise_soft_file_limit() -> int:
+    """Lift the soft open-file limit to the hard one (workers inherit it); the new limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            return soft
+    return soft
+
+
+def connections_per_worker(step: Step, clients: int) -> int:
+    """An upper estimate of the connections one worker opens for `clients` clients."""
+    spec = step.spec
+    system = load_plugin(spec.target.system)
+    if not system.shared_state:  # the system lives in the worker: no sockets
+        return 0
+    strategy = resolve_strategy(system, spec)
+    options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    servers = spec.target.options.get("servers")
+    per_server = len(servers) if isinstance(servers, list | tuple) and servers else 1
+    if "pool_size" in options:
+        return min(clients, int(options["pool_size"])) * per_server
+    if "connections" in options:
+        return int(options["connections"]) * per_server
+    if "batch" in options or strategy.name == "multiplexed":
+        return per_server
+    return clients * per_server  # assume one connection per client
+
+
+def thread_limit() -> int | None:
+    """Threads this user may have (RLIMIT_NPROC), or the kernel's total, if lower."""
+    limits = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY:
+        limits.append(soft)
+    with contextlib.suppress(OSError, ValueError):
+        limits.append(int(Path("/proc/sys/kernel/threads-max").read_text()))
+    return min(limits) if limits else None
+
+
+def check_limits(steps: Iterable[Step]) -> None:
+    """Raise SpecError naming the step, what it needs and what to raise, if it cannot fit."""
+    files = _raise_soft_file_limit()
+    threads = thread_limit()
+    for step in steps:
+        workers = workers_for(step.spec)
+        clients = math.ceil(total_clients(step.spec) / workers)
+        need_files = connections_per_worker(step, clients) + FILES_MARGIN
+        where = f"step {step.index + 1} ({step.title})"
+        if need_files > files:
+            raise SpecError(
+                f"{clients} clients per worker need about {need_files} open files; the limit "
+                f"is {files}: raise it (ulimit -n {2 ** math.ceil(math.log2(need_files))}) "
+                "or lower load.concurrency",
+                where,
+            )
+        system = load_plugin(step.spec.target.system)
+        if resolve_strategy(system, step.spec).blocking and threads is not None:
+            need_threads = workers * (clients + THREADS_MARGIN)
+            if need_threads > threads:
+                raise SpecError(
+                    f"{clients} blocking clients in each of {workers} workers need about "
+                    f"{need_threads} threads; the limit is {threads}: raise it (ulimit -u) "
+                    "or use an asyncio strategy",
+                    where,
+                )

@@ -1,0 +1,98 @@
+"""What each virtual client of a worker does: its op mix, its key stream and its pace.
+
+Parsed once per step from the spec, next to `workload.py` which makes the op streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.spec.model import Spec
+from workbench.workload import (
+    OpStream,
+    ValueBuffer,
+    parse_key_distribution,
+    parse_mix,
+    parse_ttl,
+    parse_value_size,
+    partition,
+)
+
+
+@dataclass
+class ClientPlan:
+    """One virtual client of this worker: its global id, its op mix, its pace."""
+
+    client_id: int
+    mix: dict[int, float]
+    period_ns: int | None = None  # open loop: time between this client's intended starts
+    offset_ns: int = 0  # open loop: where in the period its schedule starts
+
+    def offered(self, start_ns: int, begin_ns: int, end_ns: int) -> int:
+        """Intended starts of this client in [begin, end), its schedule starting at `start`."""
+        if self.period_ns is None:
+            return 0
+        first = start_ns + self.offset_ns
+        return _starts_before(first, self.period_ns, end_ns) - _starts_before(
+            first, self.period_ns, begin_ns
+        )
+
+
+def _starts_before(first: int, period: int, t: int) -> int:
+    """How many of first + n*period (n >= 0) lie before t."""
+    return 0 if t <= first else -(-(t - first) // period)
+
+
+@dataclass
+class Workload:
+    """Everything a client needs to make its op stream, parsed once per step."""
+
+    spec: Spec
+    worker: int
+    workers: int
+    shared: bool
+    values: ValueBuffer
+
+    def stream(self, plan: ClientPlan) -> OpStream:
+        wl = self.spec.workload
+        offset, count = (
+            (0, wl.keys) if self.shared else partition(wl.keys, self.workers, self.worker)
+        )
+        return OpStream(
+            mix=plan.mix,
+            key_dist=parse_key_distribution(wl.key_distribution),
+            keys=max(count, 1),
+            key_offset=offset,
+            key_prefix=wl.key_prefix,
+            key_length=wl.key_length,
+            value_size=parse_value_size(wl.value_size),
+            ttl=parse_ttl(wl.ttl),
+            seed=self.spec.seed,
+            client_id=plan.client_id,
+        )
+
+
+def client_plans(spec: Spec, worker: int, workers: int) -> list[ClientPlan]:
+    """This worker's share of the virtual clients (global ids dealt round-robin).
+
+    In open loop, load.rate is the total across all clients: each client issues every
+    `period` and the clients' schedules are spread evenly over the period, so that the
+    offered load is smooth rather than a burst of every client at once.
+    """
+    entries: list[dict[int, float]] = []
+    if spec.workload.groups:
+        for g in spec.workload.groups:
+            entries += [parse_mix(g.mix)] * g.concurrency
+    else:
+        entries = [parse_mix(spec.workload.mix)] * spec.load.concurrency
+    period = int(1e9 * len(entries) / spec.load.rate) if spec.load.rate else None
+    return [
+        ClientPlan(i, mix, period, (period * i) // len(entries) if period else 0)
+        for i, mix in enumerate(entries)
+        if i % workers == worker
+    ]
+
+
+def mixes(spec: Spec) -> list[str | dict[str, float]]:
+    """Every op mix of the spec (one per group, or the workload's own)."""
+    return [g.mix for g in spec.workload.groups] or [spec.workload.mix]

@@ -1,0 +1,168 @@
+"""Server and machine figures, gathered by the coordinator off the load path.
+
+A background task polls the system's own statistics (INFO, ``stats``...) through a
+connection of its own; each merged interval then takes the latest figures at once,
+never waiting for a slow or stopped server. Added to every interval's ``server`` dict:
+
+- ``cpu_seconds``: server process CPU (user+sys) since the previous interval: from
+  /proc/PID/stat for a managed server, else from the server's own counters (Redis
+  ``used_cpu_user``/``used_cpu_sys``, memcached ``rusage_user``/``rusage_system``);
+- ``cpu_cores``: the cores the server may use, when known (a managed server's affinity);
+- ``host_busy`` (0..1 across all cores of this machine, from /proc/stat), ``host_cpus``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+from workbench.adapter import CacheSystem, Connection, ManagedServer, Strategy
+
+STATS_TIMEOUT = 2.0
+FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
+# Counters of CPU seconds by the names servers give them (Redis INFO, memcached stats).
+CPU_COUNTERS = (("used_cpu_user", "used_cpu_sys"), ("rusage_user", "rusage_system"))
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User+system CPU seconds of a process, from /proc (None if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
+def host_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs of this machine, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    total = sum(values[:8])  # guest time is already counted in user
+    return total - idle, total
+
+
+def counted_cpu(figures: dict[str, Any]) -> float | None:
+    """CPU seconds a server reports about itself, if it does."""
+    for user, system in CPU_COUNTERS:
+        if user in figures and system in figures:
+            return float(figures[user]) + float(figures[system])
+    return None
+
+
+class ServerMonitor:
+    """Latest server figures and CPU deltas, for the coordinator's merged intervals."""
+
+    def __init__(self, managed: ManagedServer | None, poll_every: float) -> None:
+        self.managed = managed
+        self.poll_every = max(0.1, poll_every)
+        self.latest: dict[str, Any] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.conn: Connection | None = None  # the poller's own connection, while it is open
+        self._host = host_times()
+        self._cpu = process_cpu_seconds(managed.pid) if managed is not None else None
+        self._cpu_cores = _affinity(managed.pid) if managed is not None else None
+        self.cpus = os.cpu_count() or 1
+
+    def watch(
+        self,
+        system: CacheSystem,
+        strategy: Strategy,
+        system_options: dict[str, Any],
+        strategy_options: dict[str, Any],
+    ) -> None:
+        """Start polling the server's own statistics (only for a server shared by workers)."""
+        if system.shared_state:
+            self.task = asyncio.create_task(self._poll(strategy, system_options, strategy_options))
+
+    async def _poll(
+        self, strategy: Strategy, system_options: dict[str, Any], strategy_options: dict[str, Any]
+    ) -> None:
+        conn: Connection | None = None
+        try:
+            conn = self.conn = await _bounded(strategy.connect(system_options, strategy_options))
+            while True:
+                with contextlib.suppress(Exception):
+                    figures = await _bounded(conn.server_stats())
+                    self.latest = dict(figures)
+                    if self._cpu is None:  # the baseline of the first interval's CPU
+                        self._cpu = counted_cpu(self.latest)
+                await asyncio.sleep(self.poll_every)
+        except Exception:
+            return  # no statistics: the intervals go on without them
+        finally:
+            self.conn = None
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await _bounded(conn.close())
+
+    def begin(self) -> None:
+        """The measured phase begins: CPU deltas count from now (not prefill, not warm-up)."""
+        self._host = host_times()
+        if self.managed is not None:
+            self._cpu = process_cpu_seconds(self.managed.pid)
+        elif self.latest:
+            self._cpu = counted_cpu(self.latest)
+
+    def sample(self) -> dict[str, Any]:
+        """Figures for the interval ending now: never waits for the server."""
+        out = dict(self.latest)
+        if self.managed is not None:
+            out.update(self.managed.memory())
+            cpu = process_cpu_seconds(self.managed.pid)
+        else:
+            cpu = counted_cpu(self.latest)
+        if cpu is not None:
+            if self._cpu is not None:
+                out["cpu_seconds"] = round(max(0.0, cpu - self._cpu), 4)
+            self._cpu = cpu
+        if self._cpu_cores is not None:
+            out["cpu_cores"] = self._cpu_cores
+        now = host_times()
+        if now is not None and self._host is not None and now[1] > self._host[1]:
+            out["host_busy"] = round((now[0] - self._host[0]) / (now[1] - self._host[1]), 4)
+            out["host_cpus"] = self.cpus
+        self._host = now
+        return out
+
+    async def refresh(self) -> dict[str, Any]:
+        """One last reading once the load is over (bounded), for the step's final figures."""
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.latest = dict(await _bounded(self.conn.server_stats(), FINAL_TIMEOUT))
+        out = dict(self.latest)
+        if self.managed is not None:
+            out.update(self.managed.memory())
+        return out
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.wait({self.task}, timeout=STATS_TIMEOUT + 1)
+            self.task = None
+
+
+async def _bounded(call: Any, timeout: float = STATS_TIMEOUT) -> Any:
+    """Await a plugin call for at most `timeout`; a late failure is not left unread."""
+    task = asyncio.ensure_future(call)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return await asyncio.wait_for(task, timeout)
+
+
+def _affinity(pid: int) -> int | None:
+    try:
+        return len(os.sched_getaffinity(pid))
+    except (OSError, AttributeError):
+        return None

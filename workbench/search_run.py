@@ -1,0 +1,59 @@
+"""A search run: the probes of `workbench.search` driven through `session.run`, one stored
+step each, the next rate chosen from the last probe's result.
+
+Kept apart from `workbench.search` (pure rules) so that reports, which replay a stored search,
+never import the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from workbench import session
+from workbench.checks import Check
+from workbench.events import Event, StepFinished
+from workbench.live import RunView
+from workbench.search import Search, probe_of, probe_step_spec
+from workbench.spec.model import SearchSpec, Spec
+from workbench.spec.plan import Step, check_spec
+
+
+class SearchRun:
+    """One search, run as one stored run of probes: iterate `events()`, then read `search`."""
+
+    def __init__(self, spec: Spec, checks: Sequence[Check]) -> None:
+        self.spec = spec
+        self.checks = list(checks)
+        self.search = Search(spec.search or SearchSpec())
+        self.view = RunView()
+        self._rates: dict[int, float] = {}
+
+    def rate_of(self, step: int) -> float:
+        """The rate probe `step` offered."""
+        return self._rates[step]
+
+    def _next(self, last: StepFinished | None) -> Any:
+        if last is not None:
+            step = self.view.steps[last.step]
+            self.search.record(probe_of(step, self._rates[last.step], self.checks))
+        rate = self.search.next_rate()
+        if rate is None:
+            return None
+        index = len(self._rates)
+        self._rates[index] = rate
+        (planned,) = check_spec(probe_step_spec(self.spec, rate))
+        return Step(index, {"load.rate": f"{rate:g}"}, planned.spec)
+
+    async def events(
+        self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None
+    ) -> AsyncIterator[Event]:
+        # The run's own spec says what every probe shares: open loop, `probe` seconds each.
+        settings = self.spec.search or SearchSpec()
+        load = replace(self.spec.load, duration=settings.probe, ops=None, rate=settings.start)
+        run_spec = replace(self.spec, load=load)
+        async for event in session.run(run_spec, store, stop=stop, name=name, next_step=self._next):
+            self.view = self.view.apply(event)
+            yield event

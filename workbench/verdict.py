@@ -1,0 +1,402 @@
+"""What limited a step's figure: the verdict, from the CPU each side used and the schedule kept.
+
+Every step gets one of:
+
+- **server-bound**: the server used at least `SERVER_BUSY` of its cores (one core for a
+  single-threaded server such as Redis). The figure is the server's capacity for this
+  workload.
+- **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
+  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or it was
+  that busy with other processes (a starved worker looks idle) and the load did not fall
+  behind for want of replies (next rule). The figure is a lower bound of both sides.
+- **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
+  headroom. The figure is a lower bound of the server's capacity.
+- **fell behind** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops were issued
+  (the clients waited on replies: a slow or stopped server, too few clients), or the send
+  lag's p99 (actual send minus intended start) exceeded `SEND_LAG_P99_NS`. The latencies
+  include queueing in the clients.
+- **on schedule** (open loop): the offered rate was kept and neither side was busy. The
+  latencies are the server's at this rate.
+- **latency-bound** (closed loop): neither side was busy; throughput is clients divided by
+  latency.
+- **unknown**: the step recorded no CPU figures and no offered rate (runs of an older
+  workbench); every face then leaves the verdict out.
+
+The rules are tried in that order: a busy server explains a figure before a busy machine,
+and a busy machine before a busy worker (adding workers to a full machine helps nothing);
+a schedule missed for want of replies comes before a machine other processes fill.
+Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
+core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
+workers or use the native engine``.
+
+Figures come from the step's intervals: worker CPU (``stats.cpu``, seconds per worker),
+the offered op count and the send-lag histogram (open loop), and from ``stats.server``
+the server's CPU seconds (``cpu_seconds``), its usable cores (``cpu_cores``) and the load
+machine's busy share (``host_busy``, 0..1 over ``host_cpus``). The server's cores, when
+the coordinator does not report them: Redis has one (``io_threads`` when managed with
+more), memcached its ``-t`` threads (``target.server.threads``, default 4), others what
+the server reports as ``threads``, else the load machine's CPUs.
+
+Everything here is a pure function of recorded data; thresholds are the constants below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.metrics import Recorded, Stats, format_us, merged
+
+# --- thresholds: the one place they are set ------------------------------------------------
+WORKER_BUSY = 0.85  # share of one core at which a worker process counts as saturated
+SERVER_BUSY = 0.85  # share of its usable cores at which the server counts as saturated
+MACHINE_BUSY = 0.90  # busy share of all the load machine's CPUs at which it counts as full
+MACHINE_OURS = 0.50  # ...provided our workers and server used at least this share of them
+KEPT_SCHEDULE = 0.95  # open loop: issued / offered below this means the load fell behind
+SEND_LAG_P99_NS = 1_000_000  # open loop: send lag p99 above 1 ms means it fell behind
+
+SERVER_BOUND = "server-bound"
+MACHINE_BOUND = "machine-bound"
+GENERATOR_BOUND = "generator-bound"
+FELL_BEHIND = "fell behind"
+ON_SCHEDULE = "on schedule"
+LATENCY_BOUND = "latency-bound"
+UNKNOWN = "unknown"
+KINDS = (
+    SERVER_BOUND,
+    MACHINE_BOUND,
+    GENERATOR_BOUND,
+    FELL_BEHIND,
+    ON_SCHEDULE,
+    LATENCY_BOUND,
+    UNKNOWN,
+)
+# A generator that fails, not the target: a search stops there rather than report a knee.
+GENERATOR_KINDS = (GENERATOR_BOUND, MACHINE_BOUND)
+
+ADVICE = {
+    SERVER_BOUND: "the figure is the server's capacity for this workload",
+    MACHINE_BOUND: (
+        "the load machine's CPUs are full (server and load share them, with anything else "
+        "running), so the figure is a lower bound of both: give the server its own cores, "
+        "load it from another machine, or stop what else runs"
+    ),
+    GENERATOR_BOUND: (
+        "the figure is a lower bound of the server's capacity: add workers or use the native engine"
+    ),
+    FELL_BEHIND: (
+        "the load did not keep its schedule, so latencies include queueing in the clients: "
+        "add clients (load.concurrency) or lower the rate"
+    ),
+    ON_SCHEDULE: "the offered rate was kept: the latencies are the server's at this rate",
+    LATENCY_BOUND: (
+        "neither side is busy: throughput is clients divided by latency; add clients to "
+        "load the server harder"
+    ),
+    UNKNOWN: "the verdict needs them (a run of an older workbench?)",
+}
+BADGES = {
+    SERVER_BOUND: "server-bound",
+    MACHINE_BOUND: "machine-bound",
+    GENERATOR_BOUND: "generator-bound",
+    FELL_BEHIND: "fell behind",
+    ON_SCHEDULE: "on schedule",
+    LATENCY_BOUND: "latency-bound",
+    UNKNOWN: "",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the verdict needs to know about a step beyond its intervals (from its spec)."""
+
+    system: str = ""
+    open_loop: bool = False
+    server_cores: float | None = None  # known from the system; None: ask the figures
+    single_threaded: bool = False
+
+
+def context_for(
+    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None
+) -> Context:
+    """The context of a step from its stored spec (and the resolved managed-server options)."""
+    target = spec.get("target", {})
+    system = str(target.get("system", ""))
+    managed = bool(target.get("managed"))
+    options = {**target.get("server", {}), **(server_options or {})}
+    cores: float | None = None
+    single = False
+    if system == "redis":
+        threads = _positive(options.get("io_threads")) if managed else None
+        cores = threads or 1.0
+        single = cores == 1.0
+    elif system == "memcached" and managed:
+        cores = _positive(options.get("threads")) or 4.0  # memcached's own default
+    rate = spec.get("load", {}).get("rate")
+    return Context(system, bool(rate), cores, single)
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """CPU figures summed over a step's intervals, each weighted by its measured time.
+
+    Worker CPU travels in ``stats.cpu`` and merges by adding; the server's CPU and the
+    machine's busy share travel in ``stats.server``, which keeps only the latest figures,
+    so they are summed here as the intervals arrive (`plus`).
+    """
+
+    worker_cpu: Mapping[str, float] = field(default_factory=dict)  # worker -> CPU seconds
+    worker_span: float = 0.0  # measured seconds that reported worker CPU
+    server_cpu: float = 0.0
+    server_span: float = 0.0
+    server_cores: float | None = None  # the cores it may run on, as the coordinator reported
+    server_threads: float | None = None  # as the server reported them
+    host_busy: float = 0.0  # busy share x seconds
+    host_span: float = 0.0
+    host_cpus: int | None = None
+
+    def plus(self, stats: Stats) -> Usage:
+        """This usage with one more interval added."""
+        d = stats.duration
+        if d <= 0:
+            return self
+        out = self
+        if stats.cpu:
+            cpu = dict(self.worker_cpu)
+            for worker, seconds in stats.cpu.items():
+                cpu[worker] = cpu.get(worker, 0.0) + float(seconds)
+            out = replace(out, worker_cpu=cpu, worker_span=out.worker_span + d)
+        server = stats.server
+        if _number(server.get("cpu_seconds")):
+            out = replace(
+                out,
+                server_cpu=out.server_cpu + float(server["cpu_seconds"]),
+                server_span=out.server_span + d,
+            )
+        if _positive(server.get("cpu_cores")):
+            out = replace(out, server_cores=float(server["cpu_cores"]))
+        if _positive(server.get("threads")):
+            out = replace(out, server_threads=float(server["threads"]))
+        if _number(server.get("host_busy")):
+            out = replace(
+                out,
+                host_busy=out.host_busy + float(server["host_busy"]) * d,
+                host_span=out.host_span + d,
+            )
+        if _positive(server.get("host_cpus")):
+            out = replace(out, host_cpus=int(server["host_cpus"]))
+        return out
+
+    @classmethod
+    def of(cls, intervals: Iterable[Stats]) -> Usage:
+        usage = cls()
+        for stats in intervals:
+            usage = usage.plus(stats)
+        return usage
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.worker_span or self.server_span or self.host_span)
+
+    def worker_shares(self) -> dict[str, float]:
+        """Each worker's CPU as a share of one core, in worker order."""
+        if not self.worker_span:
+            return {}
+        keys = sorted(self.worker_cpu, key=lambda k: (len(k), k))
+        return {k: self.worker_cpu[k] / self.worker_span for k in keys}
+
+    def server_cores_used(self) -> float | None:
+        return self.server_cpu / self.server_span if self.server_span else None
+
+    def machine_share(self) -> float | None:
+        return self.host_busy / self.host_span if self.host_span else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    evidence: str  # the numbers, e.g. "workers 97% 95% of a core, server 41% of 1 core"
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def known(self) -> bool:
+        return self.kind != UNKNOWN
+
+    @property
+    def advice(self) -> str:
+        return ADVICE[self.kind]
+
+    @property
+    def badge(self) -> str:
+        return BADGES[self.kind]
+
+    @property
+    def line(self) -> str:
+        """The verdict, its numbers and what they mean, in one line."""
+        return f"{self.kind}: {self.evidence} — {self.advice}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "evidence": self.evidence,
+            "advice": self.advice,
+            "line": self.line,
+            "figures": dict(self.figures),
+        }
+
+
+def server_cores(context: Context, usage: Usage) -> float | None:
+    """The server's usable cores: what its threads can use, capped by what it may run on.
+
+    The coordinator reports the cores a managed server may run on (its CPU affinity); a
+    single-threaded Redis still uses one of them, memcached its threads.
+    """
+    threads = context.server_cores or usage.server_threads
+    allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
+    if threads and allowed:
+        return min(threads, allowed)
+    return threads or allowed
+
+
+def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
+    """The verdict of a step from its usage and its merged totals (ops, offered, send lag)."""
+    workers = usage.worker_shares()
+    server_used = usage.server_cores_used()
+    cores = server_cores(context, usage)
+    server_share = server_used / cores if server_used is not None and cores else None
+    machine = usage.machine_share()
+    issued = totals.ops + totals.error_count
+    open_loop = context.open_loop or totals.offered > 0
+    kept = issued / totals.offered if totals.offered else None
+    lag_p99 = _p99_ns(totals.send_lag) if totals.send_lag is not None else None
+    figures: dict[str, Any] = {
+        "workers_core_share": workers,
+        "server_cores_used": server_used,
+        "server_cores": cores,
+        "server_share": server_share,
+        "machine_busy": machine,
+        "machine_cpus": usage.host_cpus,
+    }
+    if open_loop:
+        d = totals.duration
+        figures |= {
+            "offered_per_s": totals.offered / d if d > 0 else None,
+            "issued_per_s": issued / d if d > 0 else None,
+            "kept_share": kept,
+            "send_lag_p99_us": lag_p99 / 1000 if lag_p99 is not None else None,
+        }
+    if not usage.recorded and not totals.offered:
+        return Verdict(UNKNOWN, "no CPU figures and no offered rate recorded", figures)
+
+    cpu = _cpu_text(workers, server_used, cores, server_share, context, usage)
+    schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
+    both = "; ".join(t for t in (schedule, cpu) if t)
+    ours = sum(workers.values()) + (server_used or 0.0)
+    full = machine is not None and machine >= MACHINE_BUSY and bool(usage.host_cpus)
+    behind = kept is not None and kept < KEPT_SCHEDULE
+    lagged = lag_p99 is not None and lag_p99 > SEND_LAG_P99_NS
+    if server_share is not None and server_share >= SERVER_BUSY:
+        return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
+    if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if workers and max(workers.values()) >= WORKER_BUSY:
+        return Verdict(GENERATOR_BOUND, _join(cpu, schedule), figures)
+    if open_loop and behind:  # ops never sent for want of replies: the server set the pace
+        return Verdict(FELL_BEHIND, both, figures)
+    if full:  # other processes fill the machine: our load and server waited for CPUs
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if open_loop and totals.offered:
+        return Verdict(FELL_BEHIND if lagged else ON_SCHEDULE, both, figures)
+    if not usage.recorded:
+        return Verdict(UNKNOWN, "no CPU figures recorded", figures)
+    return Verdict(LATENCY_BOUND, both, figures)
+
+
+def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:
+    """The verdict of a step from its recorded intervals (the pure form of `judge`)."""
+    parts = list(intervals)
+    return judge(Usage.of(parts), merged(parts, concurrent=False), context)
+
+
+def _p99_ns(hist: Any) -> int | None:
+    if not hist.get_total_count():
+        return None
+    return Recorded(hist).values_at((99.0,))[99.0]
+
+
+def _cpu_text(
+    workers: Mapping[str, float],
+    server_used: float | None,
+    cores: float | None,
+    share: float | None,
+    context: Context,
+    usage: Usage,
+) -> str:
+    parts = []
+    if workers:
+        shares = list(workers.values())
+        if len(shares) <= 6:
+            listed = " ".join(f"{s:.0%}" for s in shares)
+            parts.append(f"{'workers' if len(shares) > 1 else 'worker'} {listed} of a core")
+        else:
+            mean = sum(shares) / len(shares)
+            parts.append(
+                f"{len(shares)} workers at {max(shares):.0%} (busiest) and {mean:.0%} (mean) "
+                "of a core"
+            )
+    if server_used is not None and cores:
+        n = f"{cores:g} core{'s' if cores != 1 else ''}"
+        if cores == 1:
+            text = f"server {server_used:.0%} of 1 core"
+        else:
+            text = f"server {server_used:.2f} of {n} ({share:.0%})"
+        if context.single_threaded:
+            text += " (single-threaded)"
+        parts.append(text)
+    elif server_used is not None:
+        parts.append(f"server {server_used:.0%} of a core")
+    elif context.system != "embedded":
+        parts.append("server CPU not recorded")
+    machine = usage.machine_share()
+    if machine is not None and usage.host_cpus:
+        ours = sum(workers.values()) + (server_used or 0.0)
+        parts.append(
+            f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
+        )
+    return ", ".join(parts)
+
+
+def _schedule_text(totals: Stats, kept: float | None, lag_p99: int | None) -> str:
+    d = totals.duration
+    parts = []
+    if totals.offered and d > 0:
+        issued = (totals.ops + totals.error_count) / d
+        parts.append(
+            f"issued {issued:,.0f} of {totals.offered / d:,.0f} ops/s offered ({kept:.1%})"
+        )
+    if lag_p99 is not None:
+        parts.append(f"send lag p99 {format_us(lag_p99 / 1000)}")
+    return ", ".join(parts)
+
+
+def _lead(cpu: str, name: str, extra: str) -> str:
+    """`cpu` with the part about `name` first: the evidence for the verdict leads."""
+    parts = cpu.split(", ")
+    first = [p for p in parts if p.startswith(name)]
+    rest = [p for p in parts if not p.startswith(name)]
+    return _join(", ".join(first + rest), extra)
+
+
+def _join(a: str, b: str) -> str:
+    return "; ".join(t for t in (a, b) if t)
