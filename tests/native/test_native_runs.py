@@ -110,3 +110,26 @@ def test_a_missing_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "./dev setup" in lines[0], res.stderr
+
+
+@pytest.mark.redis
+async def test_a_native_step_records_the_server_cpu_through_a_python_connection(
+    store: Store, redis_server: ServerProcess
+) -> None:
+    """The native strategy has no Python connection: the server's INFO (its CPU seconds)
+    is read through the system's default strategy instead, so the verdict has the server."""
+    events = await collect(
+        [
+            "target.system=redis",
+            f"target.options.url={redis_server.target_options['url']}",
+            "strategy.name=native",
+            "load.concurrency=4",
+            "load.workers=1",
+            "load.duration=1.5",
+            "load.interval=0.5",
+            "load.warmup=0",
+        ],
+        store,
+    )
+    intervals = [e for e in events if isinstance(e, Interval)]
+    assert intervals and all("cpu_seconds" in i.stats.server for i in intervals[1:])

@@ -193,9 +193,7 @@ class Coordinator:
             yield started
             if step.spec.target.managed and len(started.nodes) > 1:
                 yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
-            monitor.watch(
-                setup.system, setup.strategy, setup.system_options, setup.strategy_options
-            )
+            monitor.watch(setup.system, *_stats_strategy(setup))
             tally = _StepTally(live={h.index for h in self.handles[:n]})
             await self._order(step, setup, n)
             async for event in self._collect(step, tally, monitor):
@@ -465,3 +463,12 @@ def _engine_field(engine: dict[str, str]) -> dict[str, Any]:
     if "engine" in {f.name for f in dataclasses.fields(StepStarted)}:
         return {"engine": engine}
     return {}
+
+
+def _stats_strategy(setup: _Setup) -> tuple[Strategy, dict[str, Any], dict[str, Any]]:
+    """The strategy (and options) the server's figures are read through. A native strategy
+    has no Python connection: the system's default (Python) strategy reads them instead."""
+    if setup.strategy.engine != "native":
+        return setup.strategy, setup.system_options, setup.strategy_options
+    default = setup.system.strategy(setup.system.default_strategy)
+    return default, setup.system_options, default.options.resolve({}, "strategy.options")
