@@ -94,6 +94,18 @@ class Connection(Protocol):
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
 
 
+async def runs_in_native_engine(
+    system_options: dict[str, Any], strategy_options: dict[str, Any]
+) -> Connection:
+    """The connect of a native strategy (``engine="native"``): its steps run in the native
+    engine's workers (native/), and the conformance kit drives it through the engine's own
+    probe; nothing in Python connects for it."""
+    raise PluginError(
+        "a native strategy runs in the native engine's workers, not through connect",
+        "strategy.name",
+    )
+
+
 @dataclass(frozen=True)
 class Strategy:
     """A way for clients to talk to the system: one connection each, a pool, pipelining..."""
@@ -104,6 +116,9 @@ class Strategy:
     operations: frozenset[str] = frozenset({"get", "set", "delete"})
     options: OptionSet = field(default_factory=OptionSet)
     blocking: bool = False
+    # "native": steps of this strategy run in the native engine's workers (native/), not
+    # the Python worker; `connect` then only serves the conformance kit.
+    engine: str = "python"
     # Why it lacks an operation or a feature ("ttl"): the spec error a profile asking for
     # it gets says so.
     lacks: Mapping[str, str] = field(default_factory=dict, hash=False)

@@ -46,7 +46,7 @@ redis-server unless ``redis_url`` is given, or ``kv-store``) and points the temp
 
 from __future__ import annotations
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
 from workbench.options import Option, OptionSet
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.lean import connect_lean
@@ -118,6 +118,12 @@ plugin = CacheSystem(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             connect_lean,
+        ),
+        Strategy(
+            "native",
+            "native engine (Rust): one keep-alive connection per client, as wrk",
+            runs_in_native_engine,
+            engine="native",
         ),
     ),
     default_strategy="keep-alive",

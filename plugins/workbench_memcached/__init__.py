@@ -47,7 +47,14 @@ from pymemcache.exceptions import (
     MemcacheUnknownCommandError,
 )
 
-from workbench.adapter import AdapterError, CacheSystem, ServerLauncher, Strategy, error_kind
+from workbench.adapter import (
+    AdapterError,
+    CacheSystem,
+    ServerLauncher,
+    Strategy,
+    error_kind,
+    runs_in_native_engine,
+)
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, start_memcached
 from workbench_memcached.protocol import (
@@ -344,6 +351,24 @@ plugin = CacheSystem(
                 )
             ),
             blocking=True,
+        ),
+        Strategy(
+            "native",
+            "native engine (Rust): one connection per client and server, `pipeline` in flight",
+            runs_in_native_engine,
+            options=OptionSet(
+                (
+                    Option(
+                        "pipeline",
+                        "int",
+                        1,
+                        "requests each connection keeps in flight, refilled after each reply",
+                        minimum=1,
+                        maximum=4096,
+                    ),
+                )
+            ),
+            engine="native",
         ),
     ),
     default_strategy="multiplexed",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, start_redis
 from workbench_redis.info import InfoReader
@@ -76,6 +76,15 @@ def _start(options: dict[str, Any]) -> ServerProcess:
         binary=options["binary"],
     )
 
+
+PIPELINE = Option(
+    "pipeline",
+    "int",
+    1,
+    "requests each connection keeps in flight, refilled after each reply",
+    minimum=1,
+    maximum=4096,
+)
 
 POOL_SIZE = Option("pool_size", "int", 16, "connections in the pool", minimum=1, maximum=4096)
 
@@ -152,6 +161,14 @@ plugin = CacheSystem(
             operations=KV,
             options=OptionSet((POOL_SIZE,)),
             blocking=True,
+        ),
+        Strategy(
+            "native",
+            "native engine (Rust): one connection per client, `pipeline` requests in flight",
+            runs_in_native_engine,
+            operations=KV,
+            options=OptionSet((PIPELINE,)),
+            engine="native",
         ),
     ),
     default_strategy="multiplexed",

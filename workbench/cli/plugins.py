@@ -37,6 +37,8 @@ def describe(system: CacheSystem) -> list[str]:
     for s in system.strategies:
         mark = " (default)" if s.name == system.default_strategy else ""
         mode = "blocking, one thread per client" if s.blocking else "asyncio"
+        if s.engine == "native":
+            mode = "native engine"
         ops = ", ".join(sorted(s.operations))
         lines.append(f"  strategy {s.name}{mark}: {s.description} [{mode}; {ops}]")
         lines += [_option_line(o) for o in s.options.options]

@@ -16,6 +16,7 @@ from typing import Any
 
 from workbench.conformance.checks.probes import show
 from workbench.conformance.settings import Target
+from workbench.engine.native import probe_connect
 from workbench.errors import WorkbenchError
 
 CONNECT_TIMEOUT = 15.0
@@ -140,7 +141,10 @@ class AdapterCalls:
         t = self.target
         opts = t.system_options if system_options is None else system_options
         try:
-            pending = t.strategy.connect(dict(opts), dict(t.strategy_options))
+            connect = t.strategy.connect
+            if t.strategy.engine == "native":  # through the native engine's own codecs
+                connect = probe_connect(t.system.name)
+            pending = connect(dict(opts), dict(t.strategy_options))
             if not inspect.isawaitable(pending):
                 raise CheckFailed("Strategy.connect must be an async function")
             conn = await bounded("connect", pending, CONNECT_TIMEOUT)

@@ -25,6 +25,7 @@ from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_optio
 from workbench.engine import frames
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.limits import check_limits
+from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
@@ -110,9 +111,7 @@ class _Setup:
         return {**self.system_options, ALLOW_REMOTE: True}
 
 
-async def _pump(
-    handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]
-) -> None:
+async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]) -> None:
     while True:
         frame = await handle.receive()
         if frame is None:  # end of its output: let it finish dying so its exit code is known
@@ -134,6 +133,8 @@ class Coordinator:
         self.steps = steps
         self.stop = stop
         self.handles: list[Handle] = []
+        self.engine = "python"  # the engine of the running workers ("python" or "native")
+        self.command: list[str] | None = None  # its worker program (None: the Python worker)
         self.launcher: Launcher | None = None  # opened for the first step's load.launcher
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
@@ -198,14 +199,13 @@ class Coordinator:
         try:
             launcher = await self._launcher(step)
             n = workers_for(step.spec, launcher.cpus)
+            await self._use_engine(setup.strategy.engine)
             await self._ensure_workers(n)
             started = self._started(step, setup, n)
             yield started
             if step.spec.target.managed and len(started.nodes) > 1:
                 yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
-            monitor.watch(
-                setup.system, setup.strategy, setup.connect_options, setup.strategy_options
-            )
+            monitor.watch(setup.system, *_stats_strategy(setup))
             tally = _StepTally(live={h.index for h in self.handles[:n]})
             await self._order(step, setup, n)
             async for event in self._collect(step, tally, monitor):
@@ -262,7 +262,10 @@ class Coordinator:
             system_options=setup.system_options,
             strategy_options=setup.strategy_options,
             server_options=setup.server_options,
-            engine=dict(PYTHON_ENGINE),
+            # The engine the workers named in their ready frame (python until one says).
+            engine=dict(
+                (getattr(self.handles[0], "engine", None) if workers else None) or PYTHON_ENGINE
+            ),
             allow_remote=setup.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
         )
@@ -288,17 +291,30 @@ class Coordinator:
         assert self.launcher is not None
         return self.launcher
 
+    async def _use_engine(self, engine: str) -> None:
+        """Workers of the step's engine: a sweep that changes engine changes its workers."""
+        if engine == self.engine:
+            return
+        await asyncio.gather(*(h.close() for h in self.handles), return_exceptions=True)
+        for p in self.pumps:
+            p.cancel()
+        self.inbox = asyncio.Queue()  # the old workers' last frames (their exits) stay behind
+        self.handles, self.pumps = [], []
+        self.dead.clear()
+        self.engine = engine
+        self.command = worker_command(engine) if engine != "python" else None
+
     async def _ensure_workers(self, needed: int) -> None:
         """Enough live workers for the step: dead ones replaced, missing ones started."""
         launcher = self._launcher_now()
         for index in sorted(i for i in self.dead if i < needed):
-            (fresh,) = await launcher.launch(1, first_index=index)
+            (fresh,) = await launcher.launch(1, first_index=index, command=self.command)
             self.handles[index] = fresh
             self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
             self.dead.discard(index)
         if len(self.handles) < needed:
             fresh_ones = await launcher.launch(
-                needed - len(self.handles), first_index=len(self.handles)
+                needed - len(self.handles), first_index=len(self.handles), command=self.command
             )
             self.handles += fresh_ones
             self.pumps += [asyncio.create_task(_pump(h, self.inbox)) for h in fresh_ones]
@@ -471,3 +487,12 @@ def _step_server(intervals: list[Stats]) -> dict[str, Any]:
     if busy and span > 0:
         out["host_busy"] = round(sum(b * d for b, d in busy) / span, 4)
     return out
+
+
+def _stats_strategy(setup: _Setup) -> tuple[Strategy, dict[str, Any], dict[str, Any]]:
+    """The strategy (and options) the server's figures are read through. A native strategy
+    has no Python connection: the system's default (Python) strategy reads them instead."""
+    if setup.strategy.engine != "native":
+        return setup.strategy, setup.connect_options, setup.strategy_options
+    default = setup.system.strategy(setup.system.default_strategy)
+    return default, setup.connect_options, default.options.resolve({}, "strategy.options")

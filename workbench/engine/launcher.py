@@ -21,6 +21,7 @@ class WorkerHandle:
         self.proc = proc
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
         self.broken: str = ""  # why its stream of frames could not be read, if it could not
+        self.engine: dict[str, str] = {"name": "python", "version": ""}  # from its ready frame
         self._stderr_task = asyncio.create_task(self._collect_stderr())
 
     @property
@@ -86,16 +87,18 @@ class WorkerHandle:
         self._stderr_task.cancel()
 
 
-async def launch_local(count: int) -> list[WorkerHandle]:
-    """Start `count` worker processes and wait until each says it is ready."""
+async def launch_local(count: int, command: list[str] | None = None) -> list[WorkerHandle]:
+    """Start `count` worker processes and wait until each says it is ready.
+
+    `command`: another worker program (the native engine's binary) instead of the Python
+    worker."""
     handles = []
+    argv = command or [sys.executable, "-m", "workbench.engine.worker"]
     # A worker dies with this process (PR_SET_PDEATHSIG); it checks it has the right parent.
     env = {**os.environ, "WORKBENCH_PARENT_PID": str(os.getpid())}
     for i in range(count):
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "workbench.engine.worker",
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -111,4 +114,5 @@ async def launch_local(count: int) -> list[WorkerHandle]:
         if not first or first.get("type") != "ready":
             await h.proc.wait()
             raise RuntimeError(f"worker did not start: {h.describe_exit()}")
+        h.engine = first.get("engine") or {"name": "python", "version": ""}
     return handles

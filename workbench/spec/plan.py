@@ -10,6 +10,7 @@ from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
 from workbench.errors import PluginError, SpecError
+from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.remote import check_remote
 from workbench.spec.load import set_path
@@ -183,6 +184,8 @@ def check_step(spec: Spec) -> None:
     if not spec.target.managed:  # a managed server is on loopback, wherever options point
         check_remote(system_options, spec.target.allow_remote, "target.options")
     strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    if strategy.engine == "native":
+        require_binary()  # one clear line: how to build it
     if spec.target.managed:
         if system.server is None:
             raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")

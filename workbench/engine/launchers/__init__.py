@@ -45,7 +45,11 @@ class Launcher(Protocol):
         """CPUs the workers can use: "one worker per core" means one per these."""
         ...
 
-    async def launch(self, count: int, first_index: int = 0) -> list[Any]: ...
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[Any]:
+        """`command`: a worker program instead of the Python worker (the native engine)."""
+        ...
 
     def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
         """{"host", "cpus", "workers"} per machine the handles run on; [] for this host."""
@@ -61,8 +65,10 @@ class LocalLauncher:
     def cpus(self) -> int:
         return os.cpu_count() or 1
 
-    async def launch(self, count: int, first_index: int = 0) -> list[WorkerHandle]:
-        handles = await launch_local(count)
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[WorkerHandle]:
+        handles = await launch_local(count, command)
         for offset, h in enumerate(handles):
             h.index = first_index + offset
         return handles

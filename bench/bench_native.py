@@ -1,0 +1,409 @@
+"""The native engine against the C tools, on throw-away servers, in one run (not a test).
+
+Starts one redis-server, one memcached and one nginx on free loopback ports and, for each
+shape, interleaves the reference tool and the workbench's native strategy A B A B. Each
+pair prints both rates, the ratio (workbench / reference), and the CPU the client and the
+server used (% of one core over the measured time). GET of 100-byte values that exist.
+
+- Redis P=1 at c=16 and c=64 against redis-benchmark -c N (target >= 1.0x);
+  64 in flight (native c=4 pipeline=16) against redis-benchmark -c 4 -P 16 (>= 0.9x).
+- memcached, the same shapes, against memtier_benchmark when on PATH, else memcslap
+  (libmemcached-tools: one blocking client per thread, no pipelining; its 64-in-flight
+  peer is -c 64 threads).
+- HTTP against wrk -t1 on nginx (return 200 of 100 bytes), c=16 and c=64 (>= 1.0x).
+- Recording cost: the native build against one built with --features norecord (<= 3%).
+
+Usage: python bench/bench_native.py [seconds per measurement] [pairs] [sections]
+(sections: a comma list of redis, memcached, http, recording; default all)
+The machine is shared and noisy: compare ratios within a pair, not absolute figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.native_build import binary_path
+from workbench.plugins import load_plugin
+from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
+from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = 10_000
+VALUE = 100
+_HEADER = struct.Struct(">I")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def children_cpu(pids: list[int]) -> float:
+    return sum(proc_cpu(p) for p in pids)
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return _HEADER.pack(len(body)) + body
+
+
+def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, seconds: float,
+          prefill: bool) -> Spec:  # fmt: skip
+    data = spec_to_dict(Spec())
+    data["target"] = {"system": system, "options": options}
+    data["strategy"] = {"name": "native", "options": {"pipeline": pipeline} if pipeline > 1 else {}}
+    data["workload"].update(
+        mix={"get": 1.0}, keys=KEYS, value_size=str(VALUE), prefill=prefill, key_length=16
+    )
+    data["load"].update(concurrency=clients, duration=seconds, warmup=0.5, interval=seconds)
+    return spec_from_dict(data)
+
+
+def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
+    """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
+    system = load_plugin(spec.target.system)
+    strategy = system.strategy("native")
+    order = {
+        "type": "step",
+        "spec": spec_to_dict(spec),
+        "system_options": system.options.resolve(dict(spec.target.options), "target.options"),
+        "strategy_options": strategy.options.resolve(dict(spec.strategy.options), "x"),
+        "workers": 1,
+        "worker": 0,
+    }
+    proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_frame(order))
+    proc.stdin.flush()
+    ops = duration = cpu = 0.0
+    while True:
+        head = proc.stdout.read(4)
+        if len(head) < 4:
+            break
+        msg = json.loads(proc.stdout.read(_HEADER.unpack(head)[0]))
+        if msg["type"] == "armed":
+            proc.stdin.write(_frame({"type": "go", "start": time.time() + 0.05}))
+            proc.stdin.flush()
+        elif msg["type"] == "interval":
+            st = msg["stats"]
+            # A GET-only load: hits and misses count ops in the norecord build too.
+            ops += st["hits"] + st["misses"]
+            duration += st["duration"]
+            cpu += sum(st.get("cpu", {}).values())
+            if st["errors"]:
+                print(f"    native errors: {st['errors']} {st['first_errors']}")
+        elif msg["type"] in ("step_done", "error"):
+            if msg["type"] == "error":
+                print(f"    native error: {msg['message']}")
+            if msg["type"] == "step_done":
+                break
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return ops / duration, cpu / duration
+
+
+def instructions(binary: Path, url: str, ops: int) -> int:
+    """Instructions (valgrind's count) one native worker runs for an op budget."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "callgrind.log"
+        data = spec_to_dict(_spec("redis", {"url": url}, 4, 16, 1.0, False))
+        data["load"].update(duration=None, ops=ops, warmup=0.0, interval=60.0)
+        wrap = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                f"--log-file={log}")  # fmt: skip
+        native(binary, spec_from_dict(data), wrap)
+        m = re.search(r"Collected : (\d+)", log.read_text())
+        return int(m.group(1)) if m else 0
+
+
+def reference(argv: list[str]) -> tuple[str, float, float]:
+    """Output, wall seconds and CPU seconds of a reference tool run."""
+    _last_child_cpu()  # children reaped before this one are not its CPU
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out, _ = proc.communicate(timeout=600)
+    wall = time.monotonic() - start
+    return out, wall, _last_child_cpu()
+
+
+_seen_children_cpu = 0.0
+
+
+def _last_child_cpu() -> float:
+    global _seen_children_cpu
+    r = os.times()
+    total = r.children_user + r.children_system
+    used, _seen_children_cpu = total - _seen_children_cpu, total
+    return used
+
+
+def redis_benchmark(
+    server: ServerProcess, clients: int, pipeline: int, requests: int
+) -> tuple[float, float]:
+    out, _wall, cpu = reference(
+        ["redis-benchmark", "-h", server.host, "-p", str(server.port), "-t", "get",
+         "-n", str(requests), "-c", str(clients), "-P", str(pipeline), "-r", str(KEYS),
+         "-d", str(VALUE), "--csv"]
+    )  # fmt: skip
+    rows = {r["test"]: float(r["rps"]) for r in csv.DictReader(io.StringIO(out))}
+    rate = rows["GET"]
+    return rate, cpu / (requests / rate)
+
+
+def memc_reference(
+    server: ServerProcess, clients: int, pipeline: int, seconds: float
+) -> tuple[float, float]:
+    address = server.target_options["servers"][0]
+    if shutil.which("memtier_benchmark"):
+        host, _, port = address.rpartition(":")
+        out, wall, cpu = reference(
+            ["memtier_benchmark", "-P", "memcache_text", "-s", host, "-p", port, "-t", "1",
+             "-c", str(clients), "--pipeline", str(pipeline), "--ratio", "0:1",
+             f"--test-time={int(seconds)}", "-d", str(VALUE), "--key-maximum", str(KEYS),
+             "--hide-histogram"]
+        )  # fmt: skip
+        m = re.search(r"Totals\s+([\d.]+)", out)
+        rate = float(m.group(1)) if m else 0.0
+        return rate, cpu / wall
+    threads = clients * pipeline
+    n = max(int(seconds * _memcslap_rate.get(threads, 2000.0)), 500)
+    out, wall, cpu = reference(
+        ["memcslap", "-s", address, "-t", "get", "-c", str(threads), "-e", str(n), "-N"]
+    )
+    m = re.search(r"Time to get\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds", out)
+    if not m or int(m.group(1)) == 0:
+        print(f"    memcslap said: {out.strip().splitlines()[-3:]}")
+        return 0.0, 0.0
+    gets, took = int(m.group(1)), float(m.group(3))
+    rate = gets / took
+    _memcslap_rate[threads] = n / took  # its -e per run, scaled to the next run's length
+    return rate, cpu / took
+
+
+_memcslap_rate: dict[int, float] = {}
+
+
+def wrk(url: str, clients: int, seconds: float) -> tuple[float, float]:
+    out, wall, cpu = reference(["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", url])
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    return (float(m.group(1)) if m else 0.0), cpu / wall
+
+
+class Nginx:
+    """nginx, one worker, answering every GET with 100 bytes."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="bench-nginx-")
+        self.port = free_port()
+        body = "x" * VALUE
+        conf = Path(self.dir) / "nginx.conf"
+        conf.write_text(
+            f"worker_processes 1; daemon off; pid {self.dir}/nginx.pid;\n"
+            f"error_log {self.dir}/error.log;\nevents {{ worker_connections 4096; }}\n"
+            f"http {{ access_log off; keepalive_requests 1000000;\n"
+            f"  server {{ listen {LOOPBACK}:{self.port};\n"
+            f'    location / {{ return 200 "{body}"; }} }} }}\n'
+        )
+        self.proc = subprocess.Popen(
+            ["nginx", "-c", str(conf), "-p", self.dir, "-e", f"{self.dir}/error.log"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(200):
+            try:
+                import socket
+
+                socket.create_connection((LOOPBACK, self.port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+    def worker_pids(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()] + [self.proc.pid]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def build_norecord() -> Path:
+    target = ROOT / "native" / "target" / "norecord"
+    subprocess.run(
+        ["cargo", "build", "--release", "--quiet", "--features", "norecord",
+         "--manifest-path", str(ROOT / "native" / "Cargo.toml"), "--target-dir", str(target)],
+        check=True,
+    )  # fmt: skip
+    return target / "release" / "workbench-native"
+
+
+def pair_line(
+    label: str, ref: tuple[float, float], wb: tuple[float, float], server: tuple[float, float]
+) -> str:
+    """Both rates with client and server CPU (% of one core), the ratio, and the ratio of
+    ops per client CPU-second (steadier than the rate on a busy shared machine)."""
+    ratio = wb[0] / ref[0] if ref[0] else float("nan")
+    eff = (wb[0] / wb[1]) / (ref[0] / ref[1]) if ref[0] and ref[1] and wb[1] else float("nan")
+    return (
+        f"  {label:<34} ref {ref[0]:>9,.0f}/s cpu {ref[1] * 100:>3.0f}%"
+        f" srv {server[0] * 100:>3.0f}%"
+        f" | native {wb[0]:>9,.0f}/s cpu {wb[1] * 100:>3.0f}% srv {server[1] * 100:>3.0f}%"
+        f" | {ratio:.2f}x, per client CPU {eff:.2f}x"
+    )
+
+
+def measured(server_pids: list[int], run: Any) -> tuple[tuple[float, float], float]:
+    """(rate, client cpu share) of `run`, and the server's CPU share over the same wall time."""
+    c0, t0 = children_cpu(server_pids), time.monotonic()
+    result = run()
+    c1, t1 = children_cpu(server_pids), time.monotonic()
+    return result, (c1 - c0) / (t1 - t0)
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(143)  # unwinds the `with` blocks: the throw-away servers are stopped
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _exit_on_term)
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    sections = set(
+        (sys.argv[3] if len(sys.argv) > 3 else "redis,memcached,http,recording").split(",")
+    )
+    binary = binary_path()
+    if binary is None:
+        sys.exit("the native engine is not built: run ./dev setup")
+    with open("/proc/cpuinfo") as f:
+        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    print(
+        f"{os.cpu_count()} CPUs ({model}), load average {os.getloadavg()[0]:.1f}; a shared machine"
+    )
+    print(f"GET of {VALUE} B values, {KEYS} keys, {seconds:g} s per measurement, A B A B\n")
+    with start_redis() as redis, start_memcached(threads=1, memory_mb=256) as memc:
+        url = redis.target_options["url"]
+        # Values for both peers: redis-benchmark's key:__rand_int__ keys and the native keys.
+        subprocess.run(
+            ["redis-benchmark", "-h", redis.host, "-p", str(redis.port), "-t", "set", "-n",
+             str(KEYS * 3), "-r", str(KEYS), "-d", str(VALUE), "-q"],
+            capture_output=True, check=True,
+        )  # fmt: skip
+        native(binary, _spec("redis", {"url": url}, 16, 1, 0.5, prefill=True))
+        mopts = {"servers": memc.target_options["servers"]}
+        native(binary, _spec("memcached", mopts, 16, 1, 0.5, prefill=True))
+        print(f"Redis {redis.version}, one server process")
+        redis_shapes = (
+            ("P=1 c=16 vs redis-benchmark -c 16", 16, 1, 1.0),
+            ("P=1 c=64 vs redis-benchmark -c 64", 64, 1, 1.0),
+            ("64 in flight vs redis-benchmark -c 4 -P 16", 4, 16, 0.9),
+        )
+        for label, c, p, target in redis_shapes if "redis" in sections else ():
+            rate = 40_000.0 if p == 1 else 300_000.0  # a first guess; then what it measured
+            for _ in range(pairs):
+                n = max(int(seconds * rate), 10_000)
+                ref, sref = measured(
+                    [redis.pid], lambda c=c, p=p, n=n: redis_benchmark(redis, c, p, n)
+                )
+                rate = ref[0] or rate
+                wb, swb = measured(
+                    [redis.pid],
+                    lambda c=c, p=p: native(
+                        binary, _spec("redis", {"url": url}, c, p, seconds, False)
+                    ),
+                )
+                print(pair_line(label, ref, wb, (sref, swb)) + f" (target >= {target}x)")
+        peer = "memtier_benchmark" if shutil.which("memtier_benchmark") else "memcslap"
+        print(f"\nmemcached {memc.version}, -t 1; peer {peer}")
+        memc_shapes = (
+            (f"P=1 c=16 vs {peer} 16", 16, 1),
+            (f"P=1 c=64 vs {peer} 64", 64, 1),
+            (f"64 in flight vs {peer} {'c4 P16' if peer != 'memcslap' else '64 threads'}", 4, 16),
+        )
+        for label, c, p in memc_shapes if "memcached" in sections else ():
+            for _ in range(pairs):
+                ref, sref = measured(
+                    [memc.pid], lambda c=c, p=p: memc_reference(memc, c, p, seconds)
+                )
+                wb, swb = measured(
+                    [memc.pid],
+                    lambda c=c, p=p: native(
+                        binary, _spec("memcached", mopts, c, p, seconds, False)
+                    ),
+                )
+                print(pair_line(label, ref, wb, (sref, swb)))
+    nginx = Nginx()
+    try:
+        base = f"http://{LOOPBACK}:{nginx.port}"
+        hopts = {"base_url": base, "get": "GET /?key={key}"}
+        print("\nnginx, 1 worker, return 200 of 100 B")
+        for c in (16, 64) if "http" in sections else ():
+            for _ in range(pairs):
+                pids = nginx.worker_pids()
+                ref, sref = measured(pids, lambda c=c: wrk(base + "/", c, seconds))
+                wb, swb = measured(
+                    pids, lambda c=c: native(binary, _spec("http", hopts, c, 1, seconds, False))
+                )
+                print(
+                    pair_line(f"c={c} vs wrk -t1 -c{c}", ref, wb, (sref, swb)) + " (target >= 1.0x)"
+                )
+    finally:
+        nginx.stop()
+    if "recording" not in sections:
+        return
+    print("\nRecording cost: native vs a build that records nothing (Redis, 64 in flight)")
+    plain = build_norecord()
+    with start_redis() as redis:
+        url = redis.target_options["url"]
+        native(binary, _spec("redis", {"url": url}, 4, 16, 0.5, prefill=True))
+        for _ in range(pairs):
+            norec, _s1 = measured(
+                [redis.pid],
+                lambda: native(plain, _spec("redis", {"url": url}, 4, 16, seconds, False)),
+            )
+            rec, _s2 = measured(
+                [redis.pid],
+                lambda: native(binary, _spec("redis", {"url": url}, 4, 16, seconds, False)),
+            )
+            cost = 1 - rec[0] / norec[0]
+            # Client CPU per op: steadier than the rate when the machine is shared.
+            cpu_cost = (rec[1] / rec[0]) / (norec[1] / norec[0]) - 1
+            print(
+                f"  norecord {norec[0]:>10,.0f}/s cpu {norec[1] * 100:.1f}%"
+                f" | recording {rec[0]:>10,.0f}/s cpu {rec[1] * 100:.1f}%"
+                f" | cost: rate {cost * 100:+.1f}%, client CPU per op {cpu_cost * 100:+.1f}%"
+                " (target <= 3%)"
+            )
+
+    if shutil.which("valgrind"):
+        # Instructions are not disturbed by other load: the steadiest figure of the cost.
+        with start_redis() as redis:
+            url = redis.target_options["url"]
+            per_op = {}
+            for name, path in (("norecord", plain), ("recording", binary)):
+                small, large = instructions(path, url, 20_000), instructions(path, url, 60_000)
+                per_op[name] = (large - small) / 40_000
+            extra = per_op["recording"] / per_op["norecord"] - 1
+            print(
+                f"  instructions per op (valgrind): norecord {per_op['norecord']:,.0f},"
+                f" recording {per_op['recording']:,.0f}: cost {extra * 100:+.1f}% (target <= 3%)"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+//! workbench-native: a worker process of Cache Workbench. Reads step orders (framed JSON)
+//! on stdin and writes the same frames as the Python worker on stdout (CONTRACT.md).
+//!
+//!   workbench-native            serve one coordinator (stdin/stdout frames)
+//!   workbench-native --version  print the engine's name and version
+//!   workbench-native --probe    one request at a time, for the conformance kit
+
+mod engine;
+mod frames;
+mod http;
+mod memcache;
+mod pacing;
+mod probe;
+mod proto;
+mod record;
+mod resp;
+mod workload;
+
+use serde_json::json;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn main() {
+    let arg = std::env::args().nth(1).unwrap_or_default();
+    match arg.as_str() {
+        "--version" | "-V" => {
+            println!("workbench-native {}", VERSION);
+            return;
+        }
+        "--probe" => {
+            std::process::exit(probe::run());
+        }
+        "" => {}
+        other => {
+            eprintln!(
+                "workbench-native: unknown argument {:?}; expected --version or --probe",
+                other
+            );
+            std::process::exit(2);
+        }
+    }
+    let parent = std::os::unix::process::parent_id();
+    // SAFETY: asks the kernel to kill us when the parent dies; a plain prctl.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if std::os::unix::process::parent_id() != parent {
+        std::process::exit(3);
+    }
+    let out = frames::Out::private_stdout();
+    let mut eng = engine::Engine::new(out);
+    eng.out.send(&json!({
+        "type": "ready",
+        "pid": std::process::id(),
+        "engine": {"name": "native", "version": VERSION},
+    }));
+    loop {
+        if let Some(order) = eng.orders.pop_front() {
+            let status = eng.run_step(&order);
+            eng.out
+                .send(&json!({"type": "step_done", "status": status}));
+            continue;
+        }
+        if eng.eof {
+            break;
+        }
+        // Wake once a second to notice a parent that died without closing our input.
+        let at = pacing::now_ns() + 1_000_000_000;
+        eng.wait_idle(at);
+        if std::os::unix::process::parent_id() != parent {
+            std::process::exit(3);
+        }
+    }
+}

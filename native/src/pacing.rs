@@ -1,0 +1,142 @@
+//! Time: the monotonic clock in ns, a precise wake-up (timerfd), the start the
+//! coordinator names, the open-loop schedule and the interval grid.
+
+use std::os::unix::io::RawFd;
+
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn realtime_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The monotonic instant of a CLOCK_REALTIME start time (seconds), converted once.
+pub fn mono_of_realtime(start: f64) -> u64 {
+    let mono = now_ns();
+    let ahead = start - realtime_s();
+    if ahead <= 0.0 {
+        mono
+    } else {
+        mono + (ahead * 1e9) as u64
+    }
+}
+
+/// A timerfd on CLOCK_MONOTONIC, armed at absolute instants; with the timer slack
+/// set to 1 ns it wakes the loop within microseconds, not at 1 ms granularity.
+pub struct Timer {
+    pub fd: RawFd,
+    armed: u64,
+}
+
+impl Timer {
+    pub fn new() -> Timer {
+        // SAFETY: plain system calls; the descriptor is owned by Timer.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+            let fd = libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            );
+            assert!(fd >= 0, "timerfd_create failed");
+            Timer { fd, armed: 0 }
+        }
+    }
+
+    /// Wake at `at` (monotonic ns); re-armed only when the instant changes.
+    pub fn arm(&mut self, at: u64) {
+        if at == self.armed {
+            return;
+        }
+        self.armed = at;
+        let at = at.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (at / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: the spec lives across the call; fd is ours.
+        unsafe {
+            libc::timerfd_settime(
+                self.fd,
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// Consume an expiry so that the descriptor is quiet until armed again.
+    pub fn clear(&mut self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into buf.
+        unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+        self.armed = 0;
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        // SAFETY: closing our own descriptor once.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Ends of the intervals of a measured phase of `duration`, as offsets from its start:
+/// boundaries at k*I for k = 1..floor(D/I), the phase ending at D; a tail shorter than
+/// I/2 is folded into the last interval, a longer one is an interval of its own.
+pub fn grid(duration_ns: u64, interval_ns: u64) -> Vec<u64> {
+    let n = duration_ns / interval_ns;
+    let mut ends: Vec<u64> = (1..=n).map(|k| k * interval_ns).collect();
+    let tail = duration_ns - n * interval_ns;
+    if n == 0 {
+        ends.push(duration_ns);
+    } else if tail > 0 {
+        if tail * 2 < interval_ns {
+            *ends.last_mut().expect("n > 0") = duration_ns;
+        } else {
+            ends.push(duration_ns);
+        }
+    }
+    ends
+}
+
+/// CPU seconds (user + system) this process has used.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct given.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        t(ru.ru_utime) + t(ru.ru_stime)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_folds_short_tails_and_keeps_long_ones() {
+        let s = 1_000_000_000;
+        assert_eq!(grid(5 * s, s), vec![s, 2 * s, 3 * s, 4 * s, 5 * s]);
+        assert_eq!(grid(s * 23 / 10, s), vec![s, s * 23 / 10]);
+        assert_eq!(grid(s * 27 / 10, s), vec![s, 2 * s, s * 27 / 10]);
+        assert_eq!(grid(s / 2, s), vec![s / 2]);
+    }
+}

@@ -1,0 +1,120 @@
+"""Drive a worker process (native or Python) directly with one step order, as the
+coordinator does, and collect its frames."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+import subprocess
+import sys
+import time
+from typing import Any
+
+from workbench.metrics import Stats
+from workbench.native_build import binary_path
+from workbench.plugins import load_plugin
+from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.plan import resolve_strategy
+
+_HEADER = struct.Struct(">I")
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return _HEADER.pack(len(body)) + body
+
+
+def read_frames(data: bytes) -> list[dict[str, Any]]:
+    out, pos = [], 0
+    while pos + 4 <= len(data):
+        (size,) = _HEADER.unpack_from(data, pos)
+        out.append(json.loads(data[pos + 4 : pos + 4 + size]))
+        pos += 4 + size
+    return out
+
+
+def spec(**changes: Any) -> Spec:
+    """A spec from dotted paths: spec(**{"load.duration": 1.0})."""
+    data = spec_to_dict(Spec())
+    for path, value in changes.items():
+        *head, last = path.split(".")
+        node = data
+        for part in head:
+            node = node[part]
+        node[last] = value
+    return spec_from_dict(data)
+
+
+def order(s: Spec, worker: int = 0, workers: int = 1) -> dict[str, Any]:
+    system = load_plugin(s.target.system)
+    strategy = resolve_strategy(system, s)
+    return {
+        "type": "step",
+        "spec": spec_to_dict(s),
+        "system_options": system.options.resolve(dict(s.target.options), "target.options"),
+        "strategy_options": strategy.options.resolve(dict(s.strategy.options), "strategy.options"),
+        "workers": workers,
+        "worker": worker,
+    }
+
+
+def run_worker(
+    engine: str, s: Spec, worker: int = 0, workers: int = 1, timeout: float = 120
+) -> list[dict[str, Any]]:
+    """Every frame one worker of `engine` wrote for the step `s` (started 50 ms ahead)."""
+    if engine == "native":
+        path = binary_path()
+        assert path is not None, "the native engine is not built: ./dev setup"
+        argv = [str(path)]
+    else:
+        argv = [sys.executable, "-m", "workbench.engine.worker"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    frames: list[dict[str, Any]] = []
+    try:
+        proc.stdin.write(frame(order(s, worker, workers)))
+        proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            head = proc.stdout.read(4)
+            if len(head) < 4:
+                break
+            (size,) = _HEADER.unpack(head)
+            message = json.loads(proc.stdout.read(size))
+            frames.append(message)
+            if message["type"] == "armed":
+                proc.stdin.write(frame({"type": "go", "start": time.time() + 0.05}))
+                proc.stdin.flush()
+            if message["type"] == "step_done":
+                break
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return frames
+
+
+def intervals(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [f for f in frames if f["type"] == "interval" and f["index"] >= 0 and not f["warmup"]]
+
+
+def stats_of(f: dict[str, Any]) -> Stats:
+    """Decoded with the Python side's reader (keys it does not know yet are skipped)."""
+    known = {fl.name for fl in dataclasses.fields(Stats)}
+    return Stats.from_dict({k: v for k, v in f["stats"].items() if k in known})
+
+
+def total(frames: list[dict[str, Any]]) -> Stats:
+    out = Stats()
+    for f in intervals(frames):
+        out.merge(stats_of(f), concurrent=False)
+    return out
+
+
+def status(frames: list[dict[str, Any]]) -> str:
+    done = [f for f in frames if f["type"] == "step_done"]
+    assert done, frames
+    return str(done[-1]["status"])
