@@ -128,7 +128,9 @@ Row = tuple[str | Text, str | Text]
 
 def _server_figure(key: str, value: object) -> Row:
     memory = "memory" in key or "bytes" in key
-    if isinstance(value, int | float) and memory:
+    if key == "host_busy" and isinstance(value, int | float):  # a share of the machine
+        shown = format_pct(value)
+    elif isinstance(value, int | float) and memory:
         shown = format_bytes(value)
     elif isinstance(value, int):
         shown = format_count(value)
