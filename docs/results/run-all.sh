@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs every experiment profile in full and writes its report here, in the shape of the
-# source document it follows. Usage: docs/results/run-all.sh [profile-name ...]
+# source document it follows. Every step runs REPEAT times (default 3), interleaved, and the
+# reports give the median with [min max]; each report's header names the date and the
+# machine, and its notes the CPU verdict of every step.
+# Usage: [REPEAT=N] docs/results/run-all.sh [profile-name ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./dev setup
@@ -16,7 +19,8 @@ names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${!FORMAT[@]}")
 for name in "${names[@]}"; do
   echo "== $name" >&2
-  .venv/bin/workbench run "profiles/$name.toml" --quiet --name "$name" || echo "$name: run status $?" >&2
-  .venv/bin/workbench report "$name" --format "${FORMAT[$name]}" -o "docs/results/$name.md"
-  .venv/bin/workbench report "$name" --format table -o "docs/results/$name.table.md"
+  id=$(.venv/bin/workbench run "profiles/$name.toml" --quiet --print-id --name "$name" \
+    --repeat "${REPEAT:-3}") || echo "$name: run status $?" >&2
+  .venv/bin/workbench report "$id" --format "${FORMAT[$name]}" -o "docs/results/$name.md"
+  .venv/bin/workbench report "$id" --format table -o "docs/results/$name.table.md"
 done

@@ -1,5 +1,5 @@
 //! workbench-native: a worker process of Cache Workbench. Reads step orders (framed JSON)
-//! on stdin and writes the same frames as the Python worker on stdout (CONTRACT.md).
+//! on stdin and writes the same frames as the Python worker on stdout (docs/frames.md).
 //!
 //!   workbench-native            serve one coordinator (stdin/stdout frames)
 //!   workbench-native --version  print the engine's name and version

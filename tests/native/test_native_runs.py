@@ -92,8 +92,7 @@ async def test_a_sweep_mixes_python_and_native_strategies(
     assert [d.stats.ops for d in done] == [2000, 2000, 2000]
     started = [e for e in events if isinstance(e, StepStarted)]
     assert [s.spec["strategy"]["name"] for s in started] == ["native", "multiplexed", "native"]
-    if hasattr(started[0], "engine"):  # CONTRACT's StepStarted.engine, once it is there
-        assert [s.engine["name"] for s in started] == ["native", "python", "native"]
+    assert [s.engine["name"] for s in started] == ["native", "python", "native"]
 
 
 def test_a_missing_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:

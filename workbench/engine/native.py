@@ -1,7 +1,7 @@
 """The native load engine (`native/`, Rust): where its binary is, and its probe client.
 
 A native strategy (``Strategy(engine="native")``) runs in ``workbench-native`` worker
-processes instead of the Python worker: same step orders in, same frames out (CONTRACT).
+processes instead of the Python worker: same step orders in, same frames out (docs/frames.md).
 ``./dev setup`` builds the binary and installs it as ``.venv/bin/workbench-native``;
 ``WORKBENCH_NATIVE`` names another one (`workbench.native_build` finds it).
 
