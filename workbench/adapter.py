@@ -52,6 +52,9 @@ def error_kind(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, ConnectionError | EOFError | BrokenPipeError):
         return "connection"
+    if isinstance(exc, RuntimeError) and str(exc).endswith("the handler is closed"):
+        # uvloop's refusal of a write on a transport the server already closed.
+        return "connection"
     name = type(exc).__name__
     if "Timeout" in name:
         return "timeout"
