@@ -133,6 +133,9 @@ def context_for(
         single = cores == 1.0
     elif system == "memcached" and managed:
         cores = _positive(options.get("threads")) or 4.0  # memcached's own default
+    elif system == "http" and managed:
+        # The managed HTTP servers (caching proxy, key-value store) are one asyncio process.
+        cores, single = 1.0, True
     rate = spec.get("load", {}).get("rate")
     return Context(system, bool(rate), cores, single)
 

@@ -263,3 +263,12 @@ def test_verdict_as_data() -> None:
     assert d["kind"] == GENERATOR_BOUND and d["line"] == v.line
     assert d["figures"]["workers_core_share"] == {"0": pytest.approx(0.97)}
     assert judge(Usage(), Stats(), REDIS).kind == UNKNOWN
+
+
+def test_a_managed_reference_http_server_is_one_asyncio_process() -> None:
+    proxy = context_for({"target": {"system": "http", "managed": True}})
+    assert (proxy.server_cores, proxy.single_threaded) == (1.0, True)
+    # A proxy busy on one core of a two-core machine is the limit, not latency.
+    stats = interval(workers=(0.59,), server_cpu=0.99, server={"cpu_cores": 2})
+    assert verdict_of([stats], proxy).kind == SERVER_BOUND
+    assert context_for({"target": {"system": "http"}}).server_cores is None  # anyone's server
