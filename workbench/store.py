@@ -300,10 +300,29 @@ class Store:
                 ),
             )
         elif isinstance(event, RunFinished):
+            self._close_unfinished_steps(event)
             db.execute(
                 "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
                 (event.status, event.error, now, event.run_id),
             )
+
+    def _close_unfinished_steps(self, event: RunFinished) -> None:
+        """A run that ends with a step still running (abandoned by a second Ctrl-C) keeps
+        that step's complete intervals: its totals and listed figures are taken from them."""
+        status = "failed" if event.status == "failed" else "interrupted"
+        running = self.db.execute(
+            "SELECT idx FROM steps WHERE run_id=? AND status='running'", (event.run_id,)
+        ).fetchall()
+        for (idx,) in running:
+            intervals = [
+                Interval(event.run_id, idx, i, el, Stats.from_dict(json.loads(st)))
+                for i, el, st in self.db.execute(
+                    "SELECT idx, elapsed, stats FROM intervals WHERE run_id=? AND step=? "
+                    "ORDER BY idx",
+                    (event.run_id, idx),
+                )
+            ]
+            self.record(StepFinished(event.run_id, idx, status, _from_intervals(intervals)))
 
     def resolve(self, ref: str) -> str:
         """The one run `ref` names: its exact id, a unique id prefix, its exact name, or
@@ -437,7 +456,7 @@ class Store:
 
 
 def _from_intervals(intervals: list[Interval]) -> Stats:
-    """A step that never finished (a crash): its totals from the intervals it did store."""
+    """A step that never finished (abandoned, or a crash): its totals from its intervals."""
     return merged((i.stats for i in intervals), concurrent=False)
 
 

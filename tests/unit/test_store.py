@@ -100,3 +100,16 @@ def test_unopenable_store_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreError, match="cannot open the results store"):
         Store(tmp_path / "file" / "s.sqlite3")
+
+
+def test_an_abandoned_step_is_closed_from_its_intervals(tmp_path: Path) -> None:
+    """A second Ctrl-C ends the run with no StepFinished: the listing and the stored step
+    still give what its complete intervals measured, not zero."""
+    store = Store(tmp_path / "runs.sqlite3")
+    record_run(store, "r1", "abandoned", finish=False)
+    store.record(RunFinished("r1", "interrupted", "abandoned"))
+    (row,) = store.list_runs()
+    assert row.status == "interrupted"
+    assert row.ops_per_s == pytest.approx(150.0)  # 300 ops over the 2 s of its intervals
+    (step,) = store.load("r1").steps
+    assert step.status == "interrupted" and step.stats.ops == 300
