@@ -37,6 +37,12 @@ async def test_every_interval_says_what_each_worker_and_the_managed_server_used(
     (step,) = finished(events)
     assert sum(step.stats.cpu.values()) > 0
     assert step.stats.server["cpu_seconds"] > 0  # a loaded Redis uses some CPU in 2 s
+    # The step's figures are the intervals' sum and time-weighted mean, not the last one's.
+    total = sum(i.stats.server["cpu_seconds"] for i in intervals)
+    assert step.stats.server["cpu_seconds"] == pytest.approx(total, abs=1e-3)
+    busy = sum(i.stats.server["host_busy"] * i.stats.duration for i in intervals)
+    span = sum(i.stats.duration for i in intervals)
+    assert step.stats.server["host_busy"] == pytest.approx(busy / span, abs=1e-3)
     stored = Store(tmp_path / "runs.sqlite").load("last").steps[0]
     assert stored.intervals[0].stats.cpu == intervals[0].stats.cpu
 
@@ -74,3 +80,23 @@ async def test_open_loop_intervals_report_offered_ops_and_send_lag(tmp_path: Pat
     for i in intervals:
         assert i.stats.send_lag is not None
         assert i.stats.send_lag.get_total_count() == pytest.approx(i.stats.ops, abs=4)
+
+
+async def test_an_op_budget_warmup_is_not_counted_as_measured_server_cpu(tmp_path: Path) -> None:
+    # Only the workers see an op-budget warm-up end: the first interval's window would mix
+    # warm-up and measured work, so it carries no server CPU and the count begins there.
+    events = await collect(
+        ["target.system=redis", "target.managed=true", *RUN, "load.warmup_ops=20000"],
+        Store(tmp_path / "runs.sqlite"),
+    )
+    intervals = [e for e in events if isinstance(e, Interval)]
+    assert len(intervals) == 4
+    assert "cpu_seconds" not in intervals[0].stats.server
+    assert "host_busy" not in intervals[0].stats.server
+    assert "rss_bytes" in intervals[0].stats.server  # the other figures are there
+    for i in intervals[1:]:
+        assert i.stats.server["cpu_seconds"] >= 0.0
+        _check_machine(i.stats.server)
+    (step,) = finished(events)
+    later = sum(i.stats.server["cpu_seconds"] for i in intervals[1:])
+    assert step.stats.server["cpu_seconds"] == pytest.approx(later, abs=1e-3)

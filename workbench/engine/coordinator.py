@@ -340,8 +340,11 @@ class Coordinator:
         start = time.time() + frames.GO_LEAD
         for h in handles:
             await h.send(frames.go(start))
-        warmup = step.spec.load.warmup if not step.spec.load.warmup_ops else 0.0
-        asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
+        # After an op-budget warm-up only the workers know when measuring began: the first
+        # merged interval begins the server's CPU count instead (ServerMonitor.sample).
+        if not step.spec.load.warmup_ops:
+            warmup = step.spec.load.warmup
+            asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
 
     async def _frames(
         self, tally: _StepTally, handles: list[Handle]
@@ -384,7 +387,9 @@ class Coordinator:
     def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
         total = merged(tally.emitted + tally.tails, concurrent=False)
         if tally.emitted:
-            total.server = _step_server(tally.emitted) | total.server | figures
+            # The sums and averages over the intervals win over the last interval's values
+            # that merging kept; the final reading's statistics win over both.
+            total.server = total.server | _step_server(tally.emitted) | figures
         status = self._step_status(tally)
         reason = ""
         if status in ("completed", "degraded"):

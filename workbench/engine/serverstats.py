@@ -9,6 +9,9 @@ never waiting for a slow or stopped server. Added to every interval's ``server``
   ``used_cpu_user``/``used_cpu_sys``, memcached ``rusage_user``/``rusage_system``);
 - ``cpu_cores``: the cores the server may use, when known (a managed server's affinity);
 - ``host_busy`` (0..1 across all cores of this machine, from /proc/stat), ``host_cpus``.
+
+CPU and busy share count from the start of the measured phase. After an op-budget warm-up
+the first interval has neither (its window holds warm-up work too).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class ServerMonitor:
         self._cpu = process_cpu_seconds(managed.pid) if managed is not None else None
         self._cpu_cores = _affinity(managed.pid) if managed is not None else None
         self.cpus = os.cpu_count() or 1
+        self.begun = False  # CPU deltas count only once the measured phase has begun
 
     def watch(
         self,
@@ -105,6 +109,7 @@ class ServerMonitor:
 
     def begin(self) -> None:
         """The measured phase begins: CPU deltas count from now (not prefill, not warm-up)."""
+        self.begun = True
         self._host = host_times()
         if self.managed is not None:
             self._cpu = process_cpu_seconds(self.managed.pid)
@@ -112,7 +117,17 @@ class ServerMonitor:
             self._cpu = counted_cpu(self.latest)
 
     def sample(self) -> dict[str, Any]:
-        """Figures for the interval ending now: never waits for the server."""
+        """Figures for the interval ending now: never waits for the server.
+
+        Before `begin` (an op-budget warm-up, whose end only the workers see) the CPU since
+        the last mark mixes warm-up and measured work: this interval then carries no CPU
+        or busy share, and the count begins here."""
+        if not self.begun:
+            out = dict(self.latest)
+            if self.managed is not None:
+                out.update(self.managed.memory())
+            self.begin()
+            return out
         out = dict(self.latest)
         if self.managed is not None:
             out.update(self.managed.memory())
