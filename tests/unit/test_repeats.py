@@ -88,6 +88,28 @@ def test_reports_give_median_min_max_across_repeats(repeated_run: tuple[Store, s
         assert f"p99:    [{lo} {mid} {hi}]" in criterion
     assert "### Repeats: median [min max]" in table
     assert "REPEATS: [min median max]" in criterion
+    # The conclusions judge each step by its median repeat, and name it once.
+    conclusions = criterion.split("# Conclusions based on below data:")[1].split("`time`")[0]
+    assert "repeat=" not in conclusions
+    medians = [sorted(g.steps, key=lambda s: s.summary.ops_per_s)[1] for g in found]
+    peak = max(medians, key=lambda s: s.summary.ops_per_s)
+    assert conclusions.count("embedded/direct: throughput peaks") == 1
+    # Go benchmark lines repeat the name, as `go test -count 3` does, for benchstat.
+    gobench = render(stored, "gobench").splitlines()
+    names = [ln.split()[0] for ln in gobench if ln.startswith("Benchmark")]
+    assert names and not [n for n in names if "repeat" in n]
+    assert all(names.count(n) == 3 for n in names)
+    # The hit-rate report gives the hit rates' median [min max].
+    hitrate = render(stored, "hitrate")
+    rates = [100 * s.summary.hits / (s.summary.hits + s.summary.misses) for s in found[0].steps]
+    first = "| embedded/direct, concurrency=1 |"
+    row = next(ln for ln in hitrate.splitlines() if ln.startswith(first))
+    spread = f"{statistics.median(rates):.2f}% [{min(rates):.2f}% {max(rates):.2f}%]"
+    assert row.split(" | ")[2] == spread
+    assert (
+        f"embedded/direct: throughput peaks at concurrency {peak.clients} "
+        f"({peak.summary.ops_per_s:,.0f} ops/s)"
+    ) in conclusions
 
 
 def test_a_run_without_repeats_has_no_repeat_sections(tmp_path: Path) -> None:

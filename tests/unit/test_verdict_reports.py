@@ -84,6 +84,11 @@ def test_reports_and_summary_show_the_verdict(tmp_path: Path) -> None:
             text
         ), fmt
         assert text.index("### What limited each step") < text.index("## Reproduce")
+    page = render(run, "html")
+    assert page.count('<td class="verdict">latency-bound</td>') == 1
+    assert page.count('<td class="verdict">generator-bound</td>') == 1
+    assert "<h2>What limited each step</h2>" in page
+    assert "concurrency = 16</b>: generator-bound: worker 97% of a core" in page
     doc = json.loads(render(run, "json"))
     kinds = [s["verdict"]["kind"] for s in doc["runs"][0]["steps"]]
     assert kinds == ["latency-bound", "generator-bound"]
@@ -129,3 +134,28 @@ def test_search_report_of_stored_probes(tmp_path: Path) -> None:
     ]
     assert "| pass | on schedule |" in rows[0]
     assert "workbench search --set" in text
+
+
+def test_repeats_give_the_verdict_of_each_step(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.sqlite3")
+    busy, idle = stats(9000, 90_000, 0.97, 0.41), stats(5000, 50_000, 0.3, 0.2)
+    run = record(
+        store,
+        "r2",
+        ["name=rep", "target.system=redis", "load.concurrency=[1,16]", "load.repeat=3"],
+        [
+            (f"concurrency={c}, repeat={r}", {"load.concurrency": c, "load.repeat": r}, [part])
+            for r in (1, 2, 3)
+            for c, part in ((1, idle), (16, idle if r == 2 else busy))
+        ],
+        plan=True,
+    )
+    table = render(run, "table")
+    section = table[table.index("### Repeats") :].split("\n\n")[1]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| redis/")]
+    assert [r.rsplit(" | ", 1)[1] for r in rows] == [
+        "latency-bound |",
+        "generator-bound 2/3, latency-bound 1/3 |",
+    ]
+    doc = json.loads(render(run, "json"))["runs"][0]["repeats"]
+    assert doc[1]["verdicts"] == ["generator-bound", "latency-bound", "generator-bound"]

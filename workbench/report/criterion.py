@@ -83,10 +83,13 @@ def block(step: StepData, *, with_run: bool) -> list[str]:
     return lines
 
 
-def levels(runs: Sequence[RunData]) -> dict[int, list[StepData]]:
+def levels(
+    runs: Sequence[RunData], steps: dict[str, list[StepData]] | None = None
+) -> dict[int, list[StepData]]:
+    """The started steps of every run by concurrency (or the given steps of each run id)."""
     by_level: dict[int, list[StepData]] = {}
     for run in runs:
-        for step in run.started_steps:
+        for step in steps[run.id] if steps is not None else run.started_steps:
             by_level.setdefault(step.clients, []).append(step)
     return dict(sorted(by_level.items()))
 
@@ -99,19 +102,20 @@ def level_conclusion(level: int, steps: list[StepData], several: bool) -> str | 
     fast = max(measured, key=lambda s: s.summary.ops_per_s)
     slow = min(measured, key=lambda s: s.summary.ops_per_s)
     calm = min(measured, key=lambda s: s.summary.p(99.0))
+
+    def name(step: StepData) -> str:
+        return step.series(with_run=several, with_repeat=False)
+
     text = (
-        f"Concurrency {level}: {fast.series(with_run=several)} is fastest at "
+        f"Concurrency {level}: {name(fast)} is fastest at "
         f"{fast.summary.ops_per_s:,.0f} ops/s, "
         f"x{fast.summary.ops_per_s / slow.summary.ops_per_s:.2f} the slowest "
-        f"({slow.series(with_run=several)})"
+        f"({name(slow)})"
     )
     if calm is fast:
         text += f", and has the lowest p99 ({format_us(calm.summary.p(99.0))})"
     else:
-        text += (
-            f"; {calm.series(with_run=several)} has the lowest p99 "
-            f"({format_us(calm.summary.p(99.0))})"
-        )
+        text += f"; {name(calm)} has the lowest p99 ({format_us(calm.summary.p(99.0))})"
     return text + "."
 
 
@@ -146,9 +150,14 @@ def series_conclusions(name: str, steps: list[StepData]) -> list[str]:
 
 
 def conclusions(runs: Sequence[RunData]) -> list[str]:
-    """What the data says: the fastest per level, where throughput peaks and latency grows."""
+    """What the data says: the fastest per level, where throughput peaks and latency grows.
+
+    Of a run with repeats, each step is judged by its median repeat (`repeats.median_steps`),
+    so the conclusions name each step once, as they would without repeats."""
     several = len(runs) > 1
-    by_level = levels(runs)
+    medians = {run.id: repeats.median_steps(run) for run in runs}
+    chosen = {run.id: medians[run.id] or run.started_steps for run in runs}
+    by_level = levels(runs, chosen)
     out = [
         text
         for level, steps in by_level.items()
@@ -158,7 +167,7 @@ def conclusions(runs: Sequence[RunData]) -> list[str]:
     for steps in by_level.values():
         for s in steps:
             if s.has_data:
-                series.setdefault(s.series(with_run=several), []).append(s)
+                series.setdefault(s.series(with_run=several, with_repeat=False), []).append(s)
     for name, steps in series.items():
         out += series_conclusions(name, steps)
     if not out:  # nothing to compare: each step's own figures
@@ -167,6 +176,11 @@ def conclusions(runs: Sequence[RunData]) -> list[str]:
                 f"{step.name(with_run=several)}: {step.summary.ops_per_s:,.0f} ops/s, p50 "
                 f"{format_us(step.summary.p(50.0))}, p99 {format_us(step.summary.p(99.0))}."
             )
+    if any(medians.values()):
+        out.append(
+            "Each step is its median repeat by ops/s; the repeats' median [min max] close the "
+            "report."
+        )
     for run in runs:
         for step in run.steps:
             if step.status == "not run":

@@ -8,6 +8,8 @@ operation (received by gets, sent by sets and publishes). The workbench adds its
 metrics as Go's ``b.ReportMetric`` does: ``ops/s``, ``p50-ns``, ``p99-ns``, ``p99.9-ns``,
 ``hit-%`` and ``errors``. Several runs give one block each with the same names, ready for
 ``benchstat old.txt new.txt``. The ``-N`` suffix is the CPU count of the machine.
+The repeats of a step (``--repeat N``) print the same name N times, as ``go test -count N``
+does, so that benchstat gives their median and spread itself.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.report.markdown import footer, header
-from workbench.report.model import CONCURRENCY, RunData, StepData, kind_summary
+from workbench.report.model import CONCURRENCY, REPEAT, RunData, StepData, kind_summary
 
 OP_ORDER = ("get", "set", "delete", "publish", "deliver")
 
@@ -40,7 +42,7 @@ def bench_name(step: StepData, kind: str) -> str:
     name = f"Benchmark{camel(step.system)}/{camel(step.strategy)}{camel(kind)}{size}"
     extras = []
     for path, value in step.label.items():
-        if path in ("strategy.name", "target.system", "target"):
+        if path in ("strategy.name", "target.system", "target", REPEAT):
             continue
         if path == "workload.value_size" and size:
             continue

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.report import repeats
 from workbench.report.markdown import escape_cell, footer, header, step_sections
 from workbench.report.model import RunData, StepData, target_options, target_version
 from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
@@ -191,9 +192,64 @@ def summary_table(runs: Sequence[RunData]) -> list[str]:
     return [*lines, ""]
 
 
+def _hit_rate(step: StepData) -> float | None:
+    gets = step.summary.hits + step.summary.misses
+    return _pct(step.summary.hits, gets) if gets else None
+
+
+def _hot_rate(step: StepData) -> float | None:
+    t = step.totals
+    return _pct(t.hot_hits, t.hot_gets) if t.hot_gets else None
+
+
+def _cold_rate(step: StepData) -> float | None:
+    gets = step.summary.hits + step.summary.misses
+    cold = gets - step.totals.hot_gets
+    return _pct(step.summary.hits - step.totals.hot_hits, cold) if cold else None
+
+
+def _peak_kb(step: StepData) -> float | None:
+    peak = step.totals.server.get("peak_rss_bytes")
+    return peak / 1024 if isinstance(peak, int | float) and peak else None
+
+
+# name, figure of one repeat (None: not known), text of one figure
+REPEAT_FIGURES = [
+    ("hit rate", _hit_rate, lambda v: f"{v:.2f}%"),
+    ("hot keys", _hot_rate, lambda v: f"{v:.2f}%"),
+    ("cold keys", _cold_rate, lambda v: f"{v:.2f}%"),
+    ("VmHWM", _peak_kb, lambda v: f"{v:,.0f} kB"),
+]
+
+
+def repeats_table(runs: Sequence[RunData]) -> list[str]:
+    """The hit rates of repeated steps: median [min max] across the repeats."""
+    several = len(runs) > 1
+    found = [g for r in runs for g in repeats.groups(r)]
+    if not found:
+        return []
+    lines = [
+        "### Repeats: median [min max]",
+        "",
+        "| step | repeats | " + " | ".join(name for name, _, _ in REPEAT_FIGURES) + " |",
+        "| --- | ---: |" + " ---: |" * len(REPEAT_FIGURES),
+    ]
+    for group in found:
+        cells = [
+            escape_cell(group.name(with_run=several)),
+            f"{len(group.measured)}/{len(group.steps)}",
+        ]
+        for _, get, fmt in REPEAT_FIGURES:
+            values = [v for s in group.measured if (v := get(s)) is not None]
+            spread = repeats.spread_of(values)
+            cells.append(spread.text(fmt) if spread else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, options.get("title") or "Cache hit rates")
-    lines += ["## Hit rates", "", *summary_table(runs)]
+    lines += ["## Hit rates", "", *summary_table(runs), *repeats_table(runs)]
     embedded = [
         s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
     ]

@@ -33,6 +33,7 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dt { font-weight: 600; } dd { margin: 0; }
 figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
 figure svg { max-width: 100%; height: auto; }
+td.verdict { text-align: left; white-space: nowrap; }
 .warn { background: #fff4e0; border-left: 4px solid #e8a100; padding: 0.4em 0.8em; }
 """
 
@@ -84,13 +85,35 @@ def _figures_table(runs: Sequence[RunData]) -> list[str]:
     if not steps:
         return []
     several = len(runs) > 1
+    # As in the table report: the verdict column once any step was judged.
+    verdicts = any(s.started and s.view.verdict.known for s in steps)
     head = "".join(f"<th>{escape(name)}</th>" for name, *_ in COLUMNS)
+    head += "<th>verdict</th>" if verdicts else ""
     rows = []
     for step in steps:
         cells = "".join(
             f"<td>{escape(fmt(value)) if (value := get(step)) is not None else 'n/a'}</td>"
             for _, get, fmt, _ in COLUMNS
         )
+        if verdicts:
+            verdict = step.view.verdict if step.started else None
+            badge = verdict.badge if verdict and verdict.known else "-"
+            cells += f'<td class="verdict">{escape(badge)}</td>'
         status = "" if step.status == "completed" else f" ({escape(step.status)})"
         rows.append(f"<tr><td>{escape(step.name(with_run=several))}{status}</td>{cells}</tr>")
-    return ["<h2>Figures</h2>", f"<table><tr><th>step</th>{head}</tr>", *rows, "</table>"]
+    out = ["<h2>Figures</h2>", f"<table><tr><th>step</th>{head}</tr>", *rows, "</table>"]
+    judged = [
+        f"<li><b>{escape(step.name(with_run=several))}</b>: {escape(verdict.line)}</li>"
+        for step in steps
+        if step.started and (verdict := step.view.verdict).known
+    ]
+    if judged:
+        out += [
+            "<h2>What limited each step</h2>",
+            "<p>From the CPU the workers, the server and the machine used, and in open loop "
+            "the schedule kept.</p>",
+            '<ul class="verdicts">',
+            *judged,
+            "</ul>",
+        ]
+    return out

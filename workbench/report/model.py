@@ -20,6 +20,7 @@ from workbench.metrics import Stats, Summary, all_ops_histogram, summarise
 from workbench.store import StoredRun, StoredStep
 
 CONCURRENCY = "load.concurrency"
+REPEAT = "load.repeat"
 STATUS_WORDS = {
     "completed": "completed",
     "degraded": "degraded: workers were lost during the run; figures cover what the others "
@@ -113,11 +114,14 @@ class StepData:
     def has_data(self) -> bool:
         return self.summary.ops > 0
 
-    def series(self, *, with_run: bool) -> str:
-        """The step's name without its concurrency: what it is compared across levels."""
+    def series(self, *, with_run: bool, with_repeat: bool = True) -> str:
+        """The step's name without its concurrency: what it is compared across levels
+        (without its repeat too, where one repeat stands for them all)."""
         parts = [f"{self.system}/{self.strategy}"]
         for path, value in self.label.items():
             if path in (CONCURRENCY, "strategy.name", "target.system", "target"):
+                continue
+            if path == REPEAT and not with_repeat:
                 continue
             parts.append(f"{path.split('.')[-1]}={value}")
         name = ", ".join(parts)

@@ -5,14 +5,13 @@ the repeats of each step, for ops/s and the percentiles, the way criterion gives
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workbench.metrics import format_us
-from workbench.report.model import RunData, StepData
-
-REPEAT = "load.repeat"
+from workbench.report.model import REPEAT, RunData, StepData
 
 # name, figure of one repeat, text of one figure
 FIGURES: list[tuple[str, Callable[[StepData], float], Callable[[float], str]]] = [
@@ -38,6 +37,13 @@ class Spread:
         return {"median": self.mid, "min": self.lo, "max": self.hi}
 
 
+def spread_of(values: Sequence[float]) -> Spread | None:
+    """Median [min max] of some figures; None of none."""
+    if not values:
+        return None
+    return Spread(min(values), statistics.median(values), max(values))
+
+
 @dataclass(frozen=True)
 class RepeatGroup:
     """The repeats of one step of one run."""
@@ -52,10 +58,16 @@ class RepeatGroup:
         return [s for s in self.steps if s.has_data]
 
     def spread(self, get: Callable[[StepData], float]) -> Spread | None:
-        values = [get(s) for s in self.measured]
-        if not values:
-            return None
-        return Spread(min(values), statistics.median(values), max(values))
+        return spread_of([get(s) for s in self.measured])
+
+    def verdicts(self) -> str:
+        """What limited the repeats (`workbench.verdict`): one badge when they agree, else
+        each with its count, most frequent first; "" when none was judged."""
+        badges = [s.view.verdict.badge for s in self.measured if s.view.verdict.known]
+        counts = Counter(badges).most_common()
+        if len(counts) <= 1:
+            return counts[0][0] if counts else ""
+        return ", ".join(f"{badge} {n}/{len(badges)}" for badge, n in counts)
 
     def name(self, *, with_run: bool) -> str:
         first = self.steps[0]
@@ -83,24 +95,46 @@ def groups(run: RunData) -> list[RepeatGroup]:
     return list(by_title.values())
 
 
+def median_steps(run: RunData) -> list[StepData] | None:
+    """One started step per repeated step: the repeat of median ops/s (of an even count, the
+    lower of the middle two), so that its figures are one real measurement; None when the
+    run has no repeats."""
+    found = groups(run)
+    if not found:
+        return None
+    out = []
+    for group in found:
+        measured = sorted(group.measured, key=lambda s: s.summary.ops_per_s)
+        started = [s for s in group.steps if s.started]
+        if measured:
+            out.append(measured[(len(measured) - 1) // 2])
+        elif started:
+            out.append(started[0])
+    return out
+
+
 def table(runs: Sequence[RunData]) -> list[str]:
     """A markdown table: one row per repeated step, median [min max] per figure."""
     several = len(runs) > 1
     rows = [(g, g.name(with_run=several)) for r in runs for g in groups(r)]
     if not rows:
         return []
+    # As in the results table: the verdict column once any repeat was judged.
+    judged = any(group.verdicts() for group, _ in rows)
     head = ["step", "repeats", *[name for name, _, _ in FIGURES]]
     lines = [
         "### Repeats: median [min max]",
         "",
-        "| " + " | ".join(head) + " |",
-        "| --- |" + " ---: |" * (len(head) - 1),
+        "| " + " | ".join(head + (["verdict"] if judged else [])) + " |",
+        "| --- |" + " ---: |" * (len(head) - 1) + (" --- |" if judged else ""),
     ]
     for group, name in rows:
         cells = [name.replace("|", "\\|"), f"{len(group.measured)}/{len(group.steps)}"]
         for _, get, fmt in FIGURES:
             spread = group.spread(get)
             cells.append(spread.text(fmt) if spread else "-")
+        if judged:
+            cells.append(group.verdicts() or "-")
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -126,6 +160,7 @@ def to_dicts(run: RunData) -> list[dict[str, Any]]:
                 "label": group.label,
                 "steps": [s.index for s in group.steps],
                 "measured": len(group.measured),
+                "verdicts": [s.view.verdict.kind for s in group.measured],
                 **figures,
             }
         )
