@@ -74,7 +74,14 @@ def describe(run: StoredRun) -> Group:
     mix = ", ".join(f"{k} {v:g}" for k, v in wl.get("mix", {}).items())
     how = f"{ld.get('ops'):,} ops" if ld.get("ops") else f"{ld.get('duration', 0):g} s"
     swept = {a.get("path") for a in spec.get("sweep", [])}
-    strategy = "(swept)" if "strategy.name" in swept else spec["strategy"]["name"] or "default"
+    # What the steps ran, not what the spec asked for ("" asks for the system's default).
+    ran = {step.strategy for step in run.steps if step.strategy}
+    if "strategy.name" in swept:
+        strategy = "(swept)"
+    elif len(ran) == 1:
+        strategy = ran.pop()
+    else:
+        strategy = spec["strategy"]["name"] or "default"
     clients = "swept" if "load.concurrency" in swept else ld.get("concurrency")
     text.append(
         f"{spec['target']['system']}/{strategy} · {clients} clients · {how} · mix {mix} · "
