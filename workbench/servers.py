@@ -132,9 +132,15 @@ def spawn(start: Callable[[], T]) -> T:
     return _SPAWNER.run(start)
 
 
+def host_port(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 address in brackets (``[::1]:11211``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port nobody listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port nobody listens on right now on `host`, IPv4 or IPv6 (the kernel picks it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
@@ -190,7 +196,7 @@ class ServerProcess:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -290,14 +296,14 @@ def launch(
             _running.pop(process.pid, None)
             raise TargetError(
                 f"{name} exited with status {process.returncode} before accepting connections"
-                f" on {host}:{port}:\n{_tail(log_path)}",
+                f" on {host_port(host, port)}:\n{_tail(log_path)}",
                 "target.server",
             )
         if time.monotonic() > deadline:
             stop_process(process)
             raise TargetError(
-                f"{name} did not accept connections on {host}:{port} within {timeout:g}s:\n"
-                f"{_tail(log_path)}",
+                f"{name} did not accept connections on {host_port(host, port)} within "
+                f"{timeout:g}s:\n{_tail(log_path)}",
                 "target.server",
             )
         time.sleep(0.02)

@@ -28,6 +28,14 @@ OP_CODES = {
     "cache_aside": CACHE_ASIDE,
     "publish": PUBLISH,
 }
+# What each operation needs a strategy to support (its adapter's operation names).
+OP_NEEDS: dict[str, frozenset[str]] = {
+    "get": frozenset({"get"}),
+    "set": frozenset({"set"}),
+    "delete": frozenset({"delete"}),
+    "cache_aside": frozenset({"get", "set"}),
+    "publish": frozenset({"publish", "subscribe"}),
+}
 
 # The written forms of each distribution, with the names of their parameters: parsed
 # below, and shown as one input per parameter in the TUI form.

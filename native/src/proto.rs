@@ -100,9 +100,24 @@ pub fn parse_int(bytes: &[u8]) -> Option<i64> {
     Some(if neg { -n } else { n })
 }
 
+/// The decimal digits of `n`, written at the end of `buf` (no allocation).
+#[inline]
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
 /// Append a number in decimal without allocating.
 #[inline]
-pub fn push_num(out: &mut Vec<u8>, mut n: u64) {
+pub fn push_num(out: &mut Vec<u8>, n: u64) {
     if n < 10 {
         out.push(b'0' + n as u8);
         return;
@@ -111,15 +126,5 @@ pub fn push_num(out: &mut Vec<u8>, mut n: u64) {
         out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
         return;
     }
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(decimal(n, &mut [0u8; 20]));
 }

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use crate::proto::decimal;
+
 pub const GET: u8 = 0;
 pub const SET: u8 = 1;
 pub const DELETE: u8 = 2;
@@ -290,23 +292,13 @@ pub fn format_key(prefix: &str, index: u64, length: usize) -> Vec<u8> {
 pub fn format_key_into(out: &mut Vec<u8>, prefix: &str, index: u64, length: usize) {
     out.clear();
     out.extend_from_slice(prefix.as_bytes());
-    let mut digits = [0u8; 20];
-    let mut n = index;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    let mut buf = [0u8; 20];
+    let digits = decimal(index, &mut buf);
     let width = std::cmp::max(length as i64 - prefix.len() as i64, 1) as usize;
-    let len = digits.len() - i;
-    for _ in len..width {
+    for _ in digits.len()..width {
         out.push(b'0');
     }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(digits);
 }
 
 /// Keys formatted once per step (up to `KEY_TABLE_LIMIT`, as the Python engine does).

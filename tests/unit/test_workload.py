@@ -7,9 +7,12 @@ from collections import Counter
 
 import pytest
 
+from workbench.adapter import OPERATIONS
 from workbench.errors import SpecError
 from workbench.workload import (
     GET,
+    OP_CODES,
+    OP_NEEDS,
     SET,
     OpStream,
     ValueBuffer,
@@ -162,3 +165,9 @@ def test_bad_mix() -> None:
         parse_mix({"fetch": 1.0})
     with pytest.raises(SpecError, match="positive weight"):
         parse_mix({"get": 0.0})
+
+
+def test_every_mix_operation_says_what_it_needs_of_a_strategy() -> None:
+    assert OP_NEEDS.keys() == OP_CODES.keys()
+    for op, needs in OP_NEEDS.items():
+        assert needs and needs <= set(OPERATIONS), op

@@ -92,7 +92,7 @@ def check(
         list[str] | None,
         typer.Option(
             "--set",
-            "-s",
+            # No -s here: in `workbench run` -s is --server (memtier's name).
             help="option=value for the system (strategy.X, server.X for the others)",
         ),
     ] = None,

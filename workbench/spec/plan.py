@@ -17,6 +17,7 @@ from workbench.spec.load import set_path
 from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
+    OP_NEEDS,
     max_value_size,
     parse_key_distribution,
     parse_mix,
@@ -27,15 +28,6 @@ from workbench.workload import (
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
-
-# What each workload operation needs the strategy to support.
-NEEDS = {
-    "get": {"get"},
-    "set": {"set"},
-    "delete": {"delete"},
-    "cache_aside": {"get", "set"},
-    "publish": {"publish", "subscribe"},
-}
 
 
 @dataclass(frozen=True)
@@ -209,7 +201,7 @@ def needs(op: str, strategy: Strategy) -> set[str]:
     """What the strategy lacks for a workload operation (cache_aside may be its own)."""
     if op == "cache_aside" and "cache_aside" in strategy.operations:
         return set()
-    return NEEDS[op] - strategy.operations
+    return set(OP_NEEDS[op] - strategy.operations)
 
 
 def _why(strategy: Strategy, missing: list[str]) -> str:
