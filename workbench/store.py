@@ -152,6 +152,10 @@ class StoredRun:
         if self.status != "running":
             yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
 
+    def target(self) -> tuple[str, str]:
+        """(systems, strategies) the run targets: `target_and_strategy`."""
+        return target_and_strategy(self.spec, [s.strategy for s in self.steps if s.strategy])
+
     def view(self) -> RunView:
         """The run replayed through the reducer every face uses."""
         view = RunView()
@@ -425,7 +429,7 @@ class Store:
         ran = self._strategies_ran([r[0] for r in rows])
         out = []
         for rid, name, created, status, spec, n, ops, p50, p99, hr, errs in rows:
-            system, strategy = _target_and_strategy(json.loads(spec), ran.get(rid, []))
+            system, strategy = target_and_strategy(json.loads(spec), ran.get(rid, []))
             out.append(
                 RunRow(rid, name, created, status, system, strategy, n, ops, p50, p99, hr, errs)
             )
@@ -460,9 +464,9 @@ def _from_intervals(intervals: list[Interval]) -> Stats:
     return merged((i.stats for i in intervals), concurrent=False)
 
 
-def _target_and_strategy(spec: dict[str, Any], ran: list[str]) -> tuple[str, str]:
-    """What a run targets, as a list would show it: the swept systems and strategies too,
-    and for a run that named no strategy, the one its steps recorded running."""
+def target_and_strategy(spec: dict[str, Any], ran: list[str]) -> tuple[str, str]:
+    """What a run targets, as every face shows it: the swept systems and strategies too,
+    and for a run that named no strategy, the ones its steps recorded running (`ran`)."""
     systems = [spec["target"]["system"]]
     strategies = [spec["strategy"]["name"] or "default"]
     for axis in spec.get("sweep", []):
@@ -472,6 +476,6 @@ def _target_and_strategy(spec: dict[str, Any], ran: list[str]) -> tuple[str, str
             systems = [str(v.get("system", "embedded")) for v in axis["values"]]
         elif axis["path"] == "strategy.name":
             strategies = [str(v) for v in axis["values"]]
-    if strategies == ["default"] and len(systems) == 1 and ran:
+    if strategies == ["default"] and ran:
         strategies = list(dict.fromkeys(ran))
     return ",".join(dict.fromkeys(systems)), ",".join(strategies)

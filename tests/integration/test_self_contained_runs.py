@@ -24,6 +24,7 @@ from workbench.plugins import load_plugin
 from workbench.report import FORMATS, render
 from workbench.spec.model import Spec, spec_to_dict
 from workbench.store import SCHEMA, Store
+from workbench.tui.screens.history import describe
 
 PLUGIN = textwrap.dedent(
     '''
@@ -139,3 +140,27 @@ def test_runs_stored_before_the_resolved_facts_still_load(tmp_path: Path) -> Non
     (row,) = st.list_runs()
     assert (row.system, row.strategy) == ("embedded", "default")
     render(run, "table")
+
+
+async def test_every_face_names_the_systems_and_strategies_a_swept_target_ran(
+    tmp_path: Path,
+) -> None:
+    # A sweep over whole targets names no strategy: the list, `runs show` and History all
+    # name the ones the steps ran (it used to read "embedded/default" in two of them).
+    path = tmp_path / "runs.sqlite3"
+    profile = tmp_path / "targets.toml"
+    profile.write_text(
+        "[[sweep]]\n"
+        'path = "target"\n'
+        "values = [\n"
+        '  {system = "embedded", options = {max_entries = 100}},\n'
+        '  {system = "embedded", options = {max_entries = 200}},\n'
+        "]\n"
+    )
+    events = await collect(["load.ops=500", "load.workers=1"], Store(path), profile=profile)
+    assert [s.status for s in finished(events)] == ["completed", "completed"]
+    st = Store(path)
+    run = st.load("last")
+    (row,) = st.list_runs()
+    assert run.target() == (row.system, row.strategy) == ("embedded", "direct")
+    assert "embedded/direct · " in describe(run).renderables[0].plain  # History's detail

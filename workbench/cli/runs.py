@@ -70,11 +70,9 @@ def show(
         f"{env.get('host')} ({env.get('cpus')} CPUs, {env.get('cpu_model', '')}), "
         f"Python {env.get('python')}"
     )
-    t = stored.spec["target"]
-    ran = list(dict.fromkeys(s.strategy for s in stored.steps if s.strategy))
-    strategy = ",".join(ran) or stored.spec["strategy"]["name"] or "default"
+    systems, strategies = stored.target()
     out(
-        f"target {t['system']} strategy {strategy}; workload "
+        f"target {systems} strategy {strategies}; workload "
         f"{stored.spec['workload']['mix']} keys {stored.spec['workload']['keys']} "
         f"{stored.spec['workload']['key_distribution']} values "
         f"{stored.spec['workload']['value_size']}"

@@ -74,17 +74,10 @@ def describe(run: StoredRun) -> Group:
     mix = ", ".join(f"{k} {v:g}" for k, v in wl.get("mix", {}).items())
     how = f"{ld.get('ops'):,} ops" if ld.get("ops") else f"{ld.get('duration', 0):g} s"
     swept = {a.get("path") for a in spec.get("sweep", [])}
-    # What the steps ran, not what the spec asked for ("" asks for the system's default).
-    ran = {step.strategy for step in run.steps if step.strategy}
-    if "strategy.name" in swept:
-        strategy = "(swept)"
-    elif len(ran) == 1:
-        strategy = ran.pop()
-    else:
-        strategy = spec["strategy"]["name"] or "default"
+    systems, strategies = run.target()
     clients = "swept" if "load.concurrency" in swept else ld.get("concurrency")
     text.append(
-        f"{spec['target']['system']}/{strategy} · {clients} clients · {how} · mix {mix} · "
+        f"{systems}/{strategies} · {clients} clients · {how} · mix {mix} · "
         f"{wl.get('keys', 0):,} keys "
         f"{wl.get('key_distribution', '')} · values {wl.get('value_size', '')} · ttl "
         f"{wl.get('ttl', '')}\n"
