@@ -1409,52 +1409,14 @@ impl<'a> Run<'a> {
                     let hot = op.index < c.stream.hot_end;
                     c.inflight += 1;
                     let phase = self.phase;
-                    match op.code {
-                        GET => self.send(
-                            ci,
-                            Req::Get,
-                            op.index,
-                            op.size,
-                            op.ttl,
-                            t0,
-                            phase,
-                            false,
-                            hot,
-                        ),
-                        CACHE_ASIDE => self.send(
-                            ci,
-                            Req::Get,
-                            op.index,
-                            op.size,
-                            op.ttl,
-                            t0,
-                            phase,
-                            true,
-                            hot,
-                        ),
-                        SET => self.send(
-                            ci,
-                            Req::Set,
-                            op.index,
-                            op.size,
-                            op.ttl,
-                            t0,
-                            phase,
-                            false,
-                            hot,
-                        ),
-                        _ => self.send(
-                            ci,
-                            Req::Delete,
-                            op.index,
-                            op.size,
-                            op.ttl,
-                            t0,
-                            phase,
-                            false,
-                            hot,
-                        ),
+                    // A cache-aside op is a get that sets on a miss.
+                    let (req, aside) = match op.code {
+                        GET => (Req::Get, false),
+                        CACHE_ASIDE => (Req::Get, true),
+                        SET => (Req::Set, false),
+                        _ => (Req::Delete, false),
                     };
+                    self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
                 }
             }
         }

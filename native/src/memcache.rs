@@ -1,7 +1,7 @@
 //! memcached's text protocol: get, set with exptime, delete; keys spread over several
 //! servers by the same rendezvous hashing as `plugins/workbench_memcached/protocol.py`.
 
-use crate::proto::{line_end, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
+use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
 
 const THIRTY_DAYS: i64 = 30 * 24 * 3600;
 
@@ -61,12 +61,10 @@ impl Memcache {
     }
 
     pub fn parse(&self, buf: &[u8], req: Req) -> ParseResult {
-        let eol = match line_end(buf, 0) {
-            Some(e) => e,
+        let (line, used) = match first_line(buf) {
+            Some(l) => l,
             None => return Ok(None),
         };
-        let line = &buf[..eol];
-        let used = eol + 2;
         if line.starts_with(b"SERVER_ERROR")
             || line.starts_with(b"CLIENT_ERROR")
             || line == b"ERROR"

@@ -77,6 +77,13 @@ pub fn line_end(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// The first CRLF-terminated line of `buf` (without its CRLF) and the bytes it takes with
+/// it, or None until the line is complete.
+#[inline]
+pub fn first_line(buf: &[u8]) -> Option<(&[u8], usize)> {
+    line_end(buf, 0).map(|eol| (&buf[..eol], eol + 2))
+}
+
 pub fn show(bytes: &[u8]) -> String {
     let cut = &bytes[..bytes.len().min(80)];
     String::from_utf8_lossy(cut).into_owned()

@@ -1,6 +1,6 @@
 //! Redis RESP2: GET, SET with PX, DEL, and the opening AUTH/SELECT; replies parsed in place.
 
-use crate::proto::{line_end, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
+use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
 
 pub struct Resp {
     pub hello: Vec<Vec<Vec<u8>>>,
@@ -79,12 +79,10 @@ impl Resp {
     }
 
     pub fn parse(&self, buf: &[u8], req: Req) -> ParseResult {
-        let eol = match line_end(buf, 0) {
-            Some(e) => e,
+        let (line, used) = match first_line(buf) {
+            Some(l) => l,
             None => return Ok(None),
         };
-        let line = &buf[..eol];
-        let used = eol + 2;
         match line.first() {
             Some(b'-') => {
                 let msg = format!("redis: {}", show(&line[1..]));
