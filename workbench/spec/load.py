@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,28 @@ def lift_sweeps(data: dict[str, Any]) -> dict[str, Any]:
             set_path(data, path, value[0])
     if sweep:
         data["sweep"] = sweep
+    return data
+
+
+def fold_sweeps(data: dict[str, Any], fold: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The reverse of `lift_sweeps`, in place: each unlabelled sweep axis at a sweepable
+    path for which `fold(axis)` holds goes back to a list at its path; the other axes stay
+    (and `sweep` goes when none does)."""
+    kept = []
+    for axis in data.get("sweep", []):
+        if (
+            isinstance(axis, dict)
+            and axis.get("path") in SWEEPABLE
+            and not axis.get("labels")
+            and fold(axis)
+        ):
+            set_path(data, axis["path"], list(axis.get("values", [])))
+        else:
+            kept.append(axis)
+    if kept:
+        data["sweep"] = kept
+    else:
+        data.pop("sweep", None)
     return data
 
 

@@ -20,7 +20,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from workbench.errors import SpecError
 from workbench.options import parse_duration, parse_size
-from workbench.spec.load import SWEEPABLE, get_path, set_path, spec_from_data
+from workbench.spec.load import fold_sweeps, get_path, spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
 
 
@@ -47,18 +47,7 @@ def spec_to_toml(spec: Spec, header: str = "") -> str:
 
 def _fold_like(data: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
     """Sweep axes the old file wrote as a list at their path go back to that form."""
-    kept = []
-    for axis in data.get("sweep", []):
-        path = axis.get("path")
-        if path in SWEEPABLE and not axis.get("labels") and isinstance(get_path(old, path), list):
-            set_path(data, path, list(axis["values"]))
-        else:
-            kept.append(axis)
-    if kept:
-        data["sweep"] = kept
-    else:
-        data.pop("sweep", None)
-    return data
+    return fold_sweeps(data, lambda axis: isinstance(get_path(old, axis["path"]), list))
 
 
 def _merge(table: Any, new: Mapping[str, Any], defaults: Any) -> None:

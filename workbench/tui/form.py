@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from workbench.errors import SpecError
-from workbench.spec.load import SWEEPABLE, get_path, set_path, spec_from_data
+from workbench.spec.load import fold_sweeps as fold_axes
+from workbench.spec.load import get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.plan import Step, check_spec
 from workbench.workload import KEY_DISTRIBUTIONS, TTL_FORMS, VALUE_SIZE_FORMS
@@ -116,24 +117,9 @@ def join_distribution(path: str, kind: str, params: list[str]) -> str:
 
 
 def fold_sweeps(data: dict[str, Any]) -> dict[str, Any]:
-    """Explicit unlabelled sweep axes at a form path back into lists at that path."""
-    data = copy.deepcopy(data)
-    kept = []
-    for axis in data.get("sweep", []):
-        if (
-            isinstance(axis, dict)
-            and axis.get("path") in SWEEPABLE
-            and not axis.get("labels")
-            and set(axis) <= {"path", "values", "labels"}
-        ):
-            set_path(data, axis["path"], list(axis.get("values", [])))
-        else:
-            kept.append(axis)
-    if kept:
-        data["sweep"] = kept
-    else:
-        data.pop("sweep", None)
-    return data
+    """Explicit unlabelled sweep axes at a form path back into lists at that path (a copy;
+    an axis with keys of its own stays an axis)."""
+    return fold_axes(copy.deepcopy(data), lambda axis: set(axis) <= {"path", "values", "labels"})
 
 
 def delete_path(data: dict[str, Any], path: str) -> bool:
