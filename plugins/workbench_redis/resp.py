@@ -14,13 +14,16 @@ import asyncio
 import contextlib
 import ssl
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 import hiredis
 
 from workbench.adapter import AdapterError
+from workbench.servers import host_port
 from workbench_redis.target import RedisTarget
+
+P = TypeVar("P", bound=asyncio.Protocol)
 
 
 def pack(*args: bytes | memoryview | str | int) -> bytes:
@@ -153,18 +156,29 @@ def _ssl_context(target: RedisTarget) -> ssl.SSLContext | None:
     return ctx
 
 
+async def _connect(target: RedisTarget, protocol: Callable[[], P]) -> P:
+    """A connection to the target; a refused or failed connect names the address."""
+    loop = asyncio.get_running_loop()
+    connect = loop.create_connection(protocol, target.host, target.port, ssl=_ssl_context(target))
+    try:
+        _, proto = await asyncio.wait_for(connect, timeout=target.connect_timeout)
+    except TimeoutError:
+        raise TimeoutError(
+            f"connecting to redis at {host_port(target.host, target.port)} timed out after "
+            f"{target.connect_timeout:g}s"
+        ) from None
+    except OSError as exc:
+        raise ConnectionRefusedError(
+            f"cannot connect to redis at {host_port(target.host, target.port)}: "
+            f"{exc.strerror or exc}"
+        ) from None
+    return proto
+
+
 async def open_resp(target: RedisTarget) -> RespProtocol:
     """Connect, log in and select the database; errors name what went wrong."""
     loop = asyncio.get_running_loop()
-    _, proto = await asyncio.wait_for(
-        loop.create_connection(
-            lambda: RespProtocol(loop, target.timeout),
-            target.host,
-            target.port,
-            ssl=_ssl_context(target),
-        ),
-        timeout=target.connect_timeout,
-    )
+    proto = await _connect(target, lambda: RespProtocol(loop, target.timeout))
     try:
         if target.password is not None:
             auth = (target.username, target.password) if target.username else (target.password,)
@@ -284,12 +298,7 @@ class _PushProtocol(RespProtocol):
 async def subscribe(target: RedisTarget, channels: Sequence[bytes]) -> AsyncIterator[bytes]:
     """A dedicated connection subscribed to `channels`; returns once Redis confirmed them all."""
     loop = asyncio.get_running_loop()
-    _, proto = await asyncio.wait_for(
-        loop.create_connection(
-            lambda: _PushProtocol(loop), target.host, target.port, ssl=_ssl_context(target)
-        ),
-        timeout=target.connect_timeout,
-    )
+    proto = await _connect(target, lambda: _PushProtocol(loop))
     assert proto.transport is not None
     if target.password is not None:
         auth = (target.username, target.password) if target.username else (target.password,)

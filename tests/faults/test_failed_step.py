@@ -9,7 +9,7 @@ from pathlib import Path
 from workbench.cli.common import ExitStatus
 from workbench.engine.coordinator import FAILED_ERROR_SHARE, step_failure
 from workbench.metrics import Stats, new_histogram
-from workbench.servers import start_redis
+from workbench.servers import free_port, start_redis
 from workbench.store import Store
 
 RUN = [sys.executable, "-m", "workbench.cli.main", "run", "--quiet"]
@@ -68,3 +68,21 @@ def test_the_share_of_errors_decides() -> None:
     assert "50% of 201 operations failed" in step_failure(_stats(100, 101))
     assert step_failure(_stats(0, 0)) == "nothing was measured"
     assert "timeout 5" in step_failure(_stats(0, 5))
+
+
+def test_a_server_that_is_not_running_is_named_once(tmp_path: Path) -> None:
+    # Every worker fails alike at connect: the step's reason says it once, with the address.
+    address = f"127.0.0.1:{free_port()}"
+    done = _run(
+        tmp_path,
+        "target.system=redis",
+        f"target.options.url=redis://{address}/0",
+        "load.duration=1",
+        "load.workers=2",
+    )
+    assert done.returncode == ExitStatus.RUN_FAILED, done.stdout + done.stderr
+    (reason,) = [ln for ln in done.stdout.splitlines() if ln.startswith("error: step failed:")]
+    assert reason == (
+        f"error: step failed: ConnectionRefusedError: cannot connect to redis at {address}: "
+        "Connection refused"
+    )

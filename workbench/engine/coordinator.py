@@ -396,7 +396,8 @@ class Coordinator:
             reason = step_failure(total)
             status = "failed" if reason else status
         elif status == "failed":
-            reason = "; ".join(tally.errors) or "no worker measured anything"
+            # Workers that failed alike (a server that is not running) say it once.
+            reason = "; ".join(dict.fromkeys(tally.errors)) or "no worker measured anything"
         events: list[Event] = []
         if reason:
             events.append(Notice(self.run_id, step.index, "error", f"step failed: {reason}"))
