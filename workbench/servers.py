@@ -39,6 +39,7 @@ STOP_TIMEOUT = 5.0
 ALLOW_REMOTE = "allow_remote"
 
 _running: dict[int, subprocess.Popen[bytes]] = {}
+_scratch: dict[int, Path] = {}  # pid -> a server's own temporary directory, removed at its stop
 
 
 def is_loopback(host: str) -> bool:
@@ -217,16 +218,18 @@ class ServerProcess:
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL if it does not go within STOP_TIMEOUT; always reaped."""
     _running.pop(process.pid, None)
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGTERM)
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
+    if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+            os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    scratch = _scratch.pop(process.pid, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @atexit.register
@@ -266,8 +269,31 @@ def launch(
     target_options: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = START_TIMEOUT,
+    scratch: Path | None = None,
 ) -> ServerProcess:
-    """Start ``argv`` and wait until it accepts connections on host:port."""
+    """Start ``argv`` and wait until it accepts connections on host:port. `scratch`, the
+    server's own temporary directory, is removed when the server stops (or fails to start)."""
+    try:
+        server = _launch(name, argv, host, port, version, target_options, env, timeout)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if scratch is not None:
+        _scratch[server.pid] = scratch
+    return server
+
+
+def _launch(
+    name: str,
+    argv: Sequence[str],
+    host: str,
+    port: int,
+    version: str,
+    target_options: dict[str, Any] | None,
+    env: dict[str, str] | None,
+    timeout: float,
+) -> ServerProcess:
     if not is_loopback(host):  # never on another interface, whatever a run may load
         raise TargetError(
             f"servers the workbench starts listen on loopback only (127.0.0.1, ::1, "
@@ -339,6 +365,7 @@ def start_redis(
     """A throw-away redis-server: no persistence, no protected mode, on loopback."""
     program = require_program("redis-server", "redis-server", binary)
     port = port or free_port(host)
+    scratch = Path(tempfile.mkdtemp(prefix="workbench-redis-"))
     argv = [
         program,
         "--port", str(port),
@@ -347,7 +374,7 @@ def start_redis(
         "--appendonly", "no",
         "--protected-mode", "no",
         "--daemonize", "no",
-        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
+        "--dir", str(scratch),
     ]
     if maxmemory:
         argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
@@ -361,6 +388,7 @@ def start_redis(
         port,
         version=f"redis {version}" if version else "redis",
         target_options={"url": f"redis://{host}:{port}/0"},
+        scratch=scratch,
     )
 
 
