@@ -95,6 +95,10 @@ class Connection(Protocol):
 
 
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
+# A system's check of what its protocol can carry, run at spec check before anything starts:
+# given its resolved options and the longest key the workload makes, it raises a SpecError
+# (or TargetError) naming the field and what was expected. Both engines send what it allowed.
+WireCheck = Callable[[dict[str, Any], bytes], None]
 
 
 async def runs_in_native_engine(
@@ -168,6 +172,8 @@ class CacheSystem:
     # bytes): the engine divides them between workers the way it splits the key space, so
     # that N workers together hold what one would.
     split_options: tuple[str, ...] = ()
+    # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
+    check: WireCheck | None = None
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:

@@ -9,15 +9,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
-from workbench.errors import PluginError, SpecError
+from workbench.errors import PluginError, SpecError, TargetError
 from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
-from workbench.remote import check_remote
+from workbench.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.load import set_path
 from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
+    format_key,
     max_value_size,
     parse_key_distribution,
     parse_mix,
@@ -28,6 +29,8 @@ from workbench.workload import (
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -143,15 +146,18 @@ def check_step(spec: Spec) -> None:
         )
     if ld.duration is None and ld.ops is None:
         raise SpecError("expected a duration or an op count (load.duration or load.ops)", "load")
-    if ld.duration is not None and ld.duration <= 0:
+    if ld.duration is not None and ld.duration < MIN_INTERVAL:
         raise SpecError(
-            f"expected a duration above 0 seconds; got {ld.duration:g}", "load.duration"
+            f"expected a duration of at least {MIN_INTERVAL:g} s (the shortest interval); "
+            f"got {ld.duration:g}",
+            "load.duration",
         )
     if ld.ops is not None and ld.ops < 1:
         raise SpecError(f"expected at least 1 op; got {ld.ops}", "load.ops")
-    if ld.interval < 0.05:
+    if ld.interval < MIN_INTERVAL:
         raise SpecError(
-            f"expected an interval of at least 0.05 s; got {ld.interval:g}", "load.interval"
+            f"expected an interval of at least {MIN_INTERVAL:g} s; got {ld.interval:g}",
+            "load.interval",
         )
     if ld.warmup < 0:
         raise SpecError(f"expected 0 or more seconds; got {ld.warmup:g}", "load.warmup")
@@ -173,6 +179,7 @@ def check_step(spec: Spec) -> None:
     except PluginError as exc:
         raise SpecError(exc.message, exc.where) from None
     system_options = system.options.resolve(dict(spec.target.options), "target.options")
+    _check_wire(system, system_options, spec)
     if not spec.target.managed:  # a managed server is on loopback, wherever options point
         check_remote(system_options, spec.target.allow_remote, "target.options")
     strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
@@ -195,6 +202,23 @@ def check_step(spec: Spec) -> None:
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
             "workload.ttl",
         )
+
+
+def longest_key(spec: Spec) -> bytes:
+    """The longest key the synthetic workload sends (the last index has the most digits)."""
+    wl = spec.workload
+    return format_key(wl.key_prefix, max(wl.keys - 1, 0), wl.key_length)
+
+
+def _check_wire(system: CacheSystem, options: dict[str, Any], spec: Spec) -> None:
+    """The system's own check of what reaches its wire, as one spec error. Whether an
+    address is remote is `check_remote`'s to say, so the system judges only its form."""
+    if system.check is None:
+        return
+    try:
+        system.check({**options, ALLOW_REMOTE: True}, longest_key(spec))
+    except TargetError as exc:
+        raise SpecError(exc.message, exc.where) from None
 
 
 def needs(op: str, strategy: Strategy) -> set[str]:
