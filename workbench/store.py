@@ -29,6 +29,7 @@ from workbench.events import (
 from workbench.live import RunView
 from workbench.metrics import Stats, merged, summarise
 from workbench.runner import runner_gone
+from workbench.spec.model import check_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -453,6 +454,7 @@ class Store:
         return ran
 
     def rename(self, ref: str, name: str) -> None:
+        check_name(name)
         self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
 
     def delete(self, ref: str) -> None:

@@ -37,7 +37,7 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.live import RunView
-from workbench.spec.model import spec_to_dict
+from workbench.spec.model import check_name, spec_to_dict
 
 OUT_PANEL = "Files from the run"
 
@@ -154,6 +154,8 @@ def run_command(
         repeat=repeat,
     )
     remote = ["target.allow_remote=true"] if allow_remote else []
+    if name is not None:
+        check_name(name, "--name")
     spec = f.load_with_flags(profile, given, [*(set_ or []), *remote])
     checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)

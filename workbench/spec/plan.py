@@ -14,7 +14,7 @@ from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.load import set_path
-from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
+from workbench.spec.model import Load, Spec, check_name, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
@@ -120,6 +120,7 @@ def used_operations(spec: Spec) -> set[str]:
 def check_step(spec: Spec) -> None:
     """Everything that can be known wrong before a run starts; raises SpecError."""
     wl, ld = spec.workload, spec.load
+    check_name(spec.name)
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
