@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import RunRefError, StoreError
+from workbench.errors import RunActiveError, RunRefError, StoreError
 from workbench.events import (
     Event,
     Interval,
@@ -458,7 +459,28 @@ class Store:
         self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
 
     def delete(self, ref: str) -> None:
-        self.db.execute("DELETE FROM runs WHERE id=?", (self.resolve(ref),))
+        """Delete a run and all it measured; refused while its process is still running it
+        (it would go on writing to a run that is gone)."""
+        run_id = self.resolve(ref)
+        row = self.db.execute("SELECT status, runner FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is not None and row[0] == "running":
+            runner = json.loads(row[1]) if row[1] else {}
+            if _alive_here(runner):
+                raise RunActiveError(
+                    f"is still running (pid {runner['pid']}); expected a finished run: stop it "
+                    "first (Ctrl-C, or F8 in the TUI), or delete it once its process is gone",
+                    run_id,
+                )
+        self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+
+
+def _alive_here(runner: dict[str, Any]) -> bool:
+    """The run's process is on this host and still the same process (see `runner_gone`)."""
+    return (
+        runner.get("host") == platform.node()
+        and isinstance(runner.get("pid"), int)
+        and not runner_gone(runner)
+    )
 
 
 def _from_intervals(intervals: list[Interval]) -> Stats:

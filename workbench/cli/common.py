@@ -14,6 +14,7 @@ import typer
 
 from workbench.errors import (
     PluginError,
+    RunActiveError,
     RunRefError,
     SpecError,
     StoreError,
@@ -81,6 +82,7 @@ def one_line_errors(fn: F) -> F:
                 TargetError: ExitStatus.RUN_FAILED,
                 StoreError: ExitStatus.ERROR,
                 RunRefError: ExitStatus.BAD_INPUT,
+                RunActiveError: ExitStatus.BAD_INPUT,
             }.get(type(exc), ExitStatus.ERROR)
             raise fail(str(exc), status) from None
         except KeyboardInterrupt:
