@@ -56,7 +56,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open_store(path: Path | None) -> Store:
+    """The store, for a command that writes (a run, rename, delete); created if need be."""
     return Store(path)
+
+
+def read_store(path: Path | None) -> Store:
+    """The store, for a command that only reads: opened read-only, never created."""
+    return Store(path, read_only=True)
 
 
 def fail(message: str, status: ExitStatus) -> typer.Exit:
