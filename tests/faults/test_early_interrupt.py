@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,21 @@ def test_a_ctrl_c_as_the_run_starts_stops_it(
     run = Store(tmp_path / "runs.sqlite").load("last")
     assert run.status == "interrupted"
     assert all(len(step.intervals) < 30 for step in run.steps)
+
+
+def test_a_ctrl_c_during_the_prefill_ends_it(redis: ServerProcess, cli_run, tmp_path: Path) -> None:
+    # A million keys take the Python worker far longer than ENDS_WITHIN to prefill.
+    cli = cli_run(
+        "-s", redis.target_options["url"], "-c", "4", "-w", "1", "--test-time", "30s",
+        "--set", "workload.prefill=true", "--set", "workload.keys=1000000",
+        "--set", "workload.value_size=16", "--set", "load.warmup=0",
+    )  # fmt: skip
+    cli.wait_for_line("step 1/1")
+    time.sleep(1.0)  # the worker is up and filling
+    cli.signal(signal.SIGINT)
+    code, out = cli.finish(timeout=ENDS_WITHIN)
+    assert code == 130, out
+    assert Store(tmp_path / "runs.sqlite").load("last").status == "interrupted"
 
 
 def test_a_ctrl_c_while_the_imports_load_exits_130_without_a_traceback(tmp_path: Path) -> None:

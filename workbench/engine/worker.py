@@ -75,9 +75,10 @@ async def _run_step(order: dict[str, Any], send: Send, go: Go, holder: list[Step
     try:
         run = StepRun(_context(order), send)
         holder.append(run)
-        if go.stopped:
+        if go.stopped:  # stopped before the step began: no connecting, no prefill
             run.stop()
-        await run.prepare()
+        else:
+            await run.prepare()
         status = await run.run(go.wait())
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
