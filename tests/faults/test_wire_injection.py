@@ -68,18 +68,30 @@ def test_a_memcached_key_prefix_the_text_protocol_cannot_carry_is_refused(
     assert b"VALUE pwned" not in _memcached_get(memcached_server, b"pwned")
 
 
+@pytest.mark.parametrize(
+    "target",
+    [["-s", "REDIS"], ["--set", "target.system=http", "--set", "target.managed=true"]],
+    ids=["redis", "http"],
+)
 @pytest.mark.parametrize("strategy", ENGINES)
-def test_resp_is_binary_safe_so_the_same_prefix_runs_against_redis(
-    redis_server: ServerProcess, tmp_path: Path, strategy: str
+def test_resp_and_http_carry_any_key_so_the_same_prefix_runs_and_hits(
+    redis_server: ServerProcess, tmp_path: Path, strategy: str, target: list[str]
 ) -> None:
+    """RESP is binary-safe and HTTP keys are percent-encoded: four prefilled keys with the
+    injection prefix are set and read back, every get a hit."""
+    target = [redis_server.target_options["url"] if t == "REDIS" else t for t in target]
+    if "target.system=http" in target and strategy == "multiplexed":
+        strategy = "keep-alive"
     quoted = INJECTION.replace("\r", "\\r").replace("\n", "\\n")
     res = cli(
-        _short("-s", redis_server.target_options["url"], "--set", f"strategy.name={strategy}",
-               "--set", f'workload.key_prefix="{quoted}"'),
+        _short(*target, "--set", f"strategy.name={strategy}",
+               "--set", f'workload.key_prefix="{quoted}"', "--set", "workload.keys=4",
+               "--set", "workload.prefill=true"),
         tmp_path / "runs.sqlite",
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "errors 0" in res.stdout
+    summary = next(ln for ln in res.stdout.splitlines() if ln.startswith("hits "))
+    assert "misses 0 " in summary and "hit rate 100.00%" in summary and "errors 0" in summary
 
 
 @pytest.mark.parametrize("strategy", ["keep-alive", "native"])
