@@ -292,6 +292,8 @@ class Store:
         on a location this process cannot write to cannot be upgraded)."""
         for table, column, _ in ADDED_COLUMNS:
             have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                raise StoreError(f"not a results store (it has no {table} table)", str(self.path))
             if column not in have:
                 raise StoreError(
                     "written by an older version of the workbench and read-only here: open it "
