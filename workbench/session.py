@@ -21,9 +21,9 @@ from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
-from workbench.runner import this_runner
+from workbench.run_owner import this_runner
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")

@@ -28,7 +28,7 @@ from workbench.events import (
 )
 from workbench.live import RunView
 from workbench.metrics import Stats, merged, summarise
-from workbench.runner import runner_gone
+from workbench.run_owner import runner_gone
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

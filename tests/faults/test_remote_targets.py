@@ -22,7 +22,7 @@ from faults_support import cli
 from workbench.errors import SpecError, TargetError
 from workbench.servers import ALLOW_REMOTE, require_loopback, start_redis
 from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 from workbench.store import Store
 
 REMOTE = {  # documentation addresses (RFC 5737) and a reserved name: never anyone's server

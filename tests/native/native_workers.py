@@ -15,7 +15,7 @@ from workbench.metrics import Stats
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
-from workbench.spec.plan import resolve_strategy
+from workbench.spec.steps import resolve_strategy
 
 _HEADER = struct.Struct(">I")
 

@@ -17,7 +17,7 @@ from workbench.report.model import read_run
 from workbench.report.repeats import groups
 from workbench.spec.load import load_spec
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import plan
+from workbench.spec.steps import plan
 from workbench.store import Store
 
 

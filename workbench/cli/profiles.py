@@ -11,7 +11,7 @@ from workbench.cli.common import one_line_errors, out
 from workbench.errors import SpecError
 from workbench.profile_files import profiles_dir
 from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 
 app = typer.Typer(
     help="List and check the TOML experiments in profiles/.", invoke_without_command=True

@@ -1,7 +1,7 @@
 """`workbench search [PROFILE] --target 'p99<1ms'`: the highest open-loop rate within a target.
 
 Probes of a few seconds each, doubling the rate until the target breaks, then bisecting
-(see `workbench.search`); every probe is a stored step of one run, so `workbench report
+(see `workbench.search_rules`); every probe is a stored step of one run, so `workbench report
 RUN --format search` (or any other format) shows the whole curve again.
 """
 
@@ -21,8 +21,8 @@ from workbench.events import Interval, Notice, RunStarted, StepFinished, StepSta
 from workbench.live import RunView
 from workbench.metrics import format_us
 from workbench.report import render
-from workbench.search import probe_of, search_spec
-from workbench.search_run import SearchRun
+from workbench.search_rules import probe_of, search_spec
+from workbench.search_session import SearchRun
 
 
 @one_line_errors

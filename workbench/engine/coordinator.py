@@ -33,7 +33,7 @@ from workbench.metrics import Stats, merged
 from workbench.plugins import load_plugin
 from workbench.servers import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.steps import Step, resolve_strategy, total_clients, workers_for
 
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}

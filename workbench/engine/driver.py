@@ -21,8 +21,8 @@ from typing import Any
 from workbench.adapter import Connection, Strategy
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
+from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
-from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
 from workbench.metrics import Stats
 from workbench.spec.model import Spec
 from workbench.workload import (

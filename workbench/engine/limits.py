@@ -16,7 +16,7 @@ from pathlib import Path
 
 from workbench.errors import SpecError
 from workbench.plugins import load_plugin
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.steps import Step, resolve_strategy, total_clients, workers_for
 
 FILES_MARGIN = 64  # a worker's own pipes, event loop, libraries, a stats connection...
 THREADS_MARGIN = 16  # a worker's own threads besides one per blocking client

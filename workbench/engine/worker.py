@@ -26,7 +26,7 @@ from workbench.engine.driver import Send, StepContext, StepRun
 from workbench.engine.wire import read_frame, write_frame
 from workbench.plugins import load_plugin
 from workbench.spec.model import spec_from_dict
-from workbench.spec.plan import resolve_strategy
+from workbench.spec.steps import resolve_strategy
 
 
 def _context(order: dict[str, Any]) -> StepContext:

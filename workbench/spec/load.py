@@ -183,7 +183,7 @@ def _depth(value: Any, level: int = 0) -> int:
 
 def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
     """A profile file (or the defaults when None) with overrides applied, fully checked."""
-    from workbench.spec.plan import check_spec
+    from workbench.spec.steps import check_spec
 
     data = read_profile(path) if path else {}
     source = str(path) if path else "--set" if overrides else ""

@@ -107,7 +107,7 @@ class ChecksSpec:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+    """`workbench search`: the highest open-loop rate meeting `target` (`search_rules`)."""
 
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s

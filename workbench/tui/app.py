@@ -27,8 +27,8 @@ from workbench.errors import SpecError, WorkbenchError
 from workbench.events import Event
 from workbench.live import RunView
 from workbench.profile_files import profiles_dir
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers.local import WorkerHandle, launch_local
 from workbench.spec.model import Load
 
 

@@ -15,8 +15,8 @@ from textual.widgets import Static
 
 from workbench.errors import PluginError
 from workbench.plugins import load_plugin
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
 from workbench.spec.save import spec_to_toml
+from workbench.spec.steps import Step, resolve_strategy, total_clients, workers_for
 from workbench.tui.form import Checked
 
 

@@ -1,4 +1,4 @@
-"""The one seam for where workers run. Today: local processes on this machine."""
+"""Worker processes on this machine: how they start, and the handle the coordinator holds."""
 
 from __future__ import annotations
 
