@@ -27,7 +27,7 @@ from workbench import session
 from workbench.events import StepFinished
 from workbench.metrics import summarise
 from workbench.servers import ServerProcess, start_redis
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 KEYS = 10_000

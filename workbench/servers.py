@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import ctypes
 import functools
-import ipaddress
 import os
 import queue
 import shutil
@@ -23,44 +22,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.errors import TargetError
+from workbench.remote import is_loopback
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
 
-# The key the engine adds to a step's system options when the spec allowed remote targets.
-ALLOW_REMOTE = "allow_remote"
-
 _running: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def is_loopback(host: str) -> bool:
-    """True for names and addresses that stay on this machine."""
-    if host in ("localhost", "::1", "[::1]"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = None) -> str:
-    """The host, or a TargetError: load goes to this machine unless the step allowed a
-    remote target (the engine then sets `ALLOW_REMOTE` in the system's options)."""
-    if not is_loopback(host) and not (options is not None and options.get(ALLOW_REMOTE)):
-        raise TargetError(
-            f"{host!r} is not a loopback address (127.0.0.1, ::1, localhost); to load a "
-            "remote target, set target.allow_remote = true or pass --allow-remote",
-            where,
-        )
-    return host
 
 
 PR_SET_PDEATHSIG = 1

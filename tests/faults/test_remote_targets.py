@@ -20,9 +20,9 @@ import pytest
 from faults_support import cli
 
 from workbench.errors import SpecError, TargetError
-from workbench.servers import ALLOW_REMOTE, require_loopback, start_redis
-from workbench.spec.load import load_spec
-from workbench.spec.steps import check_spec
+from workbench.remote import ALLOW_REMOTE, require_loopback
+from workbench.servers import start_redis
+from workbench.spec.steps import check_spec, load_spec
 from workbench.store import Store
 
 REMOTE = {  # documentation addresses (RFC 5737) and a reserved name: never anyone's server

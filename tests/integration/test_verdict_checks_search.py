@@ -16,7 +16,7 @@ from workbench.events import Event, Interval, StepStarted
 from workbench.live import RunView
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 from workbench.verdict import FELL_BEHIND, GENERATOR_KINDS
 

@@ -31,7 +31,13 @@ def test_import_linter_contracts_hold() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-PLUGIN_MAY_USE = {"workbench.adapter", "workbench.options", "workbench.servers", "workbench.errors"}
+PLUGIN_MAY_USE = {
+    "workbench.adapter",
+    "workbench.options",
+    "workbench.servers",
+    "workbench.remote",
+    "workbench.errors",
+}
 
 
 def test_the_plugin_contract_forbids_every_other_workbench_module() -> None:

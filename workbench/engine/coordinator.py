@@ -31,7 +31,7 @@ from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.plugins import load_plugin
-from workbench.servers import ALLOW_REMOTE
+from workbench.remote import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
 from workbench.spec.steps import Step, resolve_strategy, total_clients, workers_for
 

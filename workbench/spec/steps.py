@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
@@ -13,7 +15,7 @@ from workbench.errors import PluginError, SpecError
 from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.remote import check_remote
-from workbench.spec.load import set_path
+from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
@@ -266,11 +268,24 @@ def check_spec(spec: Spec) -> list[Step]:
     return named
 
 
+def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
+    """A profile file (or the defaults when None) with overrides applied, fully checked."""
+    data = read_profile(path) if path else {}
+    source = str(path) if path else "--set" if overrides else ""
+    spec = spec_from_data(data, overrides, source)
+    try:
+        check_spec(spec)
+    except SpecError as exc:
+        raise located(exc, source) from None
+    return spec
+
+
 __all__ = [
     "OP_CODES",
     "Step",
     "check_spec",
     "check_step",
+    "load_spec",
     "plan",
     "resolve_strategy",
     "total_clients",
