@@ -18,7 +18,7 @@ from workbench.events import Event, StepFinished
 from workbench.live import RunView
 from workbench.search_rules import Search, probe_of, probe_step_spec
 from workbench.spec.model import SearchSpec, Spec
-from workbench.spec.steps import Step, check_spec
+from workbench.spec.steps import check_spec
 
 
 class SearchRun:
@@ -45,7 +45,7 @@ class SearchRun:
         index = len(self._rates)
         self._rates[index] = rate
         (planned,) = check_spec(probe_step_spec(self.spec, rate))
-        return Step(index, {"load.rate": f"{rate:g}"}, planned.spec)
+        return replace(planned, index=index, label={"load.rate": f"{rate:g}"})
 
     async def events(
         self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pymemcache.client.base import Client as PymemcacheClient
@@ -50,9 +50,13 @@ from pymemcache.exceptions import (
 from workbench.adapter import (
     AdapterError,
     CacheSystem,
+    ConnectionCount,
     ServerLauncher,
     Strategy,
+    count_of,
     error_kind,
+    per_client,
+    pool_of,
     runs_in_native_engine,
 )
 from workbench.options import Option, OptionSet
@@ -291,6 +295,15 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
     )
 
 
+def _on_each_server(count: ConnectionCount) -> ConnectionCount:
+    """`count` connections to each server the `servers` option lists (keys hash over them)."""
+
+    def each(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        return count(system_options, options, clients) * max(1, len(system_options["servers"]))
+
+    return each
+
+
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -328,12 +341,14 @@ plugin = CacheSystem(
                     ),
                 )
             ),
+            connections=_on_each_server(count_of("connections")),
         ),
         Strategy(
             "client-per-client",
             "one pymemcache Client (its own connection) per client, one thread each",
             _connect_per_client,
             blocking=True,
+            connections=_on_each_server(per_client),
         ),
         Strategy(
             "pooled",
@@ -351,6 +366,7 @@ plugin = CacheSystem(
                 )
             ),
             blocking=True,
+            connections=_on_each_server(pool_of("pool_size")),
         ),
         Strategy(
             "native",
@@ -369,6 +385,7 @@ plugin = CacheSystem(
                 )
             ),
             engine="native",
+            connections=_on_each_server(per_client),
         ),
     ),
     default_strategy="multiplexed",

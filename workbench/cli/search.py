@@ -20,7 +20,7 @@ from workbench.cli.run import _drive
 from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import format_us
-from workbench.report import render
+from workbench.report.search import conclusion
 from workbench.search_rules import probe_of, search_spec
 from workbench.search_session import SearchRun
 
@@ -105,9 +105,7 @@ def command(
     )
     out(f"run {view.run_id} {view.status} (stored in {st.path})")
     if view.run_id:
-        report = render(st.load(view.run_id), "search")
-        body = report.split("## Highest rate within the target", 1)[-1].split("## Reproduce")[0]
-        out(body.strip("\n"))
+        out(conclusion(st.load(view.run_id)))
     if view.status == "interrupted":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if searching.search.best is None:

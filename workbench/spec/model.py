@@ -16,8 +16,6 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
-OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
-
 
 @dataclass(frozen=True)
 class TargetSpec:
