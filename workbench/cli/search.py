@@ -15,8 +15,7 @@ import typer
 
 from workbench.cli import flags as f
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
-from workbench.cli.format import live_line
-from workbench.cli.run import _drive
+from workbench.cli.run import _drive, show_event
 from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import format_us
@@ -119,12 +118,8 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
     elif isinstance(event, StepStarted):
         load = event.spec["load"]
         out(f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s")
-    elif isinstance(event, Interval) and not quiet:
-        step = view.steps[event.step]
-        if step.latest is not None:
-            out(live_line(event.elapsed, step.latest))
-    elif isinstance(event, Notice):
-        out(f"{event.level}: {event.message}")
+    elif isinstance(event, Interval | Notice):
+        show_event(event, view, quiet)  # as `workbench run` shows them
     elif isinstance(event, StepFinished):
         step = view.steps[event.step]
         p = probe_of(step, searching.rate_of(event.step), searching.checks)
