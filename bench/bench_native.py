@@ -35,9 +35,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench_memcached.server import start_memcached
+from workbench_redis.server import start_redis
+
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
-from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
+from workbench.servers import LOOPBACK, ServerProcess, free_port
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent

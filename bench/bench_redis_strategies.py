@@ -23,10 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workbench_redis.server import start_redis
+
 from workbench import session
 from workbench.events import StepFinished
 from workbench.metrics import summarise
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench.spec.steps import load_spec
 from workbench.store import Store
 

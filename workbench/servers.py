@@ -1,9 +1,13 @@
-"""Servers the workbench starts itself: on a free loopback port, stopped by their pid.
+"""The process toolkit for servers the workbench starts: a free loopback port, launch and
+wait until it accepts connections, its memory, stop by its pid.
 
-Used by the adapters' launchers (``target.managed = true``), by ``workbench serve`` and
-by the tests, so that all three start a server the same way. Every server started here
-is stopped at interpreter exit, and dies with the process that started it (the kernel's
-PR_SET_PDEATHSIG), so neither a crashed nor a killed run leaves one behind.
+The recipes (which program, which flags, which defaults) live with their plugins
+(`workbench_redis.server`, `workbench_memcached.server`, the HTTP plugin's reference
+servers); the adapters' launchers (``target.managed = true``), ``workbench serve`` and the
+tests all start servers through them, so all three start a server the same way. Every
+server started here is stopped at interpreter exit, and dies with the process that
+started it (the kernel's PR_SET_PDEATHSIG), so neither a crashed nor a killed run leaves
+one behind.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -301,77 +304,6 @@ def program_version(argv: Sequence[str]) -> str:
         return ""
     text = (done.stdout or done.stderr).decode(errors="replace").strip()
     return text.splitlines()[0] if text else ""
-
-
-def start_redis(
-    port: int = 0,
-    host: str = LOOPBACK,
-    maxmemory: str = "",
-    policy: str = "allkeys-lru",
-    extra: Sequence[str] = (),
-    binary: str = "",
-) -> ServerProcess:
-    """A throw-away redis-server: no persistence, no protected mode, on loopback."""
-    program = require_program("redis-server", "redis-server", binary)
-    port = port or free_port(host)
-    argv = [
-        program,
-        "--port", str(port),
-        "--bind", host,
-        "--save", "",
-        "--appendonly", "no",
-        "--protected-mode", "no",
-        "--daemonize", "no",
-        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
-    ]
-    if maxmemory:
-        argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
-    argv += list(extra)
-    raw = program_version([program, "--version"])
-    version = next((w[2:] for w in raw.split() if w.startswith("v=")), raw)
-    return launch(
-        "redis-server",
-        argv,
-        host,
-        port,
-        version=f"redis {version}" if version else "redis",
-        target_options={"url": f"redis://{host}:{port}/0"},
-    )
-
-
-def start_memcached(
-    port: int = 0,
-    host: str = LOOPBACK,
-    memory_mb: int = 256,
-    max_item_size: str = "2m",
-    threads: int = 4,
-    extra: Sequence[str] = (),
-    binary: str = "",
-) -> ServerProcess:
-    """A throw-away memcached on loopback (UDP off)."""
-    program = require_program("memcached", "memcached", binary)
-    port = port or free_port(host)
-    argv = [
-        program,
-        "-l", host,
-        "-p", str(port),
-        "-U", "0",
-        "-m", str(memory_mb),
-        "-I", max_item_size,
-        "-t", str(threads),
-    ]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]  # memcached refuses to run as root without it
-    argv += list(extra)
-    raw = program_version([program, "-V"])
-    return launch(
-        "memcached",
-        argv,
-        host,
-        port,
-        version=raw or "memcached",
-        target_options={"servers": [f"{host}:{port}"]},
-    )
 
 
 def start_python_server(

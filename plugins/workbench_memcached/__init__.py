@@ -60,7 +60,7 @@ from workbench.adapter import (
     runs_in_native_engine,
 )
 from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, start_memcached
+from workbench.servers import ServerProcess
 from workbench_memcached.protocol import (
     Address,
     Links,
@@ -71,6 +71,7 @@ from workbench_memcached.protocol import (
     parse_servers,
     to_stats,
 )
+from workbench_memcached.server import MAX_ITEM_SIZE, MEMORY_MB, THREADS, start_memcached
 
 
 def _translate(exc: Exception, server: str) -> AdapterError:
@@ -289,7 +290,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
     """A throw-away memcached on a free loopback port."""
     return start_memcached(
         memory_mb=options["memory_mb"],
-        max_item_size=str(options["max_item_size"]),
+        max_item_size=options["max_item_size"],
         threads=options["threads"],
         binary=options["binary"],
     )
@@ -392,16 +393,16 @@ plugin = CacheSystem(
     server=ServerLauncher(
         options=OptionSet(
             (
-                Option("memory_mb", "int", 256, "memory for items in MiB (-m)", minimum=1),
+                Option("memory_mb", "int", MEMORY_MB, "memory for items in MiB (-m)", minimum=1),
                 Option(
                     "max_item_size",
                     "size",
-                    2 * 1024 * 1024,
+                    MAX_ITEM_SIZE,
                     "largest item, e.g. 1m or 2m (-I)",
                     minimum=1024,
                     maximum=1024**3,
                 ),
-                Option("threads", "int", 4, "server threads (-t)", minimum=1),
+                Option("threads", "int", THREADS, "server threads (-t)", minimum=1),
                 Option("binary", "str", "", "memcached program to run (empty: from PATH)"),
             )
         ),

@@ -20,10 +20,11 @@ from workbench.adapter import (
     runs_in_native_engine,
 )
 from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
+from workbench_redis.server import POLICY, start_redis
 from workbench_redis.target import parse_target
 
 KV = frozenset({"get", "set", "delete"})
@@ -195,7 +196,7 @@ plugin = CacheSystem(
                 Option(
                     "maxmemory_policy",
                     "choice",
-                    "allkeys-lru",
+                    POLICY,
                     "what Redis evicts at the limit",
                     choices=(
                         "noeviction",

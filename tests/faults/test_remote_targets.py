@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from faults_support import cli
+from workbench_redis.server import start_redis
 
 from workbench.errors import SpecError, TargetError
 from workbench.remote import ALLOW_REMOTE, require_loopback
-from workbench.servers import start_redis
 from workbench.spec.steps import check_spec, load_spec
 from workbench.store import Store
 

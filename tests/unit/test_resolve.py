@@ -106,3 +106,13 @@ def test_the_limits_check_reads_the_declared_connections(monkeypatch: pytest.Mon
     )
     with pytest.raises(SpecError, match="open files"):
         check_limits(many)
+
+
+def test_a_spec_loaded_then_run_is_checked_and_resolved_once() -> None:
+    spec = load_spec(None, ["target.system=redis", "load.concurrency=[1,2]"])  # checks it
+    first = check_spec(spec)  # as session.run does: the same steps, not resolved again
+    again = check_spec(spec)
+    assert [s.resolved for s in first] == [s.resolved for s in again]
+    assert all(a.resolved is b.resolved for a, b in zip(first, again, strict=True))
+    other = check_spec(replace(spec, seed=spec.seed + 1))  # another spec: checked afresh
+    assert other[0].resolved is not first[0].resolved

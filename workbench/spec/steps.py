@@ -227,8 +227,23 @@ def _check_same_launcher(steps: list[Step]) -> None:
                 )
 
 
+# The last spec checked and its steps. A spec is checked when it is loaded and again when
+# it runs (session.run takes any Spec); the same object is not planned and resolved twice.
+_last_checked: tuple[Spec, list[Step]] | None = None
+
+
 def check_spec(spec: Spec) -> list[Step]:
     """Plan the spec and check every step; the steps, or the first SpecError."""
+    global _last_checked
+    last = _last_checked
+    if last is not None and last[0] is spec:
+        return list(last[1])
+    checked = _checked_steps(spec)
+    _last_checked = (spec, checked)
+    return list(checked)
+
+
+def _checked_steps(spec: Spec) -> list[Step]:
     steps = plan(spec)
     _check_same_launcher(steps)
     checked = []
