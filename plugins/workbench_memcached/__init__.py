@@ -305,6 +305,12 @@ def _on_each_server(count: ConnectionCount) -> ConnectionCount:
     return each
 
 
+def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
+    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
+    servers = parse_servers(system["servers"], options=system)
+    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
+
+
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -326,6 +332,7 @@ plugin = CacheSystem(
             Option("no_delay", "bool", True, "set TCP_NODELAY (send small requests at once)"),
         )
     ),
+    placement=_placement,
     strategies=(
         Strategy(
             "multiplexed",

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from workbench.engine.frames import StepOrder
@@ -47,8 +48,12 @@ def spec(**changes: Any) -> Spec:
 
 
 def order(s: Spec, worker: int = 0, workers: int = 1) -> dict[str, Any]:
-    """The step order the coordinator sends: the spec and what it resolved to."""
-    return StepOrder(s, resolve_step(s), workers, worker).frame()
+    """The step order the coordinator sends: the spec and what it resolved to. The remote
+    check is left to the worker, so that its own guard can be tested: the step is resolved
+    as if the remote target were allowed, then given the spec's own remote decision."""
+    allowed = replace(s, target=replace(s.target, allow_remote=True))
+    resolved = replace(resolve_step(allowed), allow_remote=s.target.allow_remote)
+    return StepOrder(s, resolved, workers, worker).frame()
 
 
 def run_worker(

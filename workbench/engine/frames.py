@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.engine.native_order import compile_order
 from workbench.metrics import STATS_KEYS, Stats
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import ResolvedStep
@@ -34,12 +35,20 @@ class StepOrder:
     workers: int
     worker: int
 
+    @property
+    def own(self) -> ResolvedStep:
+        """The resolved step as this worker connects with it (its share of a capacity)."""
+        return self.resolved.for_worker(self.workers, self.worker)
+
     def frame(self) -> dict[str, Any]:
         """The frame: the resolved step's keys (system_options, strategy_options, ...) at
-        the top, beside the spec and this worker's place."""
-        own = self.resolved.for_worker(self.workers, self.worker).to_dict()
+        the top, beside the spec and this worker's place; for the native engine, which
+        reads numbers only, the step compiled (`native_order.compile_order`) as well."""
         head = {"type": STEP, "spec": spec_to_dict(self.spec)}
-        return {**head, **own, "workers": self.workers, "worker": self.worker}
+        out = {**head, **self.own.to_dict(), "workers": self.workers, "worker": self.worker}
+        if self.resolved.engine == "native":
+            out["native"] = compile_order(self)
+        return out
 
     @classmethod
     def read(cls, frame: dict[str, Any]) -> StepOrder:

@@ -27,6 +27,7 @@ from workbench.adapter import AdapterError, CacheSystem, Strategy
 from workbench.engine.serverstats import connect_for_stats
 from workbench.errors import TargetError
 from workbench.native_build import binary_path, require_binary
+from workbench.remote import ALLOW_REMOTE
 
 _HEADER = struct.Struct(">I")
 
@@ -75,13 +76,24 @@ class ProbeConnection:
             limit=2**26,
         )
         answer = await self.call(
-            {"op": "open", "system": self.system.name, "options": self.options}
+            {
+                "op": "open",
+                "system": self.system.name,
+                "options": self.options,
+                "allow_remote": bool(self.options.get(ALLOW_REMOTE)),
+                "placement": self._seeds(),
+            }
         )
         if "error" in answer:
             await self.close()
             error = answer["error"]
             raise TargetError(error["message"], error.get("where", "target.options"))
         return self
+
+    def _seeds(self) -> list[int] | None:
+        """The system's rendezvous seeds for its servers (None: one server takes every key)."""
+        place = self.system.placement
+        return None if place is None else list(place(self.options))
 
     async def call(self, message: dict[str, Any]) -> dict[str, Any]:
         proc = self.proc
