@@ -4,7 +4,7 @@
 //! what a reply counts as is `issue.rs`; the step's phases are `step.rs`.
 
 use crate::frames::{In, Out};
-use crate::pacing::{now_ns, Timer};
+use crate::pacing::{now_ns, Offered, Schedule, Timer, Timing};
 use crate::proto::{Reply, Req};
 use crate::step::{self, Run};
 use crate::workload::{self, OpStream};
@@ -96,13 +96,26 @@ pub struct Client {
     pub conns: Vec<Conn>,
     pub stream: OpStream,
     pub inflight: usize,
-    pub next_intended: u64,
-    /// Open loop: the time between its intended starts, and where in the period its
-    /// schedule starts (from the order).
-    pub period: Option<u64>,
-    pub offset: u64,
+    /// When a slot of its pipeline last came free (a reply to a full pipeline): an op due
+    /// before then found the client busy.
+    pub free_at: u64,
+    /// Open loop: what its schedule is made of (from the order), its intended starts and
+    /// the count of those offered, once the load has started.
+    pub timing: Option<Timing>,
+    pub schedule: Option<Schedule>,
+    pub offered: Option<Offered>,
     /// An op drawn while its server's connection was down; sent once it is back.
     pub parked: Option<workload::Op>,
+}
+
+impl Client {
+    /// `n` of its ops ended (answered, failed or dropped) at `now`.
+    pub fn release(&mut self, n: usize, now: u64, pipeline: usize) {
+        if n > 0 && self.inflight >= pipeline {
+            self.free_at = now;
+        }
+        self.inflight -= n.min(self.inflight);
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -279,7 +292,9 @@ impl<'a> Run<'a> {
         if self.mode == Mode::Load && self.order.open_loop {
             for c in &self.clients {
                 if c.inflight < self.order.pipeline {
-                    wake = wake.min(c.next_intended);
+                    if let Some(s) = &c.schedule {
+                        wake = wake.min(s.next);
+                    }
                 }
             }
         }
@@ -341,7 +356,11 @@ impl<'a> Run<'a> {
         let now = now_ns();
         if self.mode == Mode::Load && self.order.open_loop {
             for ci in 0..self.clients.len() {
-                if self.clients[ci].next_intended <= now {
+                if self.clients[ci]
+                    .schedule
+                    .as_ref()
+                    .map_or(false, |s| s.next <= now)
+                {
                     self.refill(ci, now);
                 }
             }
@@ -584,16 +603,20 @@ impl<'a> Run<'a> {
                 failed += 1;
             }
         }
-        c.inflight -= ops.min(c.inflight);
-        self.down += 1;
         // Closed with nothing in flight (an HTTP `Connection: close`, an idle keep-alive
         // ended by the server): reopened at once, nothing failed.
-        if was_connected && ops == 0 {
+        let quiet = was_connected && ops == 0;
+        if quiet {
             k.retry_at = now;
+        } else {
+            k.retry_at = now + k.backoff;
+            k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
+        }
+        c.release(ops, now, self.order.pipeline);
+        self.down += 1;
+        if quiet {
             return;
         }
-        k.retry_at = now + k.backoff;
-        k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
         if self.mode == Mode::Prefill {
             self.prefill_error
                 .get_or_insert_with(|| message.to_string());

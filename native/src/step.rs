@@ -4,7 +4,7 @@
 use crate::codec::{codec_for, Codec, Target};
 use crate::io::{Client, Conn, Engine, Mode};
 use crate::order::{Action, StepOrder};
-use crate::pacing::{self, now_ns};
+use crate::pacing::{self, now_ns, Offered, Schedule};
 use crate::record::Recorder;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
@@ -113,9 +113,10 @@ impl<'a> Run<'a> {
                 conns: addrs.iter().map(|a| Conn::new(*a)).collect(),
                 stream: OpStream::new(&order, &c.mix, c.id, c.sequence_start),
                 inflight: 0,
-                next_intended: 0,
-                period: c.period_ns,
-                offset: c.offset_ns,
+                free_at: 0,
+                timing: c.timing,
+                schedule: None,
+                offered: None,
                 parked: None,
             })
             .collect();
@@ -301,12 +302,13 @@ impl<'a> Run<'a> {
         None
     }
 
-    /// Every client starts: closed loop at once, open loop at start + its offset.
+    /// Every client starts: closed loop at once, open loop on its schedule from `start`.
     fn start_load(&mut self, start: u64) {
         self.mode = Mode::Load;
         self.load_start = start;
         for c in self.clients.iter_mut() {
-            c.next_intended = start + c.offset;
+            c.schedule = c.timing.map(|t| Schedule::new(start, &t));
+            c.offered = c.timing.map(|t| Offered::new(start, t));
         }
         let now = now_ns();
         for ci in 0..self.clients.len() {
@@ -447,22 +449,16 @@ impl<'a> Run<'a> {
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
     }
 
-    /// Intended starts of every client in [begin, end) of the phase (ns since it began),
-    /// each client's schedule running from load start + its offset.
-    fn offered(&self, start: u64, end: u64) -> u64 {
-        let first = |c: &Client| self.load_start + c.offset;
-        let before = |c: &Client, t: u64, p: u64| -> u64 {
-            let t = self.phase_begin + t;
-            let f = first(c);
-            if t <= f {
-                0
-            } else {
-                (t - f + p - 1) / p
-            }
-        };
+    /// Intended starts of every client in [start, end) of the phase (ns since it began).
+    fn offered(&mut self, start: u64, end: u64) -> u64 {
+        let (a, b) = (self.phase_begin + start, self.phase_begin + end);
         self.clients
-            .iter()
-            .filter_map(|c| c.period.map(|p| before(c, end, p) - before(c, start, p)))
+            .iter_mut()
+            .filter_map(|c| c.offered.as_mut())
+            .map(|o| {
+                let before = o.before(a);
+                o.before(b) - before
+            })
             .sum()
     }
 

@@ -14,7 +14,7 @@ from workbench.native_build import require_binary
 from workbench.plugins import load_plugin
 from workbench.remote import check_remote
 from workbench.spec.load import set_path
-from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
+from workbench.spec.model import ARRIVALS, Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
@@ -159,6 +159,10 @@ def check_step(spec: Spec) -> None:
         raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
     if ld.rate is not None and ld.rate <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    if ld.arrivals not in ARRIVALS:
+        raise SpecError(
+            f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
+        )
     _check_launcher(ld)
     ps = wl.pubsub
     if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
