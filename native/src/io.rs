@@ -64,6 +64,8 @@ pub struct Conn {
     pub retry_at: u64,
     pub backoff: u64,
     pub progress: u64,
+    /// Why it was last dropped (kind, message): what a step that cannot start says.
+    pub failure: Option<(String, String)>,
 }
 
 impl Conn {
@@ -79,6 +81,7 @@ impl Conn {
             retry_at: 0,
             backoff: BACKOFF_START,
             progress: 0,
+            failure: None,
         }
     }
 
@@ -546,9 +549,9 @@ impl<'a> Run<'a> {
             pos += parsed.used;
             close_after |= parsed.close;
             if p.req == Req::Hello {
-                if let Reply::Failed(_, m) = &parsed.reply {
-                    let m = m.clone();
-                    self.drop_conn(ci, si, "server", &m);
+                if let Reply::Failed(kind, m) = &parsed.reply {
+                    let (kind, m) = (kind.clone(), format!("{}: {}", k.addr, m));
+                    self.drop_conn(ci, si, &kind, &m);
                     return;
                 }
                 continue;
@@ -588,6 +591,7 @@ impl<'a> Run<'a> {
             let _ = self.eng.poll.registry().deregister(&mut s);
         }
         let was_connected = k.connected;
+        k.failure = Some((kind.to_string(), message.to_string()));
         k.connected = false;
         k.out.clear();
         k.out_pos = 0;

@@ -198,8 +198,8 @@ impl<'a> Run<'a> {
         }
         let limit = now_ns() + self.order.connect_timeout_ns;
         while !self.all_connected() {
-            if let Some(e) = self.first_dead() {
-                self.eng.error("connection", &e);
+            if let Some((kind, e)) = self.first_dead() {
+                self.eng.error(&kind, &e);
                 return Some("failed");
             }
             if now_ns() >= limit {
@@ -263,12 +263,18 @@ impl<'a> Run<'a> {
             .all(|c| c.conns.iter().all(|k| k.connected && k.pending.is_empty()))
     }
 
-    fn first_dead(&self) -> Option<String> {
-        self.clients
+    /// The first connection that could not be opened: its failure (kind, message), as the
+    /// server said it (a refused AUTH says WRONGPASS), else that it cannot be reached.
+    fn first_dead(&self) -> Option<(String, String)> {
+        let k = self
+            .clients
             .iter()
             .flat_map(|c| c.conns.iter())
-            .find(|k| k.sock.is_none())
-            .map(|k| format!("cannot reach {}", k.addr))
+            .find(|k| k.sock.is_none())?;
+        Some(match &k.failure {
+            Some((kind, message)) if kind != "connection" => (kind.clone(), message.clone()),
+            _ => ("connection".into(), format!("cannot reach {}", k.addr)),
+        })
     }
 
     fn run_prefill(&mut self) -> Option<&'static str> {
