@@ -4,7 +4,7 @@
 //! what a reply counts as is `issue.rs`; the step's phases are `step.rs`.
 
 use crate::frames::{In, Out};
-use crate::pacing::{now_ns, Offered, Schedule, Timer, Timing};
+use crate::pacing::{self, now_ns, Offered, Schedule, Timer, Timing};
 use crate::proto::{Reply, Req};
 use crate::step::{self, Run};
 use crate::workload::{self, OpStream};
@@ -289,45 +289,99 @@ impl<'a> Run<'a> {
     }
 
     /// One turn of the loop: wait for sockets, stdin or the timer (at most until
-    /// `deadline`, 0: none), then handle what happened.
+    /// `deadline`, 0: none), then send what is due and handle what happened.
     pub fn turn(&mut self, deadline: u64) {
-        let mut wake = if deadline > 0 { deadline } else { u64::MAX };
-        if self.mode == Mode::Load && self.order.open_loop {
-            for c in &self.clients {
-                if c.inflight < self.order.pipeline {
-                    if let Some(s) = &c.schedule {
-                        wake = wake.min(s.next);
-                    }
-                }
-            }
-        }
-        wake = wake.min(self.next_housekeeping.max(1));
-        if self.down > 0 {
-            for c in &self.clients {
-                for k in &c.conns {
-                    if k.sock.is_none() {
-                        wake = wake.min(k.retry_at);
-                    }
-                }
-            }
-        }
+        let due = self.next_due();
+        let other = self.other_wake(deadline);
+        let armed = other.min(self.tuner.arm_at(due));
         let now = now_ns();
-        let timeout = if wake > now {
-            self.eng.timer.arm(wake);
+        let timeout = if armed > now {
+            self.eng.timer.arm(armed);
             None
         } else {
             Some(std::time::Duration::from_millis(0))
         };
         let _ = self.eng.poll.poll(&mut self.eng.events, timeout);
-        let mut stdin = false;
-        let mut timer = false;
-        let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
+        let (stdin, timer) = self.collect_events();
+        if timer {
+            self.eng.timer.clear();
+            self.tuner.observe(armed, now_ns());
+            if due <= other {
+                self.spin_to(due);
+            }
+        }
+        self.issue_due(now_ns());
+        if stdin {
+            self.eng.read_stdin();
+        }
+        self.dispatch();
+        let now = now_ns();
+        self.issue_due(now);
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        } else if self.down > 0 && self.mode != Mode::Idle {
+            self.retry_due(now);
+        }
+    }
+
+    /// Woken ahead of a send on purpose: poll without sleeping until it is due (at most
+    /// `SPIN_MAX`), replies handled as they come so that their times stay true.
+    fn spin_to(&mut self, due: u64) {
+        if due.saturating_sub(now_ns()) > pacing::SPIN_MAX {
+            return;
+        }
+        while now_ns() < due {
+            let zero = Some(std::time::Duration::from_millis(0));
+            let _ = self.eng.poll.poll(&mut self.eng.events, zero);
+            if self.eng.events.is_empty() {
+                std::hint::spin_loop();
+                continue;
+            }
+            let (stdin, _) = self.collect_events();
+            if stdin {
+                self.eng.read_stdin();
+            }
+            self.dispatch();
+        }
+    }
+
+    /// The earliest intended start of an open-loop client with a free slot (MAX: none).
+    fn next_due(&self) -> u64 {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return u64::MAX;
+        }
+        self.clients
+            .iter()
+            .filter(|c| c.inflight < self.order.pipeline)
+            .filter_map(|c| c.schedule.as_ref().map(|s| s.next))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The deadline, housekeeping and the reconnections due, whichever comes first.
+    fn other_wake(&self, deadline: u64) -> u64 {
+        let mut wake = if deadline > 0 { deadline } else { u64::MAX };
+        wake = wake.min(self.next_housekeeping.max(1));
+        if self.down > 0 {
+            for k in self.clients.iter().flat_map(|c| c.conns.iter()) {
+                if k.sock.is_none() {
+                    wake = wake.min(k.retry_at);
+                }
+            }
+        }
+        wake
+    }
+
+    /// The poll's events: whether stdin and the timer fired; sockets go to `self.ready`.
+    fn collect_events(&mut self) -> (bool, bool) {
+        let (mut stdin, mut timer) = (false, false);
+        self.ready.clear();
         for ev in self.eng.events.iter() {
             match ev.token() {
                 STDIN => stdin = true,
                 TIMER => timer = true,
-                Token(t) => ready.push((
+                Token(t) => self.ready.push((
                     t - FIRST_CONN,
                     ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                     ev.is_writable(),
@@ -336,12 +390,12 @@ impl<'a> Run<'a> {
             }
         }
         self.eng.events.clear();
-        if timer {
-            self.eng.timer.clear();
-        }
-        if stdin {
-            self.eng.read_stdin();
-        }
+        (stdin, timer)
+    }
+
+    /// Handle the sockets that were ready: finish connects, write, read and consume.
+    fn dispatch(&mut self) {
+        let ready = std::mem::take(&mut self.ready);
         let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
@@ -356,23 +410,21 @@ impl<'a> Run<'a> {
             }
         }
         self.ready = ready;
-        let now = now_ns();
-        if self.mode == Mode::Load && self.order.open_loop {
-            for ci in 0..self.clients.len() {
-                if self.clients[ci]
-                    .schedule
-                    .as_ref()
-                    .map_or(false, |s| s.next <= now)
-                {
-                    self.refill(ci, now);
-                }
-            }
+    }
+
+    /// Open loop: every client whose next op is due sends it (as its pipeline allows).
+    fn issue_due(&mut self, now: u64) {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return;
         }
-        if now >= self.next_housekeeping {
-            self.next_housekeeping = now + HOUSEKEEPING;
-            self.housekeeping(now);
-        } else if self.down > 0 && self.mode != Mode::Idle {
-            self.retry_due(now);
+        for ci in 0..self.clients.len() {
+            if self.clients[ci]
+                .schedule
+                .as_ref()
+                .map_or(false, |s| s.next <= now)
+            {
+                self.refill(ci, now);
+            }
         }
     }
 

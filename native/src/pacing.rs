@@ -200,6 +200,37 @@ impl Offered {
     }
 }
 
+/// The most the loop arms its timer ahead of an op's intended start, then spins to it.
+pub const SPIN_MAX: u64 = 50_000;
+
+/// How early to arm the timer for an open-loop send: the timer's recent oversleep (how
+/// late a timerfd wake-up came), tracking its high end (up at once, down slowly), at most
+/// `SPIN_MAX`. The loop wakes that much ahead and polls without sleeping for the rest, so
+/// that a send leaves within microseconds of its intended start even when wake-ups come
+/// late.
+#[derive(Default)]
+pub struct WakeTuner {
+    pub early: u64,
+}
+
+impl WakeTuner {
+    /// When to arm the timer for a send due at `due`.
+    #[inline]
+    pub fn arm_at(&self, due: u64) -> u64 {
+        due.saturating_sub(self.early)
+    }
+
+    /// A timer armed for `armed` woke the loop at `woke`.
+    pub fn observe(&mut self, armed: u64, woke: u64) {
+        let late = woke.saturating_sub(armed).min(SPIN_MAX);
+        if late > self.early {
+            self.early = late;
+        } else {
+            self.early -= self.early / 64;
+        }
+    }
+}
+
 /// Ends of the intervals of a measured phase of `duration`, as offsets from its start:
 /// boundaries at k*I for k = 1..floor(D/I), the phase ending at D; a tail shorter than
 /// I/2 is folded into the last interval, a longer one is an interval of its own.
@@ -254,6 +285,18 @@ mod tests {
             let mean = (times[499] - times[0]) as f64 / 499.0;
             assert!((mean - 1000.0).abs() < 150.0, "{}", mean);
         }
+    }
+
+    #[test]
+    fn the_tuner_follows_the_late_wake_ups_and_forgets_them_slowly() {
+        let mut t = WakeTuner::default();
+        t.observe(1_000, 31_000);
+        assert_eq!(t.early, 30_000);
+        assert_eq!(t.arm_at(100_000), 70_000);
+        t.observe(1_000, 1_500);
+        assert!(t.early < 30_000 && t.early > 29_000);
+        t.observe(0, 10_000_000);
+        assert_eq!(t.early, SPIN_MAX);
     }
 
     #[test]

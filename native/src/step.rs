@@ -4,7 +4,7 @@
 use crate::codec::{codec_for, Codec, Target};
 use crate::io::{Client, Conn, Engine, Mode};
 use crate::order::{Action, StepOrder};
-use crate::pacing::{self, now_ns, Offered, Schedule};
+use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
 use crate::record::Recorder;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
@@ -47,6 +47,8 @@ pub struct Run<'a> {
     pub phase_begin: u64,
     /// When the measured phase ends, once known: no op is due at or after it.
     pub due_before: u64,
+    /// How early the timer is armed ahead of a send (open loop).
+    pub tuner: WakeTuner,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -146,6 +148,7 @@ impl<'a> Run<'a> {
             load_start: 0,
             phase_begin: 0,
             due_before: u64::MAX,
+            tuner: WakeTuner::default(),
         })
     }
 
