@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from native_workers import run_worker, spec, status, total
+from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 
 SECRET = "native-s3cret"
 USER, USER_SECRET = "loader", "acl-s3cret"

@@ -20,12 +20,12 @@ import pytest
 from native_workers import frame, intervals, order, run_worker, spec, stats_of, status
 
 from workbench.engine.arrivals import Schedule, SplitMix64, exponential_gap
-from workbench.engine.plans import client_plans
+from workbench.engine.client_plans import client_plans
 from workbench.errors import SpecError
 from workbench.metrics import decode
 from workbench.native_build import binary_path
 from workbench.servers import ServerProcess
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 
 START = 1_000_000_000_000  # any start time: the schedule is relative to it
 
