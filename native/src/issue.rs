@@ -2,7 +2,8 @@
 //! loop at once or open loop as its schedule allows, each op taken from the phase budget,
 //! each reply recorded under its kind, a cache-aside miss filled.
 
-use crate::io::{Mode, Pending};
+use crate::client::Pending;
+use crate::io::Mode;
 use crate::order::Action;
 use crate::proto::{Reply, Req};
 use crate::step::Run;

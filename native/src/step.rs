@@ -1,8 +1,9 @@
 //! The phases of one step in a worker: connect every client, prefill, arm, wait for the
 //! start, warm up, measure on the interval grid, then stop and report (docs/frames.md).
 
+use crate::client::{Client, Conn};
 use crate::codec::{codec_for, Codec, Target};
-use crate::io::{Client, Conn, Engine, Mode};
+use crate::io::{Engine, Mode};
 use crate::order::{Action, StepOrder};
 use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
 use crate::record::Recorder;
