@@ -8,6 +8,7 @@ import heapq
 import itertools
 import json
 import math
+import os
 import signal
 import statistics
 import struct
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from native_workers import frame, intervals, order, run_worker, spec, stats_of, status
+from workbench_redis.server import start_redis
 
 from workbench.engine.arrivals import Schedule, SplitMix64, exponential_gap
 from workbench.engine.client_plans import client_plans
@@ -141,9 +143,11 @@ def test_both_engines_offer_what_the_schedule_holds(
         assert sum(f["stats"]["offered"] for f in intervals(frames)) == due, engine
 
 
-def _run_with_a_pause(engine: str, s: Any, pause_at: float, pause: float) -> list[dict[str, Any]]:
-    """Run a worker, and stop the worker process itself for `pause` s at `pause_at` s after
-    the start: its timer fires late while its client is idle."""
+def _run_with_a_pause(
+    engine: str, s: Any, pause_at: float, pause: float, pid: int | None = None
+) -> list[dict[str, Any]]:
+    """Run a worker, and stop a process (the worker itself unless `pid` names another) for
+    `pause` s at `pause_at` s after the start."""
     argv = (
         [str(binary_path())]
         if engine == "native"
@@ -166,9 +170,10 @@ def _run_with_a_pause(engine: str, s: Any, pause_at: float, pause: float) -> lis
                 proc.stdin.write(frame({"type": "go", "start": start}))
                 proc.stdin.flush()
                 time.sleep(max(0.0, start + pause_at - time.time()))
-                proc.send_signal(signal.SIGSTOP)
+                target = proc.pid if pid is None else pid
+                os.kill(target, signal.SIGSTOP)
                 time.sleep(pause)
-                proc.send_signal(signal.SIGCONT)
+                os.kill(target, signal.SIGCONT)
             if message["type"] == "step_done":
                 break
         proc.stdin.close()
@@ -207,3 +212,30 @@ def test_an_idle_client_woken_late_is_timed_from_the_send(
     lag = decode(only["stats"]["send_lag"])
     assert lag.get_max_value() >= 80_000_000  # the late op
     assert stats_of(only).hist["get"].get_max_value() < 80_000_000
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_stalled_server_shows_in_the_latency_of_the_ops_it_held_up(engine: str) -> None:
+    # Coordinated omission corrected: the server stopped for 1 s, the clients busy with
+    # their last request; every op due meanwhile is timed from its intended start.
+    with start_redis() as server:
+        s = _spec(
+            "uniform",
+            rate=200.0,
+            clients=2,
+            **{
+                "strategy.name": "native" if engine == "native" else "multiplexed",
+                "target.options": {"url": server.target_options["url"]},
+                "load.warmup": 0.0,
+                "load.duration": 3.0,
+                "load.interval": 3.0,
+                "workload.mix": {"get": 1.0},
+            },
+        )
+        frames = _run_with_a_pause(engine, s, pause_at=1.0, pause=1.0, pid=server.pid)
+    assert status(frames) == "completed"
+    (only,) = intervals(frames)
+    latency = stats_of(only).hist["get"]
+    assert latency.get_max_value() >= 900_000_000
+    assert latency.get_value_at_percentile(99) >= 700_000_000
+    assert decode(only["stats"]["send_lag"]).get_max_value() >= 700_000_000  # sent late too
