@@ -211,6 +211,7 @@ impl<'a> Run<'a> {
             self.eng.timer.clear();
             self.tuner.observe(armed, now_ns());
             if due <= other {
+                self.dispatch(); // replies that came with the timer keep their times
                 self.spin_to(due);
             }
         }
@@ -277,10 +278,10 @@ impl<'a> Run<'a> {
         wake
     }
 
-    /// The poll's events: whether stdin and the timer fired; sockets go to `self.ready`.
+    /// The poll's events: whether stdin and the timer fired; sockets are added to
+    /// `self.ready` (until `dispatch` handles them).
     fn collect_events(&mut self) -> (bool, bool) {
         let (mut stdin, mut timer) = (false, false);
-        self.ready.clear();
         for ev in self.eng.events.iter() {
             match ev.token() {
                 STDIN => stdin = true,
@@ -299,7 +300,7 @@ impl<'a> Run<'a> {
 
     /// Handle the sockets that were ready: finish connects, write, read and consume.
     fn dispatch(&mut self) {
-        let ready = std::mem::take(&mut self.ready);
+        let mut ready = std::mem::take(&mut self.ready);
         let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
@@ -313,6 +314,9 @@ impl<'a> Run<'a> {
                 self.on_readable(ci, si, closing);
             }
         }
+        // Handled once: with edge-triggered readiness, an event dropped unhandled would
+        // never come again (the connection would wait for its timeout).
+        ready.clear();
         self.ready = ready;
     }
 

@@ -239,3 +239,29 @@ def test_a_stalled_server_shows_in_the_latency_of_the_ops_it_held_up(engine: str
     assert latency.get_max_value() >= 900_000_000
     assert latency.get_value_at_percentile(99) >= 700_000_000
     assert decode(only["stats"]["send_lag"]).get_max_value() >= 700_000_000  # sent late too
+
+
+@pytest.mark.redis
+def test_every_op_sent_on_schedule_is_answered(redis_server: ServerProcess) -> None:
+    # Timer wake-ups and replies arrive together all the time at this rate: a reply's
+    # readiness must never be dropped (it would not come again; the client would stall).
+    s = _spec(
+        "uniform",
+        rate=8000.0,
+        clients=32,
+        **{
+            "target.options": {"url": redis_server.target_options["url"]},
+            "load.warmup": 0.0,
+            "load.duration": 3.0,
+            "load.interval": 1.0,
+            "workload.mix": {"get": 1.0},
+        },
+    )
+    frames = run_worker("native", s)
+    assert status(frames) == "completed"
+    got = intervals(frames)
+    stats = [stats_of(f) for f in got]
+    assert all(not st.errors for st in stats), [st.first_errors for st in stats]
+    offered = sum(f["stats"]["offered"] for f in got)
+    assert offered == 24_000
+    assert sum(st.ops for st in stats) >= 0.8 * offered
