@@ -47,6 +47,16 @@ def check(reply: Any) -> Any:
     return reply
 
 
+def unasked(reply: Any) -> str:
+    """Why a reply came that no command asked for. Redis speaks first only to refuse a
+    connection (protected mode, too many clients), and closes it after the error."""
+    if isinstance(reply, hiredis.ReplyError):
+        text = str(reply)
+        first = text.split(". ", 1)[0].rstrip(".")  # protected mode's advice runs for lines
+        return f"redis closed the connection after refusing it: {first}"
+    return f"bad reply stream from redis: a reply no command asked for ({reply!r:.80})"
+
+
 class RespProtocol(asyncio.Protocol):
     """One TCP connection: a write buffer flushed once per loop turn, FIFO reply futures."""
 
@@ -77,10 +87,13 @@ class RespProtocol(asyncio.Protocol):
                 reply = self.reader.gets()
                 if reply is False:
                     return
+                if not pending:
+                    self._abort(ConnectionError(unasked(reply)))
+                    return
                 fut = pending.popleft()
                 if not fut.done():
                     fut.set_result(reply)
-        except (hiredis.ProtocolError, IndexError) as exc:
+        except hiredis.ProtocolError as exc:
             self._abort(ConnectionError(f"bad reply stream from redis: {exc!r}"))
 
     def connection_lost(self, exc: BaseException | None) -> None:

@@ -262,3 +262,69 @@ class Bed:
         self.namespaces.clear()
         shutil.rmtree(self.root, ignore_errors=True)
         return [p for p in pids if alive(p)]
+
+
+# --- Ray on the bed: the commands docs/distributed.md gives, as a person runs them ---------
+
+RAY_PORT = 6379
+NODE_OPTIONS = ["--num-cpus=1", "--object-store-memory=80000000"]  # small: one shared /dev/shm
+TOKEN = {"RAY_AUTH_MODE": "token"}  # in the environment of every Ray command and driver
+
+
+def ray_token(head: Host) -> str:
+    """Generate the cluster's token on the head (~/.ray/auth_token there)."""
+    head.run(["ray", "get-auth-token", "--generate"], **TOKEN)
+    return (head.home / ".ray" / "auth_token").read_text()
+
+
+def copy_token(token: str, host: Host) -> None:
+    """The token, saved where Ray looks for it on another machine."""
+    host.shell(
+        'mkdir -p ~/.ray && (umask 077 && printf %s "$TOKEN" > ~/.ray/auth_token)', TOKEN=token
+    )
+
+
+def ray_head(head: Host) -> None:
+    head.run(
+        ["ray", "start", "--head", f"--port={RAY_PORT}", f"--node-ip-address={head.address}",
+         "--include-dashboard=false", *NODE_OPTIONS],
+        timeout=300,
+        **TOKEN,
+    )  # fmt: skip
+
+
+def ray_join(host: Host, head: Host, *, nice: bool = False) -> None:
+    """`nice`: at the lowest priority, for a node that joins during a run: its start-up
+    would otherwise take the cores of this one machine from the run's workers, which on
+    machines of their own it never does."""
+    host.run(
+        [*(["nice", "-n", "19"] if nice else []),
+         "ray", "start", f"--address={head.address}:{RAY_PORT}",
+         f"--node-ip-address={host.address}", *NODE_OPTIONS],
+        timeout=300,
+        **TOKEN,
+    )  # fmt: skip
+
+
+def redis_on(host: Host, port: int = 6379, *extra: str) -> None:
+    """A redis-server on the host's address (and its loopback, for the test's own looks)."""
+    host.run(
+        ["redis-server", "--port", str(port), "--bind", host.address, "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--daemonize", "yes", *extra],
+    )  # fmt: skip
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        done = host.run(["redis-cli", "-p", str(port), "ping"], check=False)
+        if done.stdout.strip() == "PONG":
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"redis-server on {host.name}:{port} did not answer")
+
+
+def redis_info(host: Host, field_name: str, port: int = 6379) -> str:
+    """One field of INFO, asked on the host's loopback."""
+    out = host.run(["redis-cli", "-p", str(port), "info"]).stdout
+    for line in out.splitlines():
+        if line.startswith(f"{field_name}:"):
+            return line.split(":", 1)[1].strip()
+    raise KeyError(field_name)

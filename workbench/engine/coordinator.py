@@ -26,6 +26,7 @@ from typing import Any
 from workbench import __version__
 from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_options
 from workbench.engine import frames
+from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.limits import check_limits
 from workbench.engine.native import worker_command
@@ -159,6 +160,7 @@ class Coordinator:
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
+        self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
         self.status = "completed"
         self.dead: set[int] = set()
 
@@ -230,6 +232,7 @@ class Coordinator:
             if step.spec.target.managed and len(started.nodes) > 1:
                 yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
             monitor.watch(setup.system, *_stats_strategy(setup))
+            self._watch_hosts(step, started)
             tally = _StepTally(live={h.index for h in self.handles[:n]})
             await self._order(step, setup, n)
             async for event in self._collect(step, tally, monitor):
@@ -237,9 +240,13 @@ class Coordinator:
             final_figures = await monitor.refresh()
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
+            if self.hosts is not None and self.hosts.task is not None:
+                self.hosts.task.cancel()
             self._stop_server()
             raise
         await monitor.close()
+        if self.hosts is not None:
+            await self.hosts.close()
         self._stop_server()
         for event in self._finished(step, tally, final_figures):
             yield event
@@ -305,6 +312,21 @@ class Coordinator:
             # Per worker: a capacity of per-worker state is divided as the key space is.
             own = worker_options(setup.system, setup.connect_options, n, h.index)
             await h.send({**order, "system_options": own, "worker": h.index})
+
+    def _watch_hosts(self, step: Step, started: StepStarted) -> None:
+        """Poll the load machines' CPU when workers run on other machines (Ray nodes)."""
+        self.hosts = None
+        if not started.nodes:
+            return
+        handles = self.handles[: started.workers]
+        workers = {
+            node["host"]: [str(i) for i in node.get("worker_indices", [])] for node in started.nodes
+        }
+        launcher = self._launcher_now()
+        self.hosts = HostMonitor(
+            lambda: launcher.host_times(handles), workers, step.spec.load.interval / 2
+        )
+        self.hosts.start()
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
@@ -373,6 +395,8 @@ class Coordinator:
         if not step.spec.load.warmup_ops:
             warmup = step.spec.load.warmup
             asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
+            if self.hosts is not None:
+                asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, self.hosts.begin)
 
     async def _frames(
         self, tally: _StepTally, handles: list[Handle], tick: float | None = None
@@ -547,6 +571,8 @@ class Coordinator:
                 break
             stats = merged(parts.values(), concurrent=True)
             stats.server = {**stats.server, **monitor.sample()}
+            if self.hosts is not None and (hosts := self.hosts.sample()):
+                stats.server["hosts"] = hosts
             del tally.pending[index]
             tally.emitted.append(stats)
             events.append(Interval(self.run_id, step.index, index, tally.elapsed[index], stats))
