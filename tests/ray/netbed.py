@@ -98,15 +98,22 @@ class Host:
         return env | extra
 
     def command(self, argv: list[str]) -> list[str]:
-        """`argv` as run on this host: in its network, PID and mount namespaces."""
-        return ["nsenter", "-t", str(self.init), "-n", "-p", "-m", "--", *argv]
+        """`argv` as run on this host: in its network, PID and mount namespaces, in its HOME
+        (entering a mount namespace would otherwise leave it in /)."""
+        return ["nsenter", "-t", str(self.init), "-n", "-p", "-m", f"--wd={self.home}", "--", *argv]
 
     def run(
-        self, argv: list[str], timeout: float = 120, check: bool = True, **env: str
+        self,
+        argv: list[str],
+        timeout: float = 120,
+        check: bool = True,
+        stdin: str | None = None,
+        **env: str,
     ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
             self.command(argv),
             env=self.env(**env),
+            input=stdin or "",
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -322,8 +329,8 @@ def redis_on(host: Host, port: int = 6379, *extra: str) -> None:
 
 
 def redis_info(host: Host, field_name: str, port: int = 6379) -> str:
-    """One field of INFO, asked on the host's loopback."""
-    out = host.run(["redis-cli", "-p", str(port), "info"]).stdout
+    """One field of INFO, asked on the host itself."""
+    out = host.run(["redis-cli", "-h", host.address, "-p", str(port), "info"]).stdout
     for line in out.splitlines():
         if line.startswith(f"{field_name}:"):
             return line.split(":", 1)[1].strip()
