@@ -266,31 +266,46 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
+class _RayRecords(logging.Handler):
+    """On the root logger: records of Ray's loggers into the file, every other record as
+    Python would treat it without this handler (warnings and worse on stderr)."""
+
+    def __init__(self, file: TextIO) -> None:
+        super().__init__()
+        self.file = file
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == RAY_LOGGER or record.name.startswith(RAY_LOGGER + "."):
+            self.file.write(self.format(record) + "\n")
+        elif logging.lastResort is not None and record.levelno >= logging.lastResort.level:
+            logging.lastResort.handle(record)
+
+
 class RayLog:
     """Ray's own log lines, in a file: its loggers' records and what it prints on the driver.
 
+    Ray's loggers are caught on the root logger: `ray.init` clears the "ray" logger's
+    own handlers (and then warns, from its thread, that it set no SIGTERM handler).
     Ray prints the messages its raylets push to the driver (a node's last log lines when
     it dies, memory monitor warnings...) from a thread of its own, straight to
     sys.stdout: `ray._private.worker.print_to_stdstream`. Ray has no switch for that
     (`log_to_driver=False` covers the actors' output only), so the module's function is
-    replaced by one that writes here; `close` puts Ray's back.
+    replaced by one that writes here; `close` puts everything back.
     """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
-        self.handler = logging.StreamHandler(self.file)
-        self.handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-        )
+        self.handler = _RayRecords(self.file)
         logger = logging.getLogger(RAY_LOGGER)
         self.saved = (logger.level, logger.propagate, list(logger.handlers))
         for h in self.saved[2]:  # Ray's own stderr handler would draw under the TUI
             logger.removeHandler(h)
-        logger.addHandler(self.handler)
         logger.setLevel(logging.INFO)
-        logger.propagate = False
+        logger.propagate = True
+        logging.getLogger().addHandler(self.handler)
         from ray._private import worker as ray_worker
 
         self.ray_worker = ray_worker
@@ -304,8 +319,8 @@ class RayLog:
             self.file.write(f"{stamp} ({source}) {line}\n")
 
     def close(self) -> None:
+        logging.getLogger().removeHandler(self.handler)
         logger = logging.getLogger(RAY_LOGGER)
-        logger.removeHandler(self.handler)
         level, propagate, handlers = self.saved
         for h in handlers:
             logger.addHandler(h)
