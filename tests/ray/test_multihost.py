@@ -214,7 +214,7 @@ def test_a_host_that_joins_late_is_not_used_by_the_step_under_way(hosts: netbed.
         c.run(["ray", "stop"], check=False, **netbed.TOKEN)  # c leaves the cluster
 
 
-@pytest.mark.parametrize("engine", ["python"])
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_on_time(
     hosts: netbed.Bed, engine: str
 ) -> None:
