@@ -341,20 +341,13 @@ def start_redis(
     port = port or free_port(host)
     argv = [
         program,
-        "--port",
-        str(port),
-        "--bind",
-        host,
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--protected-mode",
-        "no",
-        "--daemonize",
-        "no",
-        "--dir",
-        tempfile.mkdtemp(prefix="workbench-redis-"),
+        "--port", str(port),
+        "--bind", host,
+        "--save", "",
+        "--appendonly", "no",
+        "--protected-mode", "no",
+        "--daemonize", "no",
+        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
     ]
     if maxmemory:
         argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
@@ -385,18 +378,12 @@ def start_memcached(
     port = port or free_port(host)
     argv = [
         program,
-        "-l",
-        host,
-        "-p",
-        str(port),
-        "-U",
-        "0",
-        "-m",
-        str(memory_mb),
-        "-I",
-        max_item_size,
-        "-t",
-        str(threads),
+        "-l", host,
+        "-p", str(port),
+        "-U", "0",
+        "-m", str(memory_mb),
+        "-I", max_item_size,
+        "-t", str(threads),
     ]
     if os.geteuid() == 0:
         argv += ["-u", "root"]  # memcached refuses to run as root without it
