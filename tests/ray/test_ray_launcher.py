@@ -87,6 +87,8 @@ async def test_a_node_lost_mid_run_is_reported_and_the_others_go_on(
     lost = [e for e in events if isinstance(e, Notice) and e.message.startswith("worker lost")]
     assert len(lost) == 1, [e.message for e in events if isinstance(e, Notice)]
     assert "Ray actor" in lost[0].message and "after measuring" in lost[0].message
+    # Lost when its intervals stopped, and told by the end of its last one.
+    assert "its last interval ended" in lost[0].message
     intervals = [e for e in events if isinstance(e, Interval)]
     assert [i.index for i in intervals] == list(range(24))  # the survivor measured to the end
     assert all(len(i.stats.cpu) == 1 for i in intervals[killed_after[0] + 12 :])

@@ -94,11 +94,11 @@ class _StepTally:
     measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
     lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
     go_at: float | None = None  # monotonic time the "go" was sent
-    heard: dict[int, float] = field(default_factory=dict)  # worker -> when its last interval came
-    last_elapsed: dict[int, float] = field(
-        default_factory=dict
-    )  # worker -> its last interval's end
-    last_index: dict[int, int] = field(default_factory=dict)  # worker -> its last interval's index
+    # Per worker, of its last measured interval: when it came (monotonic), where it ended
+    # (seconds into the measured phase) and its index.
+    heard: dict[int, float] = field(default_factory=dict)
+    last_elapsed: dict[int, float] = field(default_factory=dict)
+    last_index: dict[int, int] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
