@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Callable
 
 from workbench.engine.hostload import HostMonitor, Times
