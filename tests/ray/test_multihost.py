@@ -2,8 +2,8 @@
 
 srv (10.77.0.1) runs redis-server; a (10.77.0.2) is the Ray head and runs `workbench run`;
 b (10.77.0.3) is a Ray node. Every connection goes to those addresses or to a host's own
-loopback: the bed has no route anywhere else. The tests run in file order: the late
-join adds a host and removes it, the lost host comes last (it ends b).
+loopback: the bed has no route anywhere else. The late join adds a host and
+takes it out of the cluster; each lost-host run joins a host of its own and ends it.
 """
 
 from __future__ import annotations
@@ -218,17 +218,21 @@ def test_a_host_that_joins_late_is_not_used_by_the_step_under_way(hosts: netbed.
 def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_on_time(
     hosts: netbed.Bed, engine: str
 ) -> None:
-    a, b = hosts["a"], hosts["b"]
+    # A third load machine for this run alone: one worker on each of a, b and it; it dies.
+    a = hosts["a"]
+    doomed = hosts.add(f"lost-{engine}", 5 + sorted(ENGINES).index(engine))
+    netbed.copy_token((a.home / ".ray" / "auth_token").read_text(), doomed)
+    netbed.ray_join(doomed, a)
     killed: list[float] = []
 
-    def lose_b(t: float, line: str) -> None:
+    def lose_it(t: float, line: str) -> None:
         if line.startswith("[   3.0s]") and not killed:
-            raylets = b.pids("raylet")
+            raylets = doomed.pids("raylet")
             assert raylets
             for pid in raylets:  # its raylet, by pid...
                 os.kill(pid, signal.SIGKILL)
-            for pid in b.pids():  # ...and the rest of the machine with it
-                if pid != b.init:
+            for pid in doomed.pids():  # ...and the rest of the machine with it
+                if pid != doomed.init:
                     os.kill(pid, signal.SIGKILL)
             killed.append(t)
 
@@ -238,16 +242,17 @@ def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_o
         [
             *run_args(
                 a, f"load.duration={duration:g}", f"load.interval={interval:g}",
-                "load.workers=2", strategy=ENGINES[engine],
+                "load.workers=3", strategy=ENGINES[engine],
             ),
             "--allow-remote",
         ],
-        on_line=lose_b,
+        on_line=lose_it,
     )  # fmt: skip
     assert killed, out.text
+    assert re.search(rf"nodes: .*{re.escape(doomed.address)} \(1 CPUs, 1 worker", out.text)
     assert out.code == 0, out.text  # what is stored is what was measured
     (notice,) = [line for _, line in out.lines if "worker lost" in line]
-    assert "10.77.0.3" in notice, notice
+    assert doomed.address in notice, notice
     last = float(re.search(r"its last interval ended ([\d.]+) s", notice).group(1))  # type: ignore[union-attr]
     assert 3.0 <= last <= 4.0, notice
     ops = int(re.search(r"after measuring (\d+) ops", notice).group(1))  # type: ignore[union-attr]
@@ -262,3 +267,5 @@ def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_o
     run = last_run(a)
     assert run.status == "degraded" and run.steps[0].status == "degraded"
     assert len(run.steps[0].intervals) == duration / interval
+    # The two machines that stayed measured every interval to the end.
+    assert all(len(i.stats.cpu) == 2 for i in run.steps[0].intervals[4:])
