@@ -20,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import faulthandler
 import logging
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -337,6 +339,11 @@ def _init(address: str, logged: bool) -> None:
     thread", token advice) are silenced, since they would land on the TUI's screen."""
     if not logged:
         logging.getLogger(RAY_LOGGER).setLevel(logging.ERROR)
+    if not faulthandler.is_enabled():
+        # ray.init enables it on sys.stderr, which the TUI replaces by an object whose
+        # fileno() is -1: faulthandler then raises and ray.init fails. The real one works.
+        with contextlib.suppress(Exception):
+            faulthandler.enable(file=sys.__stderr__, all_threads=False)
     options: dict[str, Any] = {
         "log_to_driver": False,  # actors' stray prints stay in Ray's logs, not in the TUI
         "logging_level": logging.INFO if logged else logging.ERROR,
