@@ -123,6 +123,21 @@ def no_ray_lines(out: Output) -> None:
     assert "SIGTERM handler is not set" in Path(named).read_text()
 
 
+def test_the_hosts_reach_each_other_and_nothing_else(hosts: netbed.Bed) -> None:
+    for name in ("srv", "a", "b"):
+        routes = hosts.routes(name)
+        assert not any("default" in r for r in routes), routes
+        # Only the bed's own subnet and the host's loopback (and IPv6 link-local/multicast
+        # on its veth, which reach no further).
+        for route in routes:
+            where = (
+                route.split()[1]
+                if route.split()[0] in ("local", "broadcast", "multicast")
+                else route.split()[0]
+            )
+            assert where.startswith(("10.77.0.", "127.", "::1", "fe80::", "ff00::")), route
+
+
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_a_remote_target_is_refused_without_the_opt_in_and_nothing_connects(
     hosts: netbed.Bed, engine: str
