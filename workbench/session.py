@@ -22,9 +22,9 @@ from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
-from workbench.runner import this_runner
-from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.run_owner import this_runner
+from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.spec.steps import check_spec
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -83,8 +83,11 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
+    check_name(name or spec.name, "name")
     steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    check_limits(steps)  # once per step: here for a planned run, as they come for a search
+    if next_step is not None:
+        next_step = _limits_checked(next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -115,6 +118,18 @@ async def run(
         finished = RunFinished(run_id, "failed", f"{type(exc).__name__}: {exc}")
     store.record(finished)
     yield finished
+
+
+def _limits_checked(next_step: NextStep) -> NextStep:
+    """Each step asked for, checked against this machine's limits before it runs."""
+
+    def checked(last: Any) -> Any:
+        step = next_step(last)
+        if step is not None:
+            check_limits([step])
+        return step
+
+    return checked
 
 
 def list_runs(store: Store) -> list[Any]:

@@ -12,10 +12,10 @@ import socket
 
 import pytest
 from workbench_redis.resp import open_resp
+from workbench_redis.server import start_redis
 from workbench_redis.target import RedisTarget
 
 from workbench.adapter import AdapterError, error_kind
-from workbench.servers import start_redis
 
 
 @pytest.mark.redis

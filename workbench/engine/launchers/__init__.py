@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers.local import LocalLauncher
 from workbench.spec.model import Load
 
 
@@ -67,35 +67,6 @@ class Launcher(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-class LocalLauncher:
-    """Worker processes on this machine."""
-
-    @property
-    def cpus(self) -> int:
-        return os.cpu_count() or 1
-
-    async def launch(
-        self, count: int, first_index: int = 0, command: list[str] | None = None
-    ) -> list[WorkerHandle]:
-        handles = await launch_local(count, command)
-        for offset, h in enumerate(handles):
-            h.index = first_index + offset
-        return handles
-
-    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
-        return []
-
-    @property
-    def log_path(self) -> Path | None:
-        return None
-
-    async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
-        return {}
-
-    async def close(self) -> None:
-        return None
 
 
 RAY_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address on 127.0.0.1
