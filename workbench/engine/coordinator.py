@@ -238,7 +238,7 @@ class Coordinator:
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
         for h in self.handles[:n]:
-            await h.send(frames.StepOrder(step.spec, resolved, n, h.index).frame())
+            await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
