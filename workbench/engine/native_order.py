@@ -49,10 +49,10 @@ MIN_CONNECT_TIMEOUT = 0.1
 
 
 def compile_order(order: StepOrder) -> dict[str, Any]:
-    """The "native" part of a step order: its spec and resolved step (as this worker gets
-    them, `StepOrder.own`) compiled to numbers."""
+    """The "native" part of a step order: its spec and resolved step (this worker's own)
+    compiled to numbers."""
     spec, worker, workers = order.spec, order.worker, order.workers
-    own = order.own
+    own = order.resolved
     system, system_options, strategy_options = own.system, own.system_options, own.strategy_options
     plans = client_plans(spec, worker, workers)
     wl, load = spec.workload, spec.load
