@@ -21,6 +21,7 @@ from workbench.adapter import (
 )
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
+from workbench.tls import TLS_OPTIONS
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
@@ -84,6 +85,8 @@ def _start(options: dict[str, Any]) -> ServerProcess:
         policy=options["maxmemory_policy"],
         extra=("--io-threads", str(options["io_threads"])) if options["io_threads"] > 1 else (),
         binary=options["binary"],
+        tls=options["tls"],
+        tls_auth_clients=options["tls_auth_clients"],
     )
 
 
@@ -123,6 +126,7 @@ plugin = CacheSystem(
             ),
             Option("connect_timeout", "duration", 5.0, "give up connecting after", minimum=0.001),
             Option("timeout", "duration", 5.0, "fail a command unanswered so long", minimum=0.001),
+            *TLS_OPTIONS,
         )
     ),
     strategies=(
@@ -211,6 +215,13 @@ plugin = CacheSystem(
                 ),
                 Option("io_threads", "int", 1, "redis I/O threads", minimum=1, maximum=128),
                 Option("binary", "str", "", "redis-server program to run (empty: from PATH)"),
+                Option("tls", "bool", False, "TLS only, with a throw-away CA the client trusts"),
+                Option(
+                    "tls_auth_clients",
+                    "bool",
+                    False,
+                    "with tls: require a client certificate (mutual TLS)",
+                ),
             )
         ),
         start=_start,

@@ -18,6 +18,8 @@ import redis
 import redis.asyncio as aredis
 
 from workbench.adapter import AdapterError
+from workbench.servers import host_port
+from workbench.tls import tls_cause
 from workbench_redis.info import InfoReader
 from workbench_redis.resp import subscribe
 from workbench_redis.target import RedisTarget
@@ -25,6 +27,11 @@ from workbench_redis.target import RedisTarget
 
 def _px(ttl: float | None) -> int | None:
     return max(1, round(ttl * 1000)) if ttl else None
+
+
+def _tls_or_same(exc: redis.ConnectionError) -> Exception:
+    """A wrapped handshake failure as a ``tls`` error; any other lost connection unchanged."""
+    return tls_cause(exc, "redis") or exc
 
 
 class SyncClient:
@@ -38,18 +45,24 @@ class SyncClient:
             return self.r.get(key)  # type: ignore[return-value]
         except redis.ResponseError as exc:
             raise AdapterError("server", str(exc)) from exc
+        except redis.ConnectionError as exc:
+            raise _tls_or_same(exc) from exc
 
     def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
         try:
             self.r.set(key, value, px=_px(ttl))
         except redis.ResponseError as exc:
             raise AdapterError("server", str(exc)) from exc
+        except redis.ConnectionError as exc:
+            raise _tls_or_same(exc) from exc
 
     def delete(self, key: bytes) -> bool:
         try:
             return bool(self.r.delete(key))
         except redis.ResponseError as exc:
             raise AdapterError("server", str(exc)) from exc
+        except redis.ConnectionError as exc:
+            raise _tls_or_same(exc) from exc
 
     def close(self) -> None:
         return None
@@ -150,6 +163,11 @@ class AsyncPoolConnection(_AsyncConnection):
             return await self.r.execute_command(*args)
         except redis.ResponseError as exc:
             raise AdapterError("server", str(exc)) from exc
+        except redis.ConnectionError as exc:
+            failed = tls_cause(exc, host_port(self.target.host, self.target.port))
+            if failed is None:
+                raise
+            raise failed from exc
 
 
 class PipelineConnection(_AsyncConnection):
@@ -180,9 +198,11 @@ class PipelineConnection(_AsyncConnection):
                 try:
                     replies = await pipe.execute(raise_on_error=False)
                 except Exception as exc:
+                    address = host_port(self.target.host, self.target.port)
+                    failed = tls_cause(exc, address) or exc
                     for _, fut in batch:
                         if not fut.done():
-                            fut.set_exception(exc)
+                            fut.set_exception(failed)
                     continue
                 for (_, fut), reply in zip(batch, replies, strict=True):
                     if fut.done():

@@ -21,6 +21,7 @@ import hiredis
 
 from workbench.adapter import AdapterError
 from workbench.servers import host_port
+from workbench.tls import plain_port_timeout, tls_error
 from workbench_redis.target import RedisTarget
 
 P = TypeVar("P", bound=asyncio.Protocol)
@@ -104,6 +105,10 @@ class RespProtocol(asyncio.Protocol):
             self._abort(ConnectionError(f"bad reply stream from redis: {exc!r}"))
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        failed = tls_error(exc, "redis") if exc is not None else None
+        if failed is not None:  # e.g. the server wanted a client certificate (mutual TLS)
+            self._fail(failed)
+            return
         self._fail(ConnectionError(f"connection to redis lost: {exc or 'closed by the server'}"))
 
     # -- commands --
@@ -168,26 +173,36 @@ class RespProtocol(asyncio.Protocol):
 
 
 def _ssl_context(target: RedisTarget) -> ssl.SSLContext | None:
-    if not target.tls:
-        return None
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False  # loopback only: the name on a test certificate rarely fits
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+    return target.tls.context() if target.tls else None
 
 
 async def _connect(target: RedisTarget, protocol: Callable[[], P]) -> P:
     """A connection to the target; a refused or failed connect names the address."""
     loop = asyncio.get_running_loop()
-    connect = loop.create_connection(protocol, target.host, target.port, ssl=_ssl_context(target))
+    ctx = _ssl_context(target)
+    server_hostname = (target.tls.sni or None) if target.tls else None
+    connect = loop.create_connection(
+        protocol,
+        target.host,
+        target.port,
+        ssl=ctx,
+        server_hostname=server_hostname if ctx else None,
+    )
     try:
         _, proto = await asyncio.wait_for(connect, timeout=target.connect_timeout)
     except TimeoutError:
+        if target.tls:
+            raise plain_port_timeout(
+                host_port(target.host, target.port), target.connect_timeout
+            ) from None
         raise TimeoutError(
             f"connecting to redis at {host_port(target.host, target.port)} timed out after "
             f"{target.connect_timeout:g}s"
         ) from None
     except OSError as exc:
+        failed = tls_error(exc, host_port(target.host, target.port))
+        if failed is not None:
+            raise failed from None
         raise ConnectionRefusedError(
             f"cannot connect to redis at {host_port(target.host, target.port)}: "
             f"{exc.strerror or exc}"
@@ -205,6 +220,17 @@ async def open_resp(target: RedisTarget) -> RespProtocol:
             check(await proto.command(pack("AUTH", *auth)))
         if target.db:
             check(await proto.command(pack("SELECT", target.db)))
+        # One answered command before the load: a TLS port drops a plain client here, and a
+        # server that wants a client certificate says so here, outside any measured op.
+        check(await proto.command(pack("PING")))
+    except ConnectionError as exc:
+        proto.close()
+        if target.tls:
+            raise
+        raise ConnectionError(
+            f"redis at {host_port(target.host, target.port)} dropped the connection before "
+            f"answering ({exc}): is it a TLS port? (use rediss://)"
+        ) from None
     except BaseException:
         proto.close()
         raise

@@ -17,6 +17,7 @@ from redis.retry import Retry
 
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
+from workbench.tls import TlsSettings, tls_settings
 
 
 def no_retries(asyncio: bool) -> Any:
@@ -33,7 +34,7 @@ class RedisTarget:
     host: str
     port: int
     db: int
-    tls: bool
+    tls: TlsSettings | None
     username: str | None
     password: str | None
     connect_timeout: float
@@ -43,8 +44,19 @@ class RedisTarget:
         """Arguments for redis.Redis / redis.asyncio.Redis without an explicit pool."""
         kwargs = self._common(asyncio)
         if self.tls:
-            kwargs.update(ssl=True, ssl_cert_reqs=None)
+            kwargs.update(ssl=True, **self._ssl_kwargs())
         return kwargs
+
+    def _ssl_kwargs(self) -> dict[str, Any]:
+        tls = self.tls
+        assert tls is not None
+        return {
+            "ssl_cert_reqs": "none" if tls.insecure else "required",
+            "ssl_check_hostname": bool(tls.sni) and not tls.insecure,
+            "ssl_ca_certs": tls.ca or None,
+            "ssl_certfile": tls.cert or None,
+            "ssl_keyfile": tls.key or None,
+        }
 
     def pool_kwargs(self, asyncio: bool) -> dict[str, Any]:
         """Arguments for a redis-py connection pool (TLS is a connection class there)."""
@@ -55,11 +67,11 @@ class RedisTarget:
             if asyncio:
                 from redis.asyncio.connection import SSLConnection as AsyncSSL
 
-                kwargs.update(connection_class=AsyncSSL, ssl_cert_reqs=None)
+                kwargs.update(connection_class=AsyncSSL, **self._ssl_kwargs())
             else:
                 from redis.connection import SSLConnection
 
-                kwargs.update(connection_class=SSLConnection, ssl_cert_reqs=None)
+                kwargs.update(connection_class=SSLConnection, **self._ssl_kwargs())
         return kwargs
 
     def _common(self, asyncio: bool) -> dict[str, Any]:
@@ -115,7 +127,7 @@ def parse_target(options: dict[str, Any]) -> RedisTarget:
         host=host,
         port=port,
         db=db,
-        tls=parts.scheme == "rediss",
+        tls=tls_settings(options, "target.options") if parts.scheme == "rediss" else None,
         username=username,
         password=password,
         connect_timeout=float(options["connect_timeout"]),
