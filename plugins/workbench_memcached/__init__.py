@@ -61,6 +61,7 @@ from workbench.adapter import (
 )
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
+from workbench.tls import TLS_OPTIONS, TlsSettings, tls_settings
 from workbench_memcached.protocol import (
     Address,
     Links,
@@ -171,8 +172,14 @@ class BlockingClient:
                 client.close()
 
 
+def _tls(system: dict[str, Any]) -> TlsSettings | None:
+    return tls_settings(system, "target.options") if system["tls"] else None
+
+
 def _client_options(system: dict[str, Any]) -> dict[str, Any]:
+    tls = _tls(system)
     return {
+        "tls_context": tls.context() if tls else None,
         "connect_timeout": system["connect_timeout"] or None,
         "timeout": system["timeout"] or None,
         "no_delay": system["no_delay"],
@@ -182,7 +189,9 @@ def _client_options(system: dict[str, Any]) -> dict[str, Any]:
 
 async def _stats_links(system: dict[str, Any], servers: list[Address]) -> Links:
     """One connection per server for ``stats``; opening them checks that all answer."""
-    links = Links(servers, 1, system["connect_timeout"], system["timeout"], system["no_delay"])
+    links = Links(
+        servers, 1, system["connect_timeout"], system["timeout"], system["no_delay"], _tls(system)
+    )
     await links.open_all()
     return links
 
@@ -254,6 +263,7 @@ async def _connect_multiplexed(
         system["connect_timeout"],
         system["timeout"],
         system["no_delay"],
+        _tls(system),
     )
     try:
         await links.open_all()
@@ -294,6 +304,8 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
         max_item_size=options["max_item_size"],
         threads=options["threads"],
         binary=options["binary"],
+        tls=options["tls"],
+        tls_auth_clients=options["tls_auth_clients"],
     )
 
 
@@ -331,6 +343,8 @@ plugin = CacheSystem(
                 "time to wait for a reply before it is an error (0: none)",
             ),
             Option("no_delay", "bool", True, "set TCP_NODELAY (send small requests at once)"),
+            Option("tls", "bool", False, "speak TLS to every server (memcached -Z)"),
+            *TLS_OPTIONS,
         )
     ),
     placement=_placement,
@@ -412,6 +426,15 @@ plugin = CacheSystem(
                 ),
                 Option("threads", "int", THREADS, "server threads (-t)", minimum=1),
                 Option("binary", "str", "", "memcached program to run (empty: from PATH)"),
+                Option(
+                    "tls", "bool", False, "TLS only (-Z), with a throw-away CA the client trusts"
+                ),
+                Option(
+                    "tls_auth_clients",
+                    "bool",
+                    False,
+                    "with tls: require a client certificate (mutual TLS)",
+                ),
             )
         ),
         start=start_server,

@@ -27,6 +27,7 @@ from typing import Any
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
+from workbench.tls import TlsSettings, plain_port_timeout, tls_error
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3
 DEFAULT_PORT = 11211
@@ -184,7 +185,13 @@ class Wire(asyncio.Protocol):
             self.watch = self.loop.call_later(self.link.timeout / 4, self._tick)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        failed = tls_error(exc, self.link.address) if exc is not None else None
+        if failed is not None:  # e.g. the server wanted a client certificate (mutual TLS)
+            self.fail(AdapterError, str(failed), "tls")
+            return
         reason = f": {exc}" if exc else ""
+        if self.link.ssl is None and not self.replies:
+            reason += " before any reply (is it a TLS port? set target.options.tls = true)"
         self.fail(
             ConnectionResetError, f"memcached at {self.link.address} closed the connection{reason}"
         )
@@ -371,8 +378,11 @@ class Link:
         timeout: float,
         no_delay: bool,
         loop: asyncio.AbstractEventLoop,
+        tls: TlsSettings | None = None,
     ) -> None:
         self.host, self.port = address
+        self.tls = tls
+        self.ssl = tls.context() if tls else None
         self.address = address_text(address)
         self.connect_timeout = connect_timeout
         self.timeout = timeout
@@ -393,15 +403,28 @@ class Link:
 
     async def _open(self) -> Wire:
         try:
-            connect = self.loop.create_connection(lambda: Wire(self), self.host, self.port)
+            connect = self.loop.create_connection(
+                lambda: Wire(self),
+                self.host,
+                self.port,
+                ssl=self.ssl,
+                server_hostname=((self.tls.sni or None) if self.tls else None)
+                if self.ssl
+                else None,
+            )
             try:
                 _, wire = await asyncio.wait_for(connect, self.connect_timeout or None)
             except TimeoutError:
+                if self.tls:
+                    raise plain_port_timeout(self.address, self.connect_timeout) from None
                 raise TimeoutError(
                     f"connecting to memcached at {self.address} timed out "
                     f"after {self.connect_timeout:g}s"
                 ) from None
             except OSError as exc:
+                failed = tls_error(exc, self.address)
+                if failed is not None:
+                    raise failed from None
                 raise ConnectionRefusedError(
                     f"cannot connect to memcached at {self.address}: {exc.strerror or exc}"
                 ) from None
@@ -437,10 +460,11 @@ class Links:
         connect_timeout: float,
         timeout: float,
         no_delay: bool,
+        tls: TlsSettings | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         self.groups = [
-            [Link(a, connect_timeout, timeout, no_delay, loop) for _ in range(per_server)]
+            [Link(a, connect_timeout, timeout, no_delay, loop, tls) for _ in range(per_server)]
             for a in servers
         ]
         self.all = [link for group in self.groups for link in group]
@@ -471,6 +495,8 @@ class Links:
         for result in results:
             if isinstance(result, BaseException):
                 self.close()
+                if isinstance(result, AdapterError):  # a TLS failure keeps its kind
+                    raise result
                 raise TargetError(str(result), where) from None
 
     def close(self) -> None:

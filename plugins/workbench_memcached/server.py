@@ -8,7 +8,9 @@ the tests all start memcached through `start_memcached`.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from workbench.servers import (
     LOOPBACK,
@@ -18,6 +20,7 @@ from workbench.servers import (
     program_version,
     require_program,
 )
+from workbench.tls_certs import make_tls_files
 
 MEMORY_MB = 256  # -m: memory for items, MiB
 MAX_ITEM_SIZE = 2 * 1024 * 1024  # -I: the largest item, bytes
@@ -32,10 +35,29 @@ def start_memcached(
     threads: int = THREADS,
     extra: Sequence[str] = (),
     binary: str = "",
+    tls: bool = False,
+    tls_auth_clients: bool = False,
 ) -> ServerProcess:
-    """A throw-away memcached on loopback (UDP off)."""
+    """A throw-away memcached on loopback (UDP off). With `tls`, TLS only (-Z) with
+    certificates made in its scratch directory; `tls_auth_clients` requires a client
+    certificate (mutual TLS)."""
     program = require_program("memcached", "memcached", binary)
     port = port or free_port(host)
+    target_options: dict[str, object] = {"servers": [f"{host}:{port}"]}
+    scratch = None
+    tls_argv: list[str] = []
+    if tls:
+        scratch = Path(tempfile.mkdtemp(prefix="workbench-memcached-"))  # removed at its stop
+        files = make_tls_files(scratch)
+        verify = "2" if tls_auth_clients else "0"  # 2: require a client certificate
+        tls_argv = [
+            "-Z",
+            "-o", f"ssl_chain_cert={files.server_cert},ssl_key={files.server_key},"
+            f"ssl_ca_cert={files.ca},ssl_verify_mode={verify}",
+        ]  # fmt: skip
+        target_options = {**target_options, "tls": True, "tls_ca": str(files.ca)}
+        if tls_auth_clients:
+            target_options.update(tls_cert=str(files.client_cert), tls_key=str(files.client_key))
     argv = [
         program,
         "-l", host,
@@ -47,7 +69,7 @@ def start_memcached(
     ]  # fmt: skip
     if os.geteuid() == 0:
         argv += ["-u", "root"]  # memcached refuses to run as root without it
-    argv += list(extra)
+    argv += tls_argv + list(extra)
     raw = program_version([program, "-V"])
     return launch(
         "memcached",
@@ -55,5 +77,6 @@ def start_memcached(
         host,
         port,
         version=raw or "memcached",
-        target_options={"servers": [f"{host}:{port}"]},
+        target_options=target_options,
+        scratch=scratch,
     )
