@@ -53,6 +53,8 @@ pub struct Conn {
     pub progress: u64,
     /// Why it was last dropped (kind, message): what a step that cannot start says.
     pub failure: Option<(String, String)>,
+    /// TLS state (rediss://, memcached tls, https://); None for plain TCP.
+    pub tls: Option<crate::tls::Session>,
 }
 
 impl Conn {
@@ -69,6 +71,7 @@ impl Conn {
             backoff: BACKOFF_START,
             progress: 0,
             failure: None,
+            tls: None,
         }
     }
 

@@ -97,12 +97,10 @@ pub fn codec_for(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
 fn redis(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
     let where_ = "target.options.url";
     let url = t.options["url"].as_str().unwrap_or("");
-    let rest = url.strip_prefix("redis://").ok_or_else(|| {
-        format!(
-            "{}: the native engine speaks redis:// (no TLS); got {:?}",
-            where_, url
-        )
-    })?;
+    let rest = url
+        .strip_prefix("redis://")
+        .or_else(|| url.strip_prefix("rediss://")) // TLS: tls.rs
+        .ok_or_else(|| format!("{}: expected redis:// or rediss://; got {:?}", where_, url))?;
     let (auth, rest) = match rest.rfind('@') {
         Some(i) => (Some(&rest[..i]), &rest[i + 1..]),
         None => (None, rest),

@@ -156,6 +156,7 @@ impl<'a> Run<'a> {
     /// Open (or reopen) a connection; the handshake (AUTH, SELECT) is queued first.
     pub fn open(&mut self, ci: usize, si: usize) -> Result<(), String> {
         let token = self.token(ci, si);
+        let tls = self.tls_session()?;
         let conn = &mut self.clients[ci].conns[si];
         if conn.sock.is_none() && conn.retry_at > 0 {
             self.down -= 1;
@@ -170,6 +171,7 @@ impl<'a> Run<'a> {
             .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| e.to_string())?;
         conn.sock = Some(sock);
+        conn.tls = tls;
         conn.connected = false;
         conn.out.clear();
         conn.out_pos = 0;
@@ -391,6 +393,10 @@ impl<'a> Run<'a> {
             if sock.peer_addr().is_err() {
                 return; // still connecting
             }
+            if k.tls.is_some() {
+                self.tls_writable(ci, si); // connected once the handshake is done (tls.rs)
+                return;
+            }
             k.connected = true;
             k.backoff = BACKOFF_START;
             if self.mode != Mode::Idle {
@@ -403,6 +409,10 @@ impl<'a> Run<'a> {
     pub fn flush(&mut self, ci: usize, si: usize) {
         let k = &mut self.clients[ci].conns[si];
         if !k.connected {
+            return;
+        }
+        if k.tls.is_some() {
+            self.tls_flush(ci, si);
             return;
         }
         let sock = match k.sock.as_mut() {
@@ -427,6 +437,10 @@ impl<'a> Run<'a> {
     }
 
     fn on_readable(&mut self, ci: usize, si: usize, closing: bool) {
+        if self.clients[ci].conns[si].tls.is_some() {
+            self.tls_readable(ci, si);
+            return;
+        }
         let mut closed: Option<String> = None;
         {
             let k = &mut self.clients[ci].conns[si];
@@ -480,7 +494,7 @@ impl<'a> Run<'a> {
     }
 
     /// Parse every complete reply, record it, refill the pipeline, then write once.
-    fn consume(&mut self, ci: usize, si: usize) {
+    pub(crate) fn consume(&mut self, ci: usize, si: usize) {
         let now = now_ns();
         let mut pos = 0;
         let mut close_after = false;
@@ -550,6 +564,7 @@ impl<'a> Run<'a> {
         if let Some(mut s) = k.sock.take() {
             let _ = self.eng.poll.registry().deregister(&mut s);
         }
+        k.tls = None;
         let was_connected = k.connected;
         k.failure = Some((kind.to_string(), message.to_string()));
         k.connected = false;

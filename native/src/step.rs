@@ -50,6 +50,8 @@ pub struct Run<'a> {
     pub due_before: u64,
     /// How early the timer is armed ahead of a send (open loop).
     pub tuner: WakeTuner,
+    /// The step's TLS (tls.rs); None for plain TCP.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -104,6 +106,7 @@ impl<'a> Run<'a> {
                     .into(),
             );
         }
+        let tls = crate::tls::config_for(&order.system, &order.target)?;
         let kinds = Kinds {
             get: order.kind_index("get")?,
             set: order.kind_index("set")?,
@@ -138,6 +141,7 @@ impl<'a> Run<'a> {
             remaining: None,
             budget_stops: false,
             phase_over: false,
+            tls,
             spent_at: 0,
             prefill: VecDeque::new(),
             prefill_sizes: None,
@@ -204,6 +208,15 @@ impl<'a> Run<'a> {
         while !self.all_connected() {
             if let Some((kind, e)) = self.first_dead() {
                 self.eng.error(&kind, &e);
+                return Some("failed");
+            }
+            if now_ns() >= limit && self.tls.is_some() {
+                let secs = self.order.connect_timeout_ns as f64 / 1e9;
+                let msg = format!(
+                    "TLS: no handshake answer within {}s: is it a plain (non-TLS) port?",
+                    secs
+                );
+                self.eng.error("tls", &msg);
                 return Some("failed");
             }
             if now_ns() >= limit {

@@ -1,0 +1,126 @@
+"""The native engine over TLS (rustls) against real servers: managed TLS redis and
+memcached, pipelined, mutual TLS with and without a client certificate, a wrong CA, and a
+TLS client on a plain port (a clear `tls` failure, no hang)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import collect, finished
+from workbench_redis.server import start_redis
+
+from workbench.events import StepFinished
+from workbench.servers import ServerProcess
+from workbench.store import Store
+from workbench.tls_certs import make_tls_files
+
+LOAD = ["load.ops=2000", "load.workers=1", "load.concurrency=4", "strategy.name=native"]
+
+
+@pytest.fixture(scope="module")
+def tls_redis() -> Iterator[ServerProcess]:
+    with start_redis(tls=True) as server:
+        yield server
+
+
+async def one_step(tmp_path: Path, overrides: list[str]) -> StepFinished:
+    events = await collect([*LOAD, *overrides], Store(tmp_path / "runs.sqlite"))
+    (step,) = finished(events)
+    return step
+
+
+@pytest.mark.parametrize("system", ["redis", "memcached"])
+@pytest.mark.parametrize("pipeline", [1, 16])
+async def test_a_managed_tls_server_is_loaded_without_errors(
+    system: str, pipeline: int, tmp_path: Path
+) -> None:
+    step = await one_step(
+        tmp_path,
+        [
+            f"target.system={system}",
+            "target.managed=true",
+            "target.server.tls=true",
+            f"strategy.options.pipeline={pipeline}",
+        ],
+    )
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}
+
+
+@pytest.mark.parametrize("system", ["redis", "memcached"])
+async def test_mutual_tls_with_a_client_certificate(system: str, tmp_path: Path) -> None:
+    step = await one_step(
+        tmp_path,
+        [
+            f"target.system={system}",
+            "target.managed=true",
+            "target.server.tls=true",
+            "target.server.tls_auth_clients=true",
+        ],
+    )
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}
+
+
+async def test_mutual_tls_without_a_client_certificate_is_a_tls_failure(tmp_path: Path) -> None:
+    with start_redis(tls=True, tls_auth_clients=True) as server:
+        step = await one_step(
+            tmp_path,
+            [
+                "target.system=redis",
+                f"target.options.url={server.target_options['url']}",
+                f"target.options.tls_ca={server.target_options['tls_ca']}",
+            ],
+        )
+    assert step.status == "failed"
+    assert "TLS" in step.reason
+
+
+async def test_a_wrong_ca_is_one_line_naming_the_reason(
+    tls_redis: ServerProcess, tmp_path: Path
+) -> None:
+    other = make_tls_files(tmp_path)
+    step = await one_step(
+        tmp_path,
+        [
+            "target.system=redis",
+            f"target.options.url={tls_redis.target_options['url']}",
+            f"target.options.tls_ca={other.ca}",
+        ],
+    )
+    assert step.status == "failed"
+    assert "does not verify" in step.reason  # same CA name, other key: BadSignature
+    assert "\n" not in step.reason
+
+
+async def test_tls_insecure_skips_verification(tls_redis: ServerProcess, tmp_path: Path) -> None:
+    other = make_tls_files(tmp_path)
+    step = await one_step(
+        tmp_path,
+        [
+            "target.system=redis",
+            f"target.options.url={tls_redis.target_options['url']}",
+            f"target.options.tls_ca={other.ca}",
+            "target.options.tls_insecure=true",
+        ],
+    )
+    assert step.status == "completed", step.reason
+
+
+async def test_a_tls_client_on_a_plain_port_fails_clearly(
+    redis_server: ServerProcess, tls_redis: ServerProcess, tmp_path: Path
+) -> None:
+    url = redis_server.target_options["url"].replace("redis://", "rediss://")
+    step = await one_step(
+        tmp_path,
+        [
+            "target.system=redis",
+            f"target.options.url={url}",
+            f"target.options.tls_ca={tls_redis.target_options['tls_ca']}",
+            "target.options.connect_timeout=1",
+        ],
+    )
+    assert step.status == "failed"
+    assert "TLS" in step.reason and "plain" in step.reason
