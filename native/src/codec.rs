@@ -45,6 +45,9 @@ impl Codec {
             (Codec::Http(h), Req::Get) => h.get(out, key),
             (Codec::Http(h), Req::Set) => h.set(out, key, value, ttl),
             (Codec::Http(h), Req::Delete) => return h.delete(out, key),
+            (Codec::Resp(r), Req::Publish) => r.publish(out, key, value),
+            // Pub/sub is Redis's: counted as unsupported, never sent.
+            (_, Req::Publish) => return false,
             (_, Req::Hello) => {}
         }
         true

@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 
 const STDIN: Token = Token(0);
 const TIMER: Token = Token(1);
-const FIRST_CONN: usize = 2;
+pub const FIRST_CONN: usize = 2; // then the clients' connections, then subscribers'
 const BACKOFF_START: u64 = 1_000_000; // 1 ms, doubled up to BACKOFF_MAX after each failure
 const BACKOFF_MAX: u64 = 250_000_000;
 const HOUSEKEEPING: u64 = 50_000_000;
@@ -332,6 +332,8 @@ impl<'a> Run<'a> {
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
+                // Past the clients' connections: a subscriber's (pubsub.rs).
+                self.subscriber_event(t - self.clients.len() * per, closing);
                 continue;
             }
             if writable {

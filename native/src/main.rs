@@ -16,6 +16,7 @@ mod order;
 mod pacing;
 mod probe;
 mod proto;
+mod pubsub;
 mod record;
 mod resp;
 mod rng;
