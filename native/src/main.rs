@@ -12,6 +12,7 @@ mod http;
 mod io;
 mod issue;
 mod memcache;
+mod meta;
 mod order;
 mod pacing;
 mod probe;

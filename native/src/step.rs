@@ -65,6 +65,7 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
     let target = Target {
         system: &order.system,
         options: &order.target,
+        strategy: &frame["native"]["strategy_options"],
         allow_remote: order.allow_remote,
         placement: order.placement.as_deref(),
     };

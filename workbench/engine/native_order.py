@@ -83,6 +83,8 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "phases": _phases(spec, len(plans)),
         "open_loop": load.rate is not None,
         "pipeline": max(1, int(strategy_options.get("pipeline", 1))),
+        # The codec reads its own (memcached's `protocol`).
+        "strategy_options": dict(strategy_options),
         "timeout_ns": _ns(system_options.get("timeout")),
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
