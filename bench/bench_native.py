@@ -15,9 +15,12 @@ server used (% of one core over the measured time). GET of 100-byte values that 
 - Redis pub/sub: native publishers with 2 subscribers on one channel against
   redis-benchmark running `PUBLISH wb:ch:0 <1 KiB>` as a command line, with 2 redis-cli
   subscribers attached; both publish rates, and the native deliveries against expected.
+- memcached's meta protocol (mg/ms/md) against its text protocol, both native, on one
+  server (memtier has no meta mode).
 
 Usage: python bench/bench_native.py [seconds per measurement] [pairs] [sections]
-(sections: a comma list of redis, memcached, http, recording, pubsub; default all)
+(sections: a comma list of redis, memcached, http, recording, pubsub,
+meta; default all)
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
 """
 
@@ -71,10 +74,13 @@ def _frame(message: dict[str, Any]) -> bytes:
 
 
 def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, seconds: float,
-          prefill: bool) -> Spec:  # fmt: skip
+          prefill: bool, protocol: str = "") -> Spec:  # fmt: skip
     data = spec_to_dict(Spec())
     data["target"] = {"system": system, "options": options}
-    data["strategy"] = {"name": "native", "options": {"pipeline": pipeline} if pipeline > 1 else {}}
+    strategy: dict[str, Any] = {"pipeline": pipeline} if pipeline > 1 else {}
+    if protocol:
+        strategy["protocol"] = protocol
+    data["strategy"] = {"name": "native", "options": strategy}
     data["workload"].update(
         mix={"get": 1.0}, keys=KEYS, value_size=str(VALUE), prefill=prefill, key_length=16
     )
@@ -446,6 +452,26 @@ def main() -> None:
                         pair_line(label, ref, wb, (sref, swb))
                         + f" (native delivered {got[0]:,} of {got[1]:,})"
                     )
+    if "meta" in sections:
+        print("\nmemcached meta protocol vs text protocol, both native, one server (-t 1)")
+        with start_memcached(threads=1, memory_mb=256) as memc:
+            mopts = {"servers": memc.target_options["servers"]}
+            native(binary, _spec("memcached", mopts, 16, 1, 0.5, prefill=True))
+            for label, c, p in (("c=16 P=1", 16, 1), ("c=4 P=16", 4, 16)):
+                for _ in range(pairs):
+                    text, stext = measured(
+                        [memc.pid],
+                        lambda c=c, p=p: native(
+                            binary, _spec("memcached", mopts, c, p, seconds, False)
+                        ),
+                    )
+                    meta, smeta = measured(
+                        [memc.pid],
+                        lambda c=c, p=p: native(
+                            binary, _spec("memcached", mopts, c, p, seconds, False, "meta")
+                        ),
+                    )
+                    print(pair_line(f"{label} text (ref) vs meta", text, meta, (stext, smeta)))
     if "recording" not in sections:
         return
     print("\nRecording cost: native vs a build that records nothing (Redis, 64 in flight)")
