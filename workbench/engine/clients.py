@@ -23,6 +23,7 @@ from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.plans import ClientPlan
+from workbench.engine.timer import Wakeups
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -59,6 +60,7 @@ class LoadState:
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
+    wakeups: Wakeups | None = None  # open loop: the worker's precise timer (engine/timer.py)
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -68,6 +70,8 @@ class LoadState:
     def halt(self) -> None:
         self.running = False
         self.halted.set()
+        if self.wakeups is not None:  # called on the loop's thread
+            self.wakeups.release_all()
         self.begun.set()
         self.begun_threads.set()
 
@@ -181,14 +185,20 @@ async def async_client(
 
 
 async def _until_due(due: int, state: LoadState) -> bool:
-    """Sleep until `due` (perf_counter_ns); False if the load ended meanwhile.
+    """Wait until `due` (perf_counter_ns); False if the load ended meanwhile.
 
-    uvloop's timers have millisecond resolution and may fire early: sleep again until
+    The worker's timerfd (`Wakeups`) wakes a client at its instant. Without one, sleep:
+    uvloop's timers have millisecond resolution and may fire early, so sleep again until
     the time has truly come (an early send was once a negative latency).
     """
     perf = time.perf_counter_ns
-    while (ahead := due - perf()) > 0 and state.running:
-        await asyncio.sleep(ahead / 1e9)
+    wakeups = state.wakeups
+    if wakeups is not None:
+        if state.running:
+            await wakeups.until(due)
+    else:
+        while (ahead := due - perf()) > 0 and state.running:
+            await asyncio.sleep(ahead / 1e9)
     return state.running and due < state.end_ns
 
 
