@@ -54,6 +54,8 @@ VERDICT_STYLE = {
     "machine-bound": "magenta",
     "generator-bound": "yellow",
     "fell behind": "red",
+    "server stalled": "red",
+    "too few clients": "yellow",
     "on schedule": "green",
     "latency-bound": "blue",
 }

