@@ -5,11 +5,11 @@ Both loops (asyncio clients and one thread per blocking client) share the pacing
 (`accounting.record`); they differ only in how a call is made and how they sleep.
 
 The stopwatch: `perf_counter_ns()` before and after each op. In open loop each op has an
-intended start on the client's schedule. If the client was still busy with its previous
-op at that time, latency runs from the intended start (the wait is the server's doing:
-coordinated omission is corrected); if the client was idle and its timer woke it late,
-the lateness is the generator's own, and latency runs from the send. Either way the
-send lag (send minus intended start) is recorded in its own histogram.
+intended start on the client's schedule, and docs/frames.md ("Latency") says where its
+latency starts (`stopwatch_start`): from the intended start if the client was still busy
+then (the wait is the server's doing: coordinated omission is corrected), from the send
+if it was idle and its timer woke it late (the lateness is the generator's own). Either
+way the send lag (send minus intended start) is recorded in its own histogram.
 """
 
 from __future__ import annotations
@@ -99,9 +99,18 @@ class Pacer:
         return due
 
 
-def stopwatch_start(due: int, sent: int, last_end: int) -> int:
-    """Where an open-loop op's latency starts (see the module's docstring)."""
-    return due if last_end > due else sent
+def stopwatch_start(due: int, sent: int, last_end: int, run_began: int) -> tuple[int, int]:
+    """Where an open-loop op's latency starts (docs/frames.md, "Latency"), and when the
+    client's current run of back-to-back ops began (kept for its next op).
+
+    Busy at the intended start (its previous op ended after it): from the intended start,
+    but never before the run began: time the client spent idle before that, waiting for
+    its own late timer, is the generator's, not the server's. Idle: from the send, which
+    begins a run.
+    """
+    if last_end > due:
+        return max(due, run_began), run_began
+    return sent, sent
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,7 @@ async def async_client(
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
-    due = last_end = count = seq = 0
+    due = last_end = run_began = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
             break  # the load ended, or this op's time is past the end
@@ -150,7 +159,7 @@ async def async_client(
         t0 = perf()
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
-            t0 = stopwatch_start(due, t0, last_end)
+            t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         got, sent, expected = None, size, 0
         try:
             if code in (GET, CACHE_ASIDE):
@@ -244,7 +253,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     lock = state.lock
-    due = last_end = 0
+    due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
             due = pacer.take()
@@ -263,7 +272,7 @@ def thread_client(
         t0 = perf()
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
-            t0 = stopwatch_start(due, t0, last_end)
+            t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         failure: Exception | None = None
         set_ns = -1
         got = None
