@@ -7,8 +7,8 @@ Every step gets one of:
   workload.
 - **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
   (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or it was
-  that busy with other processes (a starved worker looks idle) and the load did not fall
-  behind for want of replies (next rule). The figure is a lower bound of both sides.
+  that busy with other processes (a starved worker looks idle, and reads replies late)
+  and the step shows no server stall. The figure is a lower bound of both sides.
 - **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
   headroom. The figure is a lower bound of the server's capacity.
 - **fell behind** (open loop): the generator could not keep its schedule — fewer than
@@ -23,7 +23,8 @@ Every step gets one of:
   (rate x p50 latency at most `STALL_ROOM` of them). Ops due meanwhile went out late or
   never; the latencies include the wait (coordinated omission corrected).
 - **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
-  while the workers idled, with no such stall: each client has one op in flight, and at
+  while the workers idled on a machine with CPUs to spare, with no such stall: each
+  client has one op in flight, and at
   this latency they cannot carry the rate (rate x p50 latency says how many it needs).
 - **on schedule** (open loop): the offered rate was kept and neither side was busy. The
   latencies are the server's and the network's at this rate (an idle client's latency
@@ -34,9 +35,11 @@ Every step gets one of:
   workbench); every face then leaves the verdict out.
 
 The rules are tried in that order: a busy server explains a figure before a busy machine,
-and a busy machine before a busy worker (adding workers to a full machine helps nothing);
-a schedule missed for want of replies (no late sends) comes before a machine other
-processes fill. No verdict of a step that kept its schedule advises a lower rate.
+and a busy machine before a busy worker (adding workers to a full machine helps nothing).
+A machine other processes fill comes next when idle clients sent late (starved), then a
+server stall (its signature is plain even on a full machine), then the full machine
+again (a starved worker's clients seem to wait on replies), then too few clients. No
+verdict of a step that kept its schedule advises a lower rate.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
@@ -371,11 +374,16 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
-        found = _waited(totals, context, (lat_p50, lat_max), behind, (schedule, cpu), figures)
-        if found is not None:
-            return found
-    if full:
+        stall = _stall(totals, context, (lat_p50, lat_max), (schedule, cpu), figures)
+        if stall is not None:
+            return stall
+    if full:  # a starved worker reads replies late too: nothing here is the server's alone
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if open_loop and behind:
+        need = f"rate x p50 latency needs {figures['in_flight_needed']:,.1f} ops in flight"
+        if context.clients is not None:
+            need += f", {context.clients} clients"
+        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
     if open_loop and totals.offered:
         return Verdict(ON_SCHEDULE, both, figures)
     if not usage.recorded:
@@ -383,20 +391,18 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     return Verdict(LATENCY_BOUND, both, figures)
 
 
-def _waited(
+def _stall(
     totals: Stats,
     context: Context,
     latency: tuple[int, int],
-    behind: bool,
     texts: tuple[str, str],
     figures: dict[str, Any],
 ) -> Verdict | None:
-    """Clients that waited on replies while the workers idled: a stalled server, too few
-    clients, or (None) a kept schedule whose late sends were queueing behind slow answers.
+    """Clients that waited on replies while the workers idled: a stalled server, or None.
 
-    Little's law tells a stall from a shortage: a typical op (p50) at the offered rate
-    keeps rate x p50 ops in flight. Well under the clients, they had room to spare, and
-    the shortfall came from a few waits far longer than that.
+    Little's law tells a stall from a shortage of clients: a typical op (p50) at the
+    offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
+    spare, and the shortfall came from a few waits far longer than a typical op.
     """
     p50, longest = latency
     schedule, cpu = texts
@@ -405,15 +411,10 @@ def _waited(
     figures["in_flight_needed"] = needed
     clients = context.clients
     room = clients is None or needed <= STALL_ROOM * clients
-    if room and longest >= STALL_FACTOR * max(p50, 1):
-        wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
-        return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
-    if not behind:
+    if not (room and longest >= STALL_FACTOR * max(p50, 1)):
         return None
-    need = f"rate x p50 latency needs {needed:,.1f} ops in flight"
-    if clients is not None:
-        need += f", {clients} clients"
-    return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
+    wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
 
 
 def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:
