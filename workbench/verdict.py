@@ -369,8 +369,9 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         kind = FELL_BEHIND if open_loop and (behind or lagged) else GENERATOR_BOUND
         return Verdict(kind, _join(cpu, schedule), figures)
     # A busy client sends late by as much as it waited on the answer before, which its
-    # latency (run from the intended start) holds too; an idle client woken late does not.
-    waited = lagged and lag_p99 is not None and lat_p99 >= lag_p99
+    # latency (run from the intended start) holds too; an idle client woken late does not
+    # (its latency runs from the send: far below the lag).
+    waited = lagged and lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
