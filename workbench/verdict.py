@@ -20,12 +20,12 @@ Every step gets one of:
   (fewer than `KEPT_SCHEDULE` of the offered ops issued, or sends late by about as much
   as the latency, which for a busy client runs from the intended start), and one wait
   was at least `STALL_FACTOR` times the p50 while a typical op left the clients room
-  (rate x p50 latency at most `STALL_ROOM` of them). Ops due meanwhile went out late or
-  never; the latencies include the wait (coordinated omission corrected).
+  (rate x p50 latency below `STALL_ROOM` times the clients). Ops due meanwhile went out
+  late or never; the latencies include the wait (coordinated omission corrected).
 - **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
   while the workers idled on a machine with CPUs to spare, with no such stall: each
-  client has one op in flight, and at
-  this latency they cannot carry the rate (rate x p50 latency says how many it needs).
+  client has one op in flight, and at this latency they cannot carry the rate (rate x
+  p50 latency says how many it needs).
 - **on schedule** (open loop): the offered rate was kept and neither side was busy. The
   latencies are the server's and the network's at this rate (an idle client's latency
   runs from its send, so a late timer does not inflate them; the send lag says how late).
@@ -75,9 +75,10 @@ SEND_LAG_FLOOR_NS = 100_000
 SEND_LAG_SHARE = 0.5
 # Open loop, clients that waited on replies while the workers idled: a stall when the
 # longest wait is at least STALL_FACTOR times the p50 and a typical op left the clients
-# room (rate x p50 latency, the ops in flight it needs, at most STALL_ROOM of them).
+# room (rate x p50 latency, the ops in flight it needs, below STALL_ROOM of them: at one
+# op in flight each, the clients could carry the rate at the typical latency).
 STALL_FACTOR = 100
-STALL_ROOM = 0.5
+STALL_ROOM = 1.0
 
 SERVER_BOUND = "server-bound"
 MACHINE_BOUND = "machine-bound"
@@ -411,7 +412,7 @@ def _stall(
     needed = rate * p50 / 1e9
     figures["in_flight_needed"] = needed
     clients = context.clients
-    room = clients is None or needed <= STALL_ROOM * clients
+    room = clients is None or needed < STALL_ROOM * clients
     if not (room and longest >= STALL_FACTOR * max(p50, 1)):
         return None
     wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
