@@ -99,8 +99,8 @@ async def test_a_stopped_server_shows_its_stop_in_p99_and_reads_as_stalled(
                 "strategy.name=multiplexed",
                 "workload.mix={get=1}",
                 "workload.keys=100",
-                "load.rate=2000",
-                "load.concurrency=4",
+                "load.rate=1000",
+                "load.concurrency=8",
                 "load.workers=1",
                 "load.duration=4",
                 "load.interval=0.5",
@@ -120,7 +120,7 @@ async def test_a_stopped_server_shows_its_stop_in_p99_and_reads_as_stalled(
     for e in events:
         view = view.apply(e)
     verdict = view.steps[0].verdict
-    assert verdict.kind == SERVER_STALLED, verdict.line
+    assert verdict.kind == SERVER_STALLED, (verdict.line, verdict.figures)
     assert "longest wait 1.5" in verdict.evidence
     assert "add clients" not in verdict.line and "lower the rate" not in verdict.line
 
