@@ -6,7 +6,9 @@ For each engine (the Python engine's `multiplexed` strategy and the native engin
 1. closed loop at 1 client: the p50 every open-loop figure is compared with (what one
    request costs when nothing queues);
 2. closed loop at 16 clients: the maximum rate those clients reach;
-3. open loop at 1,000, 10,000 and 20,000 ops/s and at 50% and 80% of that maximum.
+3. open loop at 1,000, 10,000 and 20,000 ops/s and at 50% and 80% of that maximum;
+4. a search for the highest rate with p99 < 1 ms (`workbench search`), from 1/16 of that
+   maximum, against the maximum.
 
 Each open-loop line prints p50 and p99 (and their ratio to the closed-loop p50 at one
 client), the send lag's p99, the schedule kept (issued / offered), the client's CPU (the
@@ -30,6 +32,8 @@ from workbench import session
 from workbench.events import Event, StepFinished
 from workbench.live import RunView
 from workbench.metrics import Recorded, Stats, summarise
+from workbench.search import search_spec
+from workbench.search_run import SearchRun
 from workbench.servers import ServerProcess, start_redis
 from workbench.spec.load import load_spec
 from workbench.store import Store
@@ -38,27 +42,28 @@ STRATEGIES = {"python": "multiplexed", "native": "native"}
 CLIENTS = 16
 
 
+def overrides(server: ServerProcess, engine: str, seconds: float, *more: str) -> list[str]:
+    return [
+        "target.system=redis",
+        f"target.options.url={server.target_options['url']}",
+        f"strategy.name={STRATEGIES[engine]}",
+        "workload.mix={get=1}",
+        "workload.keys=1000",
+        "workload.value_size=100",
+        "load.workers=1",
+        f"load.concurrency={CLIENTS}",
+        "load.warmup=0.5",
+        "load.interval=1",
+        f"load.duration={seconds}",
+        *more,
+    ]
+
+
 async def step(
     server: ServerProcess, store: Store, engine: str, seconds: float, *more: str
 ) -> tuple[Stats, str]:
     """One step's totals and its verdict line."""
-    spec = load_spec(
-        None,
-        [
-            "target.system=redis",
-            f"target.options.url={server.target_options['url']}",
-            f"strategy.name={STRATEGIES[engine]}",
-            "workload.mix={get=1}",
-            "workload.keys=1000",
-            "workload.value_size=100",
-            "load.workers=1",
-            f"load.concurrency={CLIENTS}",
-            "load.warmup=0.5",
-            "load.interval=1",
-            f"load.duration={seconds}",
-            *more,
-        ],
-    )
+    spec = load_spec(None, overrides(server, engine, seconds, *more))
     view = RunView()
     totals: Stats | None = None
     event: Event
@@ -110,6 +115,21 @@ async def bench(engine: str, seconds: float, server: ServerProcess, store: Store
             f"client CPU {_cpu(stats):4.0%}, {verdict}",
             flush=True,
         )
+    await search(engine, seconds, top, server, store)
+
+
+async def search(
+    engine: str, seconds: float, top: float, server: ServerProcess, store: Store
+) -> None:
+    settings = [f"search.start={top / 16:.0f}", f"search.probe={seconds}", "search.max_probes=9"]
+    spec = load_spec(None, [*overrides(server, engine, seconds), *settings])
+    spec, checks = search_spec(spec, ["p99<1ms"])
+    run = SearchRun(spec, checks)
+    async for _ in run.events(store):
+        pass
+    best = run.search.best
+    share = f" ({best.rate / top:.0%} of the closed-loop maximum)" if best else ""
+    print(f"  {engine:<6} search p99<1ms: {run.search.conclusion()}{share}", flush=True)
 
 
 async def main() -> None:
