@@ -32,8 +32,8 @@ from workbench import session
 from workbench.events import Event, StepFinished
 from workbench.live import RunView
 from workbench.metrics import Recorded, Stats, summarise
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
 from workbench.servers import ServerProcess, start_redis
 from workbench.spec.load import load_spec
 from workbench.store import Store

@@ -109,6 +109,51 @@ async def runs_in_native_engine(
     )
 
 
+# How many connections one worker opens: given the system's and the strategy's resolved
+# options and that worker's number of virtual clients. The limits check (engine/limits.py)
+# counts open files with it before a step starts.
+ConnectionCount = Callable[[Mapping[str, Any], Mapping[str, Any], int], int]
+
+
+def per_client(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+    """One connection per virtual client (the default)."""
+    return clients
+
+
+def one_per_worker(
+    system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int
+) -> int:
+    """One connection shared by all of a worker's clients."""
+    return 1
+
+
+def no_connections(
+    system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int
+) -> int:
+    """None: the system lives inside the worker."""
+    return 0
+
+
+def pool_of(option: str) -> ConnectionCount:
+    """As many as the strategy option `option` says, at most one per client (0: one per
+    client, a pool that grows with the clients busy at once)."""
+
+    def count(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        size = int(options[option])
+        return min(clients, size) if size > 0 else clients
+
+    return count
+
+
+def count_of(option: str) -> ConnectionCount:
+    """Exactly as many as the strategy option `option` says, whatever the clients."""
+
+    def count(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        return int(options[option])
+
+    return count
+
+
 @dataclass(frozen=True)
 class Strategy:
     """A way for clients to talk to the system: one connection each, a pool, pipelining..."""
@@ -125,6 +170,9 @@ class Strategy:
     # Why it lacks an operation or a feature ("ttl"): the spec error a profile asking for
     # it gets says so.
     lacks: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # How many connections a worker opens (`per_client`, `one_per_worker`, `pool_of(option)`,
+    # `count_of(option)`, `no_connections`, or a function of your own).
+    connections: ConnectionCount = per_client
 
     def supports_ttl(self) -> bool:
         return "set" in self.operations and "ttl" not in self.lacks
@@ -227,6 +275,8 @@ def check_declaration(obj: object, entry_name: str) -> CacheSystem:
             )
         if not callable(s.connect):
             raise PluginError(f"strategy {s.name!r} has no callable connect", entry_name)
+        if not callable(s.connections):
+            raise PluginError(f"strategy {s.name!r} has no callable connections", entry_name)
     for o in (*obj.options.options, *(o for s in obj.strategies for o in s.options.options)):
         if not isinstance(o, Option):
             raise PluginError(f"option {o!r} is not an Option", entry_name)

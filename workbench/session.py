@@ -21,9 +21,9 @@ from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
-from workbench.runner import this_runner
+from workbench.run_owner import this_runner
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -78,7 +78,9 @@ async def run(
     given the previous step's StepFinished (None at first), until it returns None.
     """
     steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    check_limits(steps)  # once per step: here for a planned run, as they come for a search
+    if next_step is not None:
+        next_step = _limits_checked(next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -109,6 +111,18 @@ async def run(
         finished = RunFinished(run_id, "failed", f"{type(exc).__name__}: {exc}")
     store.record(finished)
     yield finished
+
+
+def _limits_checked(next_step: NextStep) -> NextStep:
+    """Each step asked for, checked against this machine's limits before it runs."""
+
+    def checked(last: Any) -> Any:
+        step = next_step(last)
+        if step is not None:
+            check_limits([step])
+        return step
+
+    return checked
 
 
 def list_runs(store: Store) -> list[Any]:

@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from workbench.events import (
 )
 from workbench.live import RunView
 from workbench.metrics import Stats, merged, summarise
-from workbench.runner import runner_gone
+from workbench.run_owner import runner_gone
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -232,83 +232,90 @@ class Store:
 
     def record(self, event: Event) -> None:
         """Keep one event; called before any face sees it."""
-        now = time.time()
-        db = self.db
-        if isinstance(event, RunStarted):
-            db.execute(
-                "INSERT INTO runs (id, name, created_at, finished_at, status, error, spec, "
-                "environment, plan, runner) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.name,
-                    event.started_at,
-                    None,
-                    "running",
-                    None,
-                    json.dumps(event.spec),
-                    json.dumps(event.environment),
-                    json.dumps(event.steps),
-                    json.dumps(event.runner) if event.runner else None,
-                ),
-            )
-        elif isinstance(event, StepStarted):
-            db.execute(
-                "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
-                "clients, server, status, started_at, resolved) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.step,
-                    event.title,
-                    json.dumps(event.label),
-                    json.dumps(event.spec),
-                    event.workers,
-                    event.clients,
-                    json.dumps(event.server),
-                    "running",
-                    now,
-                    json.dumps(event.resolved()),
-                ),
-            )
-        elif isinstance(event, Interval):
-            db.execute(
-                "INSERT OR REPLACE INTO intervals VALUES (?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.step,
-                    event.index,
-                    event.elapsed,
-                    json.dumps(event.stats.to_dict()),
-                ),
-            )
-        elif isinstance(event, Notice):
-            db.execute(
-                "INSERT INTO notices VALUES (?,?,?,?,?)",
-                (event.run_id, event.step, event.level, event.message, now),
-            )
-        elif isinstance(event, StepFinished):
-            s = summarise(event.stats)
-            db.execute(
-                "UPDATE steps SET status=?, stats=?, ops_per_s=?, p50_us=?, p99_us=?, "
-                "hit_rate=?, errors=?, finished_at=? WHERE run_id=? AND idx=?",
-                (
-                    event.status,
-                    json.dumps(event.stats.to_dict()),
-                    s.ops_per_s,
-                    s.p(50.0),
-                    s.p(99.0),
-                    s.hit_rate,
-                    s.errors,
-                    now,
-                    event.run_id,
-                    event.step,
-                ),
-            )
-        elif isinstance(event, RunFinished):
-            self._close_unfinished_steps(event)
-            db.execute(
-                "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
-                (event.status, event.error, now, event.run_id),
-            )
+        keep = _KEEPERS.get(type(event))
+        if keep is not None:
+            keep(self, event, time.time())
+
+    def _run_started(self, event: RunStarted, now: float) -> None:
+        self.db.execute(
+            "INSERT INTO runs (id, name, created_at, finished_at, status, error, spec, "
+            "environment, plan, runner) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                event.run_id,
+                event.name,
+                event.started_at,
+                None,
+                "running",
+                None,
+                json.dumps(event.spec),
+                json.dumps(event.environment),
+                json.dumps(event.steps),
+                json.dumps(event.runner) if event.runner else None,
+            ),
+        )
+
+    def _step_started(self, event: StepStarted, now: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
+            "clients, server, status, started_at, resolved) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                event.run_id,
+                event.step,
+                event.title,
+                json.dumps(event.label),
+                json.dumps(event.spec),
+                event.workers,
+                event.clients,
+                json.dumps(event.server),
+                "running",
+                now,
+                json.dumps(event.resolved()),
+            ),
+        )
+
+    def _interval(self, event: Interval, now: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO intervals VALUES (?,?,?,?,?)",
+            (
+                event.run_id,
+                event.step,
+                event.index,
+                event.elapsed,
+                json.dumps(event.stats.to_dict()),
+            ),
+        )
+
+    def _notice(self, event: Notice, now: float) -> None:
+        self.db.execute(
+            "INSERT INTO notices VALUES (?,?,?,?,?)",
+            (event.run_id, event.step, event.level, event.message, now),
+        )
+
+    def _step_finished(self, event: StepFinished, now: float) -> None:
+        s = summarise(event.stats)
+        self.db.execute(
+            "UPDATE steps SET status=?, stats=?, ops_per_s=?, p50_us=?, p99_us=?, "
+            "hit_rate=?, errors=?, finished_at=? WHERE run_id=? AND idx=?",
+            (
+                event.status,
+                json.dumps(event.stats.to_dict()),
+                s.ops_per_s,
+                s.p(50.0),
+                s.p(99.0),
+                s.hit_rate,
+                s.errors,
+                now,
+                event.run_id,
+                event.step,
+            ),
+        )
+
+    def _run_finished(self, event: RunFinished, now: float) -> None:
+        self._close_unfinished_steps(event)
+        self.db.execute(
+            "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
+            (event.status, event.error, now, event.run_id),
+        )
 
     def _close_unfinished_steps(self, event: RunFinished) -> None:
         """A run that ends with a step still running (abandoned by a second Ctrl-C) keeps
@@ -457,6 +464,17 @@ class Store:
 
     def delete(self, ref: str) -> None:
         self.db.execute("DELETE FROM runs WHERE id=?", (self.resolve(ref),))
+
+
+# How each kind of event is kept: one writer per event type.
+_KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
+    RunStarted: Store._run_started,
+    StepStarted: Store._step_started,
+    Interval: Store._interval,
+    Notice: Store._notice,
+    StepFinished: Store._step_finished,
+    RunFinished: Store._run_finished,
+}
 
 
 def _from_intervals(intervals: list[Interval]) -> Stats:

@@ -46,7 +46,14 @@ redis-server unless ``redis_url`` is given, or ``kv-store``) and points the temp
 
 from __future__ import annotations
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
+from workbench.adapter import (
+    CacheSystem,
+    ServerLauncher,
+    Strategy,
+    per_client,
+    pool_of,
+    runs_in_native_engine,
+)
 from workbench.options import Option, OptionSet
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.lean import connect_lean
@@ -108,22 +115,26 @@ plugin = CacheSystem(
                     ),
                 )
             ),
+            connections=pool_of("pool_size"),
         ),
         Strategy(
             "new-connection",
             "a new TCP connection for every request (Connection: close)",
             connect_new,
+            connections=per_client,
         ),
         Strategy(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             connect_lean,
+            connections=per_client,
         ),
         Strategy(
             "native",
             "native engine (Rust): one keep-alive connection per client, as wrk",
             runs_in_native_engine,
             engine="native",
+            connections=per_client,
         ),
     ),
     default_strategy="keep-alive",

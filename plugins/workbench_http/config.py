@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3
 DEFAULT_PORT = 11211

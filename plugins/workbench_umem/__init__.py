@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, per_client
 from workbench.options import Option, OptionSet
 from workbench_umem.protocol import (
     Link,
@@ -126,6 +126,7 @@ plugin = CacheSystem(
             _connect,
             operations=frozenset({"cache_aside", "delete"}),
             lacks=LACKS,
+            connections=per_client,
         ),
     ),
     default_strategy="conn-per-thread",

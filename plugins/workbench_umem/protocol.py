@@ -32,7 +32,7 @@ import mmh3
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 
 GET_OR_SET, DEL = 0, 1
 SEED = 74

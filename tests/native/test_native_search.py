@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
 from workbench.servers import start_redis
 from workbench.spec.load import load_spec
 from workbench.store import Store

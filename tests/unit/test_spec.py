@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec, spec_from_data
+from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import check_spec, plan
 from workbench.spec.save import save_spec
+from workbench.spec.steps import check_spec, load_spec, plan
 from workbench.workload import parse_ttl, parse_value_size
 
 

@@ -248,7 +248,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or _show)(event, view, quiet)
+                (show or show_event)(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
@@ -262,7 +262,8 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def _show(event: object, view: RunView, quiet: bool) -> None:
+def show_event(event: object, view: RunView, quiet: bool) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):

@@ -22,27 +22,9 @@ from typing import Any
 from workbench import __version__
 from workbench.adapter import error_kind
 from workbench.engine import frames
-from workbench.engine.driver import Send, StepContext, StepRun
+from workbench.engine.driver import Send, StepRun
+from workbench.engine.frames import StepOrder
 from workbench.engine.wire import read_frame, write_frame
-from workbench.plugins import load_plugin
-from workbench.spec.model import spec_from_dict
-from workbench.spec.plan import resolve_strategy
-
-
-def _context(order: dict[str, Any]) -> StepContext:
-    spec = spec_from_dict(order["spec"])
-    system = load_plugin(spec.target.system)
-    strategy = resolve_strategy(system, spec)
-    return StepContext(
-        spec=spec,
-        strategy=strategy,
-        system_options=order["system_options"],
-        strategy_options=order["strategy_options"],
-        worker=order["worker"],
-        workers=order["workers"],
-        shared=system.shared_state,
-    )
-
 
 ENGINE = {"name": "python", "version": __version__}
 PARENT_ENV = "WORKBENCH_PARENT_PID"
@@ -70,7 +52,7 @@ async def _run_step(order: dict[str, Any], send: Send, go: Go, holder: list[Step
     run: StepRun | None = None
     status = "failed"
     try:
-        run = StepRun(_context(order), send)
+        run = StepRun(StepOrder.read(order), send)
         holder.append(run)
         await run.prepare()
         status = await run.run(go.wait())

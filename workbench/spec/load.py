@@ -124,10 +124,11 @@ def spec_from_data(data: dict[str, Any], overrides: Iterable[str] = (), source: 
         parse_units(data)
         return spec_from_dict(lift_sweeps(data))
     except SpecError as exc:
-        raise _located(exc, source) from None
+        raise located(exc, source) from None
 
 
-def _located(exc: SpecError, source: str) -> SpecError:
+def located(exc: SpecError, source: str) -> SpecError:
+    """The error with `source` (the profile, or --set) put in front of where it points."""
     if not source or exc.where == source or exc.where.startswith(f"{source}: "):
         return exc  # already names it (an error about --set itself, say)
     where = f"{source}: {exc.where}" if exc.where else source
@@ -179,17 +180,3 @@ def _depth(value: Any, level: int = 0) -> int:
     if isinstance(value, list):
         return max((_depth(v, level + 1) for v in value), default=level + 1)
     return level
-
-
-def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
-    """A profile file (or the defaults when None) with overrides applied, fully checked."""
-    from workbench.spec.plan import check_spec
-
-    data = read_profile(path) if path else {}
-    source = str(path) if path else "--set" if overrides else ""
-    spec = spec_from_data(data, overrides, source)
-    try:
-        check_spec(spec)
-    except SpecError as exc:
-        raise _located(exc, source) from None
-    return spec

@@ -16,8 +16,6 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
-OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
-
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -107,7 +105,7 @@ class ChecksSpec:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+    """`workbench search`: the highest open-loop rate meeting `target` (`search_rules`)."""
 
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s
