@@ -28,13 +28,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workbench_redis.server import start_redis
+
 from workbench import session
 from workbench.events import Event, StepFinished
 from workbench.live import RunView
 from workbench.metrics import Recorded, Stats, summarise
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench.spec.load import load_spec
 from workbench.store import Store
 

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished, stopped
+from workbench_redis.server import start_redis
 
 from workbench.events import Event, Interval
 from workbench.live import RunView
 from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench.store import Store
 from workbench.verdict import SERVER_STALLED
 
@@ -58,21 +59,25 @@ async def _paced_step(server: ServerProcess, store: Store, *more: str) -> Stats:
     return step.stats
 
 
-async def test_uniform_pacing_keeps_the_schedule_and_never_sends_early(
-    redis_server: ServerProcess, tmp_path: Path
+@pytest.mark.parametrize("arrivals", ["uniform"])  # poisson: with load.arrivals (issue 20 item 1)
+async def test_pacing_keeps_the_schedule_and_never_sends_early(
+    arrivals: str, redis_server: ServerProcess, tmp_path: Path
 ) -> None:
-    """Every op offered is issued, each with a send lag, none negative (never early), and
-    an idle client's latency runs from its send: at most the lag plus the answer. (How
-    small the lag is depends on getting a CPU in time: bench/bench_open_loop.py prints it.)"""
-    stats = await _paced_step(redis_server, Store(tmp_path / "runs.sqlite"))
-    assert stats.offered == pytest.approx(RATE * SECONDS, abs=16)
+    """Every op offered is issued, each with a send lag, none negative (never early), for
+    both arrival processes. How small the lag is depends on getting a CPU in time, which
+    a shared machine does not promise: bench/bench_open_loop.py prints it."""
+    more = [f"load.arrivals={arrivals}"] if arrivals != "uniform" else []
+    stats = await _paced_step(redis_server, Store(tmp_path / "runs.sqlite"), *more)
+    expected = RATE * SECONDS
+    if arrivals == "uniform":
+        assert stats.offered == pytest.approx(expected, abs=16)
+    else:  # exponential gaps: a Poisson count, within 5 standard deviations
+        assert stats.offered == pytest.approx(expected, abs=5 * expected**0.5)
     assert stats.ops >= 0.99 * stats.offered
     assert stats.send_lag is not None
     assert stats.send_lag.get_total_count() == stats.ops
     assert stats.send_lag.get_min_value() >= 0
-    lag = _at(stats.send_lag, 50.0)[50.0]
-    latency = _at(stats.hist["get"], 50.0)[50.0]
-    assert latency > 0 and lag >= 0
+    assert _at(stats.hist["get"], 50.0)[50.0] > 0
 
 
 async def test_a_stopped_server_shows_its_stop_in_p99_and_reads_as_stalled(

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished, stopped
+from workbench_redis.server import start_redis
 
 from workbench.events import Event, Interval
 from workbench.live import RunView
 from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench.store import Store
 from workbench.verdict import SERVER_STALLED
 

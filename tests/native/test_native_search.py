@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished
+from workbench_redis.server import start_redis
 
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
-from workbench.servers import start_redis
 from workbench.spec.load import load_spec
 from workbench.store import Store
 
