@@ -173,7 +173,7 @@ async def test_a_stopped_worker_shows_in_the_send_lag_not_in_the_latency(
                 "workload.mix={get=1}",
                 "workload.keys=100",
                 "load.rate=1000",
-                "load.concurrency=8",
+                "load.concurrency=32",
                 "load.workers=1",
                 "load.duration=4",
                 "load.interval=0.5",
@@ -191,7 +191,7 @@ async def test_a_stopped_worker_shows_in_the_send_lag_not_in_the_latency(
     assert step.stats.send_lag is not None
     lag = _at(step.stats.send_lag, 99.0)[99.0]
     latency = _at(step.stats.hist["get"], 99.0)[99.0]
-    assert lag >= 0.5 * WORKER_STOP * 1e9, lag  # 500 ops (1 in 8) were due while it stood
+    assert lag >= 0.5 * WORKER_STOP * 1e9, lag  # 500 ops (1 in 8) came due while it stood
     # Timing from the missed instants would put about 0.5 s at p99 here; from the run's
     # first send, an op waits only for the overdue ops of its client sent before it.
-    assert latency < 0.3 * WORKER_STOP * 1e9, latency
+    assert latency < min(lag / 2, 0.4 * WORKER_STOP * 1e9), (lag, latency)
