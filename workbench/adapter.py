@@ -95,6 +95,10 @@ class Connection(Protocol):
 
 
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
+# A system's check of what its protocol can carry, run at spec check before anything starts:
+# given its resolved options and the longest key the workload makes, it raises a SpecError
+# (or TargetError) naming the field and what was expected. Both engines send what it allowed.
+WireCheck = Callable[[dict[str, Any], bytes], None]
 
 
 async def runs_in_native_engine(
@@ -220,6 +224,8 @@ class CacheSystem:
     # native engine): the system options in, one rendezvous seed per server out, in the
     # order the servers are listed. None: one server takes every key.
     placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
+    # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
+    check: WireCheck | None = None
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:

@@ -39,6 +39,7 @@ START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
 
 _running: dict[int, subprocess.Popen[bytes]] = {}
+_scratch: dict[int, Path] = {}  # pid -> a server's own temporary directory, removed at its stop
 
 
 PR_SET_PDEATHSIG = 1
@@ -195,16 +196,18 @@ class ServerProcess:
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL if it does not go within STOP_TIMEOUT; always reaped."""
     _running.pop(process.pid, None)
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGTERM)
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
+    if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+            os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    scratch = _scratch.pop(process.pid, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @atexit.register
@@ -244,8 +247,31 @@ def launch(
     target_options: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = START_TIMEOUT,
+    scratch: Path | None = None,
 ) -> ServerProcess:
-    """Start ``argv`` and wait until it accepts connections on host:port."""
+    """Start ``argv`` and wait until it accepts connections on host:port. `scratch`, the
+    server's own temporary directory, is removed when the server stops (or fails to start)."""
+    try:
+        server = _launch(name, argv, host, port, version, target_options, env, timeout)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if scratch is not None:
+        _scratch[server.pid] = scratch
+    return server
+
+
+def _launch(
+    name: str,
+    argv: Sequence[str],
+    host: str,
+    port: int,
+    version: str,
+    target_options: dict[str, Any] | None,
+    env: dict[str, str] | None,
+    timeout: float,
+) -> ServerProcess:
     if not is_loopback(host):  # never on another interface, whatever a run may load
         raise TargetError(
             f"servers the workbench starts listen on loopback only (127.0.0.1, ::1, "

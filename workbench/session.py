@@ -22,7 +22,7 @@ from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, RunFinished, RunStarted
 from workbench.run_owner import this_runner
-from workbench.spec.model import Spec, spec_to_dict
+from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.steps import check_spec
 from workbench.store import Store, StoredRun
 
@@ -77,6 +77,7 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
+    check_name(name or spec.name, "name")
     steps = check_spec(spec) if next_step is None else []
     check_limits(steps)  # once per step: here for a planned run, as they come for a search
     if next_step is not None:

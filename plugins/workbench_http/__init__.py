@@ -56,6 +56,7 @@ from workbench.adapter import (
 )
 from workbench.options import Option, OptionSet
 from workbench_http.client import connect_keep_alive, connect_new
+from workbench_http.config import check_target
 from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
@@ -139,4 +140,5 @@ plugin = CacheSystem(
     ),
     default_strategy="keep-alive",
     server=ServerLauncher(options=SERVER_OPTIONS, start=start_server),
+    check=check_target,
 )

@@ -67,6 +67,7 @@ from workbench_memcached.protocol import (
     MultiplexedClient,
     Rendezvous,
     address_text,
+    check_target,
     exptime,
     parse_servers,
     to_stats,
@@ -415,4 +416,5 @@ plugin = CacheSystem(
         ),
         start=start_server,
     ),
+    check=check_target,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from workbench.servers import (
     LOOPBACK,
@@ -34,6 +35,7 @@ def start_redis(
     """A throw-away redis-server: no persistence, no protected mode, on loopback."""
     program = require_program("redis-server", "redis-server", binary)
     port = port or free_port(host)
+    scratch = Path(tempfile.mkdtemp(prefix="workbench-redis-"))  # removed when it stops
     argv = [
         program,
         "--port", str(port),
@@ -42,7 +44,7 @@ def start_redis(
         "--appendonly", "no",
         "--protected-mode", "no",
         "--daemonize", "no",
-        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
+        "--dir", str(scratch),
     ]  # fmt: skip
     if maxmemory:
         argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
@@ -56,4 +58,5 @@ def start_redis(
         port,
         version=f"redis {version}" if version else "redis",
         target_options={"url": f"redis://{host}:{port}/0"},
+        scratch=scratch,
     )

@@ -35,6 +35,7 @@ from workbench.options import Option, OptionSet
 from workbench_umem.protocol import (
     Link,
     UmemClient,
+    check_target,
     open_links,
     parse_address,
     probe_threads,
@@ -173,4 +174,5 @@ plugin = CacheSystem(
         ),
         start=start_umem,
     ),
+    check=check_target,
 )

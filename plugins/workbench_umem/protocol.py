@@ -75,6 +75,17 @@ def parse_address(
     return host, port
 
 
+def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
+    """The spec check's: the address parses, and every key fits the key-size byte."""
+    parse_address(options["address"], options=options)
+    if len(longest_key) > MAX_KEY:
+        raise TargetError(
+            f"expected umem-cache keys of at most {MAX_KEY} bytes; the longest would be "
+            f"{len(longest_key)} bytes",
+            "workload.key_prefix",
+        )
+
+
 def address_text(address: Address) -> str:
     host, port = address
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

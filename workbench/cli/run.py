@@ -37,7 +37,9 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.live import RunView
-from workbench.spec.model import spec_to_dict
+from workbench.profile_files import find_profile
+from workbench.spec.load import read_profile
+from workbench.spec.model import Spec, check_name, spec_to_dict
 
 OUT_PANEL = "Files from the run"
 
@@ -154,7 +156,11 @@ def run_command(
         repeat=repeat,
     )
     remote = ["target.allow_remote=true"] if allow_remote else []
+    if name is not None:
+        check_name(name, "--name")
     spec = f.load_with_flags(profile, given, [*(set_ or []), *remote])
+    if profile is not None and not read_profile(find_profile(profile)):
+        out(_empty_profile_note(profile, spec))
     checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
@@ -179,6 +185,16 @@ def run_command(
 
 
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _empty_profile_note(profile: Path, spec: Spec) -> str:
+    """One line for a profile that sets nothing: what runs instead."""
+    what = (
+        "the default, a short run on the embedded cache"
+        if spec == Spec()
+        else "the defaults with the flags and --set given"
+    )
+    return f"note: {profile} sets nothing: running {what}"
 
 
 def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]

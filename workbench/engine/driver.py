@@ -114,6 +114,8 @@ class StepRun:
 
         async def fill(client: Any, part: list[int]) -> None:
             for i in part:
+                if self.stop_requested.is_set():  # a stop during start-up ends the prefill
+                    return
                 key = format_key(wl.key_prefix, i, wl.key_length)
                 if self.ctx.resolved.blocking:
                     await asyncio.to_thread(client.set, key, self.values.value(i, sizes()), None)

@@ -37,6 +37,9 @@ class Go:
     def __init__(self) -> None:
         self.event = asyncio.Event()
         self.start: float | None = None
+        # A "stop" can come before the step's run exists (right after its order): it is
+        # kept here so the run stops as soon as it is made.
+        self.stopped = False
 
     def set(self, realtime_start: float | None) -> None:
         if realtime_start is not None:  # converted once: the two clocks differ by a constant
@@ -54,7 +57,10 @@ async def _run_step(order: dict[str, Any], send: Send, go: Go, holder: list[Step
     try:
         run = StepRun(StepOrder.read(order), send)
         holder.append(run)
-        await run.prepare()
+        if go.stopped:  # stopped before the step began: no connecting, no prefill
+            run.stop()
+        else:
+            await run.prepare()
         status = await run.run(go.wait())
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
@@ -86,6 +92,7 @@ async def serve(send: Send, next_order: Orders) -> None:
         elif kind in (frames.STOP, "eof"):
             for run in holder:
                 run.stop()
+            go.stopped = True
             go.set(None)
             if kind == "eof":
                 break

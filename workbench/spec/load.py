@@ -42,6 +42,12 @@ def parse_units(data: dict[str, Any]) -> None:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """``a.b=VALUE``: VALUE as a TOML value when it is one, else as a plain string."""
+    if len(text) > MAX_OVERRIDE_CHARS:
+        raise SpecError(
+            f"expected PATH=VALUE of at most {MAX_OVERRIDE_CHARS:,} characters; got "
+            f"{len(text):,} ({text[:40]!r}...)",
+            "--set",
+        )
     path, sep, raw = text.partition("=")
     path = path.strip()
     if not sep or not path:
@@ -136,6 +142,10 @@ def located(exc: SpecError, source: str) -> SpecError:
 
 
 MAX_DEPTH = 32  # no spec nests deeper than a handful of tables; deeper is not a profile
+# The largest profile and --set text read: the biggest shipped profile is a few KiB, and all
+# of a spec is stored with every run and every step.
+MAX_PROFILE_BYTES = 1024**2
+MAX_OVERRIDE_CHARS = 64 * 1024
 BOM = b"\xef\xbb\xbf"
 
 
@@ -143,13 +153,18 @@ def read_profile(path: Path) -> dict[str, Any]:
     """The TOML table in `path`; anything else is one SpecError naming the file."""
     where = str(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(MAX_PROFILE_BYTES + 1)  # bounded: a huge file (or /dev/zero) is refused
     except FileNotFoundError:
         raise SpecError("no such profile file", where) from None
     except IsADirectoryError:
         raise SpecError("is a directory; expected a TOML profile file", where) from None
     except OSError as exc:
         raise SpecError(f"cannot read the profile: {exc.strerror or exc}", where) from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise SpecError(
+            f"larger than {MAX_PROFILE_BYTES // 1024**2} MiB; expected a TOML profile", where
+        )
     if raw.startswith(BOM):  # as TOML tools do, accept a UTF-8 byte order mark
         raw = raw[len(BOM) :]
     try:

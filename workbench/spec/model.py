@@ -226,6 +226,19 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
     return cls(**kwargs)
 
 
+# A run's name is shown in every list and stored with the run: a line, not a document.
+MAX_NAME_CHARS = 200
+
+
+def check_name(name: str, where: str = "name") -> str:
+    """The name of a run or profile, or one SpecError when it is too long to be one."""
+    if len(name) > MAX_NAME_CHARS:
+        raise SpecError(
+            f"expected a name of at most {MAX_NAME_CHARS} characters; got {len(name):,}", where
+        )
+    return name
+
+
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:
     """Build a Spec from plain data, checking every field's type (not yet its meaning)."""
     return _from_dict(Spec, data, "")

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Self
 
 from workbench.adapter import CacheSystem, Strategy, worker_options
-from workbench.errors import PluginError, SpecError
+from workbench.errors import PluginError, SpecError, TargetError
 from workbench.plugins import load_plugin
 from workbench.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.model import Spec
+from workbench.workload import format_key
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,24 @@ def workers_for(spec: Spec, cpus: int | None = None) -> int:
     return max(1, min(wanted, total_clients(spec)))
 
 
+def longest_key(spec: Spec) -> bytes:
+    """The longest key the synthetic workload sends (the last index has the most digits)."""
+    wl = spec.workload
+    return format_key(wl.key_prefix, max(wl.keys - 1, 0), wl.key_length)
+
+
+def check_wire(system: CacheSystem, options: dict[str, Any], spec: Spec) -> None:
+    """The system's own check of what reaches its wire (`CacheSystem.check`), as one spec
+    error. Whether an address is remote is `check_remote`'s to say, so the system judges
+    only its form (and runs first: a malformed address is not called remote)."""
+    if system.check is None:
+        return
+    try:
+        system.check({**options, ALLOW_REMOTE: True}, longest_key(spec))
+    except TargetError as exc:
+        raise SpecError(exc.message, exc.where) from None
+
+
 def resolve_step(spec: Spec) -> ResolvedStep:
     """The step's plugin, strategy and options, checked; raises SpecError naming the field."""
     try:
@@ -109,6 +128,7 @@ def resolve_step(spec: Spec) -> ResolvedStep:
     except PluginError as exc:
         raise SpecError(exc.message, exc.where) from None
     system_options = system.options.resolve(dict(spec.target.options), "target.options")
+    check_wire(system, system_options, spec)
     if not spec.target.managed:  # a managed server is on loopback, wherever options point
         check_remote(system_options, spec.target.allow_remote, "target.options")
     strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")

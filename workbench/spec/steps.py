@@ -13,7 +13,7 @@ from workbench.adapter import Strategy
 from workbench.errors import SpecError
 from workbench.native_build import require_binary
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
-from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
+from workbench.spec.model import Load, Spec, check_name, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import (
     ResolvedStep,
     resolve_step,
@@ -34,6 +34,8 @@ from workbench.workload import (
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ def check_step(spec: Spec) -> ResolvedStep:
     """Everything that can be known wrong before a run starts; raises SpecError. What the
     step resolves to, when nothing is."""
     wl, ld = spec.workload, spec.load
+    check_name(spec.name)
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
@@ -134,15 +137,18 @@ def check_step(spec: Spec) -> ResolvedStep:
         )
     if ld.duration is None and ld.ops is None:
         raise SpecError("expected a duration or an op count (load.duration or load.ops)", "load")
-    if ld.duration is not None and ld.duration <= 0:
+    if ld.duration is not None and ld.duration < MIN_INTERVAL:
         raise SpecError(
-            f"expected a duration above 0 seconds; got {ld.duration:g}", "load.duration"
+            f"expected a duration of at least {MIN_INTERVAL:g} s (the shortest interval); "
+            f"got {ld.duration:g}",
+            "load.duration",
         )
     if ld.ops is not None and ld.ops < 1:
         raise SpecError(f"expected at least 1 op; got {ld.ops}", "load.ops")
-    if ld.interval < 0.05:
+    if ld.interval < MIN_INTERVAL:
         raise SpecError(
-            f"expected an interval of at least 0.05 s; got {ld.interval:g}", "load.interval"
+            f"expected an interval of at least {MIN_INTERVAL:g} s; got {ld.interval:g}",
+            "load.interval",
         )
     if ld.warmup < 0:
         raise SpecError(f"expected 0 or more seconds; got {ld.warmup:g}", "load.warmup")

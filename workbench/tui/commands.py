@@ -29,6 +29,12 @@ PALETTE_ONLY = (
 Command = tuple[str, Callable[[], object], str]
 
 
+def key_name(key: str) -> str:
+    """A binding's key as people write it: "ctrl+r" -> "Ctrl+R", "f2" -> "F2"."""
+    parts = key.split(",")[0].split("+")
+    return "+".join(p.upper() if len(p) == 1 or p[0] == "f" else p.capitalize() for p in parts)
+
+
 class WorkbenchCommands(Provider):
     """Everything the keys do, findable by name, plus one command per profile."""
 
@@ -37,7 +43,7 @@ class WorkbenchCommands(Provider):
         cmds: list[Command] = []
         for binding in app.BINDINGS:
             if isinstance(binding, Binding):
-                key = app.get_key_display(binding)
+                key = key_name(binding.key)
                 help_text = f"{binding.tooltip} ({key})" if binding.tooltip else key
                 run_it = partial(app.run_action, binding.action)
                 cmds.append((binding.description, run_it, help_text))
