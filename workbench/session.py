@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
@@ -31,6 +32,11 @@ LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloo
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def launcher_log(store: Store, run_id: str) -> Path:
+    """The file a run's launcher logs to (Ray's own lines), beside the store."""
+    return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
 def environment() -> dict[str, Any]:
@@ -95,7 +101,7 @@ async def run(
     )
     store.record(started)
     yield started
-    coordinator = Coordinator(run_id, steps, stop)
+    coordinator = Coordinator(run_id, steps, stop, launcher_log=launcher_log(store, run_id))
     finished: RunFinished | None = None
     try:
         stream = coordinator.events() if next_step is None else coordinator.events_from(next_step)

@@ -19,7 +19,8 @@ Every step gets one of:
 - **server stalled** (open loop): the clients waited on replies while the workers idled
   (fewer than `KEPT_SCHEDULE` of the offered ops issued, or sends late by about as much
   as the latency, which for a busy client runs from the intended start), and one wait
-  was at least `STALL_FACTOR` times the p50 while a typical op left the clients room
+  was at least `STALL_FACTOR` times the p50 (or ops went unanswered: timed out or
+  abandoned, `UNANSWERED_KINDS`) while a typical op left the clients room
   (rate x p50 latency below `STALL_ROOM` times the clients). Ops due meanwhile went out
   late or never; the latencies include the wait (coordinated omission corrected).
 - **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
@@ -43,6 +44,11 @@ verdict of a step that kept its schedule advises a lower rate.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
+
+With workers on several machines (a Ray cluster), each load machine's busy share is read
+on that machine (``stats.server["hosts"]``, see engine/hostload.py) apart from the
+coordinator's own: *machine-bound* then names the machine that was full, e.g.
+``machine-bound: host 10.77.0.3 98% busy on 4 CPUs (3.70 of them ours), ...``.
 
 Figures come from the step's intervals: worker CPU (``stats.cpu``, seconds per worker),
 the offered op count and the send-lag histogram (open loop), and from ``stats.server``
@@ -78,6 +84,9 @@ SEND_LAG_SHARE = 0.5
 # room (rate x p50 latency, the ops in flight it needs, below STALL_ROOM of them: at one
 # op in flight each, the clients could carry the rate at the typical latency).
 STALL_FACTOR = 100
+# Error kinds of ops whose answer never came (a timeout; still in flight at the end): a
+# wait at least as long as the reply timeout, which the latencies do not hold.
+UNANSWERED_KINDS = ("timeout", "abandoned")
 STALL_ROOM = 1.0
 
 SERVER_BOUND = "server-bound"
@@ -210,6 +219,9 @@ class Usage:
     host_busy: float = 0.0  # busy share x seconds
     host_span: float = 0.0
     host_cpus: int | None = None
+    # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
+    # its workers), from ``stats.server["hosts"]``.
+    hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
 
     def plus(self, stats: Stats) -> Usage:
         """This usage with one more interval added."""
@@ -241,6 +253,16 @@ class Usage:
             )
         if _positive(server.get("host_cpus")):
             out = replace(out, host_cpus=int(server["host_cpus"]))
+        if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
+            hosts = dict(out.hosts)
+            for name, figure in server["hosts"].items():
+                if not (isinstance(figure, Mapping) and _number(figure.get("busy"))):
+                    continue
+                busy, span, _, _ = hosts.get(name, (0.0, 0.0, 0, ()))
+                workers = tuple(str(w) for w in figure.get("workers", ()))
+                cpus = int(figure.get("cpus") or 0)
+                hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
+            out = replace(out, hosts=hosts)
         return out
 
     @classmethod
@@ -266,6 +288,24 @@ class Usage:
 
     def machine_share(self) -> float | None:
         return self.host_busy / self.host_span if self.host_span else None
+
+    def host_shares(self) -> dict[str, tuple[float, int, float]]:
+        """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
+        workers = self.worker_shares()
+        out = {
+            name: (busy / span, cpus, sum(workers.get(w, 0.0) for w in ws))
+            for name, (busy, span, cpus, ws) in self.hosts.items()
+            if span > 0
+        }
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+    def full_host(self, ours_needed: bool) -> str | None:
+        """The busiest load machine that was full (with our workers using at least
+        `MACHINE_OURS` of it, if `ours_needed`), or None."""
+        for name, (share, cpus, ours) in self.host_shares().items():
+            if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
+                return name
+        return None
 
 
 def _number(value: Any) -> bool:
@@ -337,6 +377,8 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         "machine_busy": machine,
         "machine_cpus": usage.host_cpus,
     }
+    if usage.hosts:
+        figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
     if open_loop:
         d = totals.duration
         figures |= {
@@ -366,6 +408,8 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
     if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=True):  # a load machine of its own was full
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
     if busy:  # the generator's own doing: it missed its schedule or set the pace
         kind = FELL_BEHIND if open_loop and (behind or lagged) else GENERATOR_BOUND
         return Verdict(kind, _join(cpu, schedule), figures)
@@ -381,6 +425,8 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
             return stall
     if full:  # a starved worker reads replies late too: nothing here is the server's alone
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=False):  # a load machine full of others
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
     if open_loop and behind:
         need = f"rate x p50 latency needs {figures['in_flight_needed']:,.1f} ops in flight"
         if context.clients is not None:
@@ -412,10 +458,16 @@ def _stall(
     needed = rate * p50 / 1e9
     figures["in_flight_needed"] = needed
     clients = context.clients
-    room = clients is None or needed < STALL_ROOM * clients
-    if not (room and longest >= STALL_FACTOR * max(p50, 1)):
+    if clients is not None and needed >= STALL_ROOM * clients:
         return None
-    wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    # Waits that never ended: ops that timed out, or were still unanswered at the end.
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
+    if longest >= STALL_FACTOR * max(p50, 1):
+        wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    elif unanswered:
+        wait = f"{unanswered:,} ops unanswered (timed out or abandoned)"
+    else:
+        return None
     return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
 
 
@@ -482,6 +534,8 @@ def _cpu_text(
         parts.append(
             f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
         )
+    for name, (share, cpus, mine) in usage.host_shares().items():
+        parts.append(f"host {name} {share:.0%} busy on {cpus} CPUs ({mine:.2f} of them ours)")
     return ", ".join(parts)
 
 

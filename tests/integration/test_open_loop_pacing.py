@@ -59,7 +59,7 @@ async def _paced_step(server: ServerProcess, store: Store, *more: str) -> Stats:
     return step.stats
 
 
-@pytest.mark.parametrize("arrivals", ["uniform"])  # poisson: with load.arrivals (issue 20 item 1)
+@pytest.mark.parametrize("arrivals", ["uniform", "poisson"])
 async def test_pacing_keeps_the_schedule_and_never_sends_early(
     arrivals: str, redis_server: ServerProcess, tmp_path: Path
 ) -> None:

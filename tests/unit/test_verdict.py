@@ -196,6 +196,17 @@ def test_a_stall_the_clients_caught_up_on_still_reads_as_the_server_stalling() -
     assert "issued 2,000 of 2,000 ops/s offered (100.0%), send lag p99 1.40s" in v.evidence
 
 
+def test_ops_that_timed_out_on_a_stopped_server_read_as_the_server_stalling() -> None:
+    """With a reply timeout shorter than the stop, the long waits end as errors, not as
+    latencies: the unanswered ops are the stall's evidence."""
+    stalled = interval(
+        ops=500, errors=30, offered=4_000, workers=(0.02,), server_cpu=0.0, host=(0.99, 2)
+    )
+    v = verdict_of([stalled], OPEN_4)
+    assert v.kind == SERVER_STALLED, v.line
+    assert "30 ops unanswered (timed out or abandoned)" in v.evidence
+
+
 def test_too_few_clients_for_the_rate_at_this_latency() -> None:
     # 10,000 ops/s at 1 ms each keeps 10 ops in flight: 4 clients cannot carry it.
     short = interval(
