@@ -24,7 +24,7 @@ from workbench.live import RunView
 from workbench.metrics import Recorded, Stats
 from workbench.servers import ServerProcess
 from workbench.store import Store
-from workbench.verdict import SERVER_STALLED
+from workbench.verdict import KEPT_SCHEDULE, SERVER_STALLED
 
 pytestmark = pytest.mark.timeout(300)
 RATE = 20_000  # ops/s, one worker: well within what it sustains
@@ -73,7 +73,9 @@ async def test_pacing_keeps_the_schedule_and_never_sends_early(
         assert stats.offered == pytest.approx(expected, abs=16)
     else:  # exponential gaps: a Poisson count, within 5 standard deviations
         assert stats.offered == pytest.approx(expected, abs=5 * expected**0.5)
-    assert stats.ops >= 0.99 * stats.offered
+    # Kept, as the verdict counts it: ops due in the last moments of a starved worker may
+    # still be waiting to go out when the step ends.
+    assert stats.ops >= KEPT_SCHEDULE * stats.offered
     assert stats.send_lag is not None
     assert stats.send_lag.get_total_count() == stats.ops
     assert stats.send_lag.get_min_value() >= 0
