@@ -37,7 +37,7 @@ from workbench.metrics import Recorded, Stats, summarise
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
 from workbench.servers import ServerProcess
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 STRATEGIES = {"python": "multiplexed", "native": "native"}

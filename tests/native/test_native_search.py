@@ -15,7 +15,7 @@ from workbench_redis.server import start_redis
 
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
