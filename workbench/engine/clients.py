@@ -30,6 +30,7 @@ from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream,
 # (every client once) to about TURN_OPS ops.
 YIELD_EVERY = 64
 TURN_OPS = 4096
+TRACED = frozenset({GET, SET, CACHE_ASIDE})  # the ops a captured trace holds
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 _STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
 
@@ -59,6 +60,9 @@ class LoadState:
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
+    # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
+    # in the measured phase (`workbench.oracle_trace`); None when not capturing.
+    trace: list[tuple[int, int, int]] | None = None
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -132,6 +136,7 @@ async def async_client(
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
+    trace = state.trace
     due = last_end = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
@@ -144,6 +149,8 @@ async def async_client(
         code, index, key, size, ttl = nxt()
         state.in_flight += 1
         t0 = perf()
+        if trace is not None and code in TRACED and state.measuring:
+            trace.append((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)
@@ -234,6 +241,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     lock = state.lock
+    trace = state.trace
     due = last_end = 0
     while state.running:
         if pacer is not None:
@@ -251,6 +259,8 @@ def thread_client(
         off = index % spread
         value = view[off : off + size]
         t0 = perf()
+        if trace is not None and code in TRACED and state.measuring:
+            trace.append((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)

@@ -18,6 +18,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
@@ -30,6 +31,7 @@ from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
+from workbench.oracle_trace import merge_parts, part_path
 from workbench.plugins import load_plugin
 from workbench.servers import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
@@ -211,6 +213,9 @@ class Coordinator:
             async for event in self._collect(step, tally, monitor):
                 yield event
             final_figures = await monitor.refresh()
+            if trace := step.spec.workload.trace_out:
+                parts = [part_path(trace, i) for i in range(n)]
+                await asyncio.to_thread(merge_parts, parts, trace)
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
             self._stop_server()
@@ -277,10 +282,14 @@ class Coordinator:
             "strategy_options": setup.strategy_options,
             "workers": n,
         }
+        trace = step.spec.workload.trace_out
+        if trace:
+            Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
             # Per worker: a capacity of per-worker state is divided as the key space is.
             own = worker_options(setup.system, setup.connect_options, n, h.index)
-            await h.send({**order, "system_options": own, "worker": h.index})
+            part = {"trace_part": part_path(trace, h.index)} if trace else {}
+            await h.send({**order, "system_options": own, "worker": h.index, **part})
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:

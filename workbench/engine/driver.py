@@ -24,6 +24,7 @@ from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
 from workbench.metrics import Stats
+from workbench.oracle_trace import write_part
 from workbench.spec.model import Spec
 from workbench.workload import (
     PUBLISH,
@@ -51,6 +52,7 @@ class StepContext:
     worker: int
     workers: int
     shared: bool  # the system is shared by all workers (a server), not inside each one
+    trace_part: str = ""  # where this worker writes its part of the step's trace ("": none)
 
 
 def _share(total: int | None, plans: int, all_clients: int) -> int | None:
@@ -110,6 +112,8 @@ class StepRun:
         )
         self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
+        if ctx.trace_part:
+            self.state.trace = []
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
@@ -190,6 +194,8 @@ class StepRun:
         status = await self._warm_and_measure(start)
         if self.subs:
             await self._report_late_deliveries()
+        if self.state.trace is not None:
+            await asyncio.to_thread(write_part, self.ctx.trace_part, sorted(self.state.trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:

@@ -41,6 +41,7 @@ def _context(order: dict[str, Any]) -> StepContext:
         worker=order["worker"],
         workers=order["workers"],
         shared=system.shared_state,
+        trace_part=order.get("trace_part", ""),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from workbench.report import simulated
 from workbench.report.charts import charts, svg
 from workbench.report.markdown import (
     describe_environment,
@@ -34,6 +35,7 @@ dt { font-weight: 600; } dd { margin: 0; }
 figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
 figure svg { max-width: 100%; height: auto; }
 td.verdict { text-align: left; white-space: nowrap; }
+th.simulated, td.simulated { color: #555; font-style: italic; }
 .warn { background: #fff4e0; border-left: 4px solid #e8a100; padding: 0.4em 0.8em; }
 """
 
@@ -45,6 +47,7 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     for run in runs:
         body += _run_facts(run)
     body += _figures_table(runs)
+    body += _simulated_table(runs)
     drawn = charts(runs)
     if drawn:
         body.append("<h2>Charts</h2>")
@@ -78,6 +81,41 @@ def _run_facts(run: RunData) -> list[str]:
     ]
     out.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in facts) + "</dl>")
     return out
+
+
+def _simulated_table(runs: Sequence[RunData]) -> list[str]:
+    """Measured and simulated hit rates side by side, each column saying which it is."""
+    steps = simulated.steps_with(runs)
+    if not steps:
+        return []
+    names = simulated.policies(steps)
+    head = "<th>step</th><th>limit</th><th>measured</th>" + "".join(
+        f'<th class="simulated">simulated: {escape(n)}</th>' for n in names
+    )
+    rows = []
+    for step in steps:
+        sim = step.simulated
+        name = escape(step.name(with_run=len(runs) > 1))
+        if "error" in sim:
+            reason = escape(f"not simulated: {sim['error']}")
+            rows.append(f'<tr><td>{name}</td><td colspan="{len(names) + 2}">{reason}</td></tr>')
+            continue
+        found = sim.get("policies", {})
+        cells = "".join(
+            f'<td class="simulated">{escape(simulated.rates(found[n]) if n in found else "-")}</td>'
+            for n in names
+        )
+        rows.append(
+            f"<tr><td>{name}</td><td>{escape(simulated.limit_text(sim))}</td>"
+            f"<td>{escape(simulated.rates(simulated.measured(step)))}</td>{cells}</tr>"
+        )
+    return [
+        "<h2>Measured and simulated hit rates</h2>",
+        f"<p>{escape(simulated.EXPLAIN)}</p>",
+        f"<table><tr>{head}</tr>",
+        *rows,
+        "</table>",
+    ]
 
 
 def _figures_table(runs: Sequence[RunData]) -> list[str]:

@@ -66,6 +66,9 @@ class Workload:
     ttl: str = "none"
     prefill: bool = False
     pubsub: PubSub = field(default_factory=PubSub)
+    # Capture what the workers send in the measured phase as a libCacheSim oracleGeneral
+    # trace (`workbench.oracle_trace`); with several steps, each its own file. "" : none.
+    trace_out: str = field(default="", metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,14 @@ class SearchSpec:
 
 
 @dataclass(frozen=True)
+class SimulateSpec:
+    """Eviction policies replayed (libCacheSim, `workbench.simulate`) over each step's trace
+    at the server's own limit, stored beside the measured hit rates."""
+
+    policies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str = "default"
     description: str = ""
@@ -129,6 +140,7 @@ class Spec:
     # Not about what is measured: None unless a profile or --set gives them.
     checks: ChecksSpec | None = None
     search: SearchSpec | None = None
+    simulate: SimulateSpec | None = None
 
 
 def spec_to_dict(obj: Any) -> Any:

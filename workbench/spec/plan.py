@@ -11,8 +11,10 @@ from typing import Any
 from workbench.adapter import CacheSystem, Strategy
 from workbench.errors import PluginError, SpecError
 from workbench.native_build import require_binary
+from workbench.oracle_trace import step_path
 from workbench.plugins import load_plugin
 from workbench.remote import check_remote
+from workbench.simulate.policies import parse_policies
 from workbench.spec.load import set_path
 from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
 from workbench.workload import (
@@ -57,13 +59,27 @@ def plan(spec: Spec) -> list[Step]:
     n = spec.load.repeat
     if n < 1:
         raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
-    if n == 1:
+    if n > 1:
+        steps = [
+            Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
+            for r in range(n)
+            for s in steps
+        ]
+    return _own_traces(steps)
+
+
+def _own_traces(steps: list[Step]) -> list[Step]:
+    """With several steps, each captures its trace to its own file (`step_path`)."""
+    if len(steps) < 2:
         return steps
-    return [
-        Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
-        for r in range(n)
-        for s in steps
-    ]
+    out = []
+    for s in steps:
+        wl = s.spec.workload
+        if wl.trace_out:
+            own = step_path(wl.trace_out, s.index, len(steps))
+            s = replace(s, spec=replace(s.spec, workload=replace(wl, trace_out=own)))
+        out.append(s)
+    return out
 
 
 def _combinations(spec: Spec) -> list[Step]:
@@ -189,6 +205,18 @@ def check_step(spec: Spec) -> None:
             f"{', '.join(missing)}; it supports {', '.join(sorted(strategy.operations))}"
             + _why(strategy, missing),
             "workload.mix",
+        )
+    if spec.simulate is not None:
+        parse_policies(spec.simulate.policies)
+    if wl.trace_out and strategy.engine == "native":
+        raise SpecError(
+            "the native engine does not capture traces yet: use a Python strategy",
+            "workload.trace_out",
+        )
+    if wl.trace_out and spec.load.launcher != "local":
+        raise SpecError(
+            "traces are written by workers on this machine: use load.launcher = \"local\"",
+            "workload.trace_out",
         )
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(
