@@ -110,6 +110,4 @@ class RunFinished:
     error: str | None = None
 
 
-Event = (
-    RunStarted | StepStarted | Interval | Notice | StepFinished | StepSimulated | RunFinished
-)
+Event = RunStarted | StepStarted | Interval | Notice | StepFinished | StepSimulated | RunFinished

@@ -7,6 +7,9 @@ worker writes its measured ops to a part file of raw ``(send ns, key index, size
 records in the order it sent them, and `merge_parts` merges the parts in time order and
 fills in the next access when it writes the trace.
 
+The warm-up phase goes beside it, in ``FILE.warmup`` (`warmup_path`), in the same format:
+a simulator replays it first, uncounted, so that its cache is as warm as the server's was.
+
 A cache-aside op is one request (its get; the set after a miss is the fill a simulator
 makes itself); gets and sets are requests; deletes and publishes are not recorded.
 """
@@ -32,6 +35,11 @@ def step_path(trace_out: str, step: int, steps: int) -> str:
         return trace_out
     path = Path(trace_out)
     return str(path.with_name(f"{path.stem}.step{step}{path.suffix}"))
+
+
+def warmup_path(trace: str) -> str:
+    """The warm-up phase's requests, beside the measured ones."""
+    return f"{trace}.warmup"
 
 
 def part_path(trace: str, worker: int) -> str:

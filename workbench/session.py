@@ -32,6 +32,7 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.runner import this_runner
+from workbench.simulate.policies import parse_policies
 from workbench.simulate.runner import require as require_simulator
 from workbench.simulate.steps import simulate_step
 from workbench.spec.model import Spec, spec_to_dict
@@ -89,7 +90,7 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
-    policies = spec.simulate.policies if spec.simulate is not None else ()
+    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
     scratch = None
     if policies:
         require_simulator()  # one line saying how to install it, before anything runs

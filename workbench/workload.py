@@ -258,6 +258,38 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
     return hotcold
 
 
+OWNED_TRIES = 64  # draws per worker count before the nearest owned key is taken instead
+
+
+def owned_chooser(pick: Callable[[], int], n: int, worker: int, workers: int) -> Callable[[], int]:
+    """`pick` restricted to the keys worker `worker` of `workers` owns (k % workers ==
+    worker): the global popularity conditioned on them, by rejection, so N workers with
+    their own caches see the key space as one cache would. Bounded: after OWNED_TRIES draws
+    per worker (a distribution with nearly no mass on this worker's keys) the owned key
+    nearest to the last draw is taken."""
+    if workers <= 1:
+        return pick
+    tries = OWNED_TRIES * workers
+    if worker >= n:  # more workers than keys: this one owns none, it shares the first
+        return lambda: worker % n
+
+    def owned() -> int:
+        k = 0
+        for _ in range(tries):
+            k = pick()
+            if k % workers == worker:
+                return k
+        k = k - k % workers + worker
+        return k if k < n else k - workers
+
+    return owned
+
+
+def owned_keys(n: int, worker: int, workers: int) -> range:
+    """The keys worker `worker` of `workers` owns when each holds its own cache."""
+    return range(worker, n, workers) if workers > 1 else range(n)
+
+
 def size_chooser(dist: Dist, rng: random.Random) -> Callable[[], int]:
     if dist.kind == "fixed":
         size = int(dist.params[0])
@@ -330,7 +362,10 @@ class OpStream:
         ttl: Dist,
         seed: int,
         client_id: int,
+        owner: tuple[int, int] = (0, 1),
     ) -> None:
+        """`owner` = (worker, workers): draw only the keys that worker owns (`owned_chooser`),
+        for systems whose every worker holds its own cache."""
         self.rng = random.Random(f"{seed}:{client_id}")
         self.codes = list(mix)
         total = sum(mix.values())
@@ -343,7 +378,9 @@ class OpStream:
         self.prefix, self.key_length = key_prefix, key_length
         self.key_format = key_template(key_prefix, key_length)
         self.key_table = _key_table(self.key_format, key_offset, keys)
-        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * 7919)
+        self.next_key = owned_chooser(
+            key_chooser(key_dist, keys, self.rng, start=client_id * 7919), keys, *owner
+        )
         self.next_size = size_chooser(value_size, self.rng)
         self.next_ttl = ttl_chooser(ttl, self.rng)
         self.next = self._make_next()
@@ -385,8 +422,3 @@ def _key_table(fmt: str, offset: int, keys: int) -> list[bytes] | None:
     return _KEY_TABLES[cache_key]
 
 
-def partition(keys: int, workers: int, worker: int) -> tuple[int, int]:
-    """The [offset, count) share of the key space that worker `worker` of `workers` owns."""
-    base, extra = divmod(keys, workers)
-    offset = worker * base + min(worker, extra)
-    return offset, base + (1 if worker < extra else 0)

@@ -61,8 +61,10 @@ class LoadState:
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
     # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
-    # in the measured phase (`workbench.oracle_trace`); None when not capturing.
+    # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
+    # simulated cache as the real one was); None when not capturing.
     trace: list[tuple[int, int, int]] | None = None
+    warm_trace: list[tuple[int, int, int]] = field(default_factory=list)
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -136,7 +138,7 @@ async def async_client(
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
-    trace = state.trace
+    trace, warm_trace = state.trace, state.warm_trace
     due = last_end = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
@@ -149,8 +151,8 @@ async def async_client(
         code, index, key, size, ttl = nxt()
         state.in_flight += 1
         t0 = perf()
-        if trace is not None and code in TRACED and state.measuring:
-            trace.append((t0, index, size))
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).append((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)
@@ -241,7 +243,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     lock = state.lock
-    trace = state.trace
+    trace, warm_trace = state.trace, state.warm_trace
     due = last_end = 0
     while state.running:
         if pacer is not None:
@@ -259,8 +261,8 @@ def thread_client(
         off = index % spread
         value = view[off : off + size]
         t0 = perf()
-        if trace is not None and code in TRACED and state.measuring:
-            trace.append((t0, index, size))
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).append((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)

@@ -31,7 +31,7 @@ from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
-from workbench.oracle_trace import merge_parts, part_path
+from workbench.oracle_trace import merge_parts, part_path, warmup_path
 from workbench.plugins import load_plugin
 from workbench.servers import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
@@ -216,6 +216,8 @@ class Coordinator:
             if trace := step.spec.workload.trace_out:
                 parts = [part_path(trace, i) for i in range(n)]
                 await asyncio.to_thread(merge_parts, parts, trace)
+                warm = [warmup_path(p) for p in parts]
+                await asyncio.to_thread(merge_parts, warm, warmup_path(trace))
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
             self._stop_server()

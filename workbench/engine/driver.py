@@ -24,7 +24,7 @@ from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
 from workbench.metrics import Stats
-from workbench.oracle_trace import write_part
+from workbench.oracle_trace import warmup_path, write_part
 from workbench.spec.model import Spec
 from workbench.workload import (
     PUBLISH,
@@ -32,9 +32,9 @@ from workbench.workload import (
     ValueBuffer,
     format_key,
     max_value_size,
+    owned_keys,
     parse_mix,
     parse_value_size,
-    partition,
 )
 
 Send = Callable[[dict[str, Any]], None]
@@ -121,9 +121,14 @@ class StepRun:
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
-        offset, count = partition(wl.keys, self.ctx.workers, self.ctx.worker)
         sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
-        keys = list(range(offset, offset + count))
+        if self.ctx.shared:  # one server: the workers split the key space in ranges
+            base, extra = divmod(wl.keys, self.ctx.workers)
+            w = self.ctx.worker
+            offset = w * base + min(w, extra)
+            keys = list(range(offset, offset + base + (1 if w < extra else 0)))
+        else:  # a cache in each worker: it fills the keys it owns
+            keys = list(owned_keys(wl.keys, self.ctx.worker, self.ctx.workers))
         lanes = max(1, min(len(self.clients), 64))
 
         async def fill(client: Any, part: list[int]) -> None:
@@ -195,7 +200,9 @@ class StepRun:
         if self.subs:
             await self._report_late_deliveries()
         if self.state.trace is not None:
-            await asyncio.to_thread(write_part, self.ctx.trace_part, sorted(self.state.trace))
+            part, state = self.ctx.trace_part, self.state
+            await asyncio.to_thread(write_part, part, sorted(state.trace))  # type: ignore[arg-type]
+            await asyncio.to_thread(write_part, warmup_path(part), sorted(state.warm_trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:

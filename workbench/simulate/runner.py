@@ -11,15 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import WorkbenchError
+from workbench.errors import SpecError, WorkbenchError
 from workbench.simulate.policies import INSTALL
 
 MODULE = "workbench_libcachesim"
 TIMEOUT = 600.0  # seconds: a bound on one simulation, far above what a step's trace takes
-
-
-class SimulatorMissing(WorkbenchError):
-    """libcachesim is not installed: one line says how to install it."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +34,9 @@ def available() -> bool:
 
 
 def require() -> None:
+    """Nothing to simulate with: one line saying how to install it (a bad-input error)."""
     if not available():
-        raise SimulatorMissing(f"simulation needs libcachesim: {INSTALL}", "simulate")
+        raise SpecError(f"simulation needs libcachesim: {INSTALL}", "simulate")
 
 
 def _run(args: list[str]) -> dict[str, Any]:
@@ -63,13 +60,17 @@ def simulate(
     sizes: Sequence[int],
     unit: str,
     hot_below: int | None = None,
+    warmup: str = "",
 ) -> tuple[list[Simulated], float]:
     """Every policy at every size over `trace`; with `hot_below`, hot and cold hit rates
-    too. The results and the seconds the simulator took."""
+    too; `warmup`, a trace replayed first and not counted. The results and the seconds
+    the simulator took."""
     args = [trace, "--policies", ",".join(policies), "--sizes", ",".join(map(str, sizes))]
     args += ["--unit", unit]
     if hot_below is not None:
         args += ["--hot-below", str(hot_below)]
+    if warmup:
+        args += ["--warmup", warmup]
     out = _run(args)
     results = [
         Simulated(

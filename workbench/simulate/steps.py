@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.oracle_trace import warmup_path
 from workbench.simulate.limits import cache_limit
 from workbench.simulate.runner import simulate
 from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
@@ -44,7 +45,10 @@ def simulate_step(
     )
     if limit is None:
         return {"error": "the cache's limit is not known (an unmanaged server reported none)"}
-    results, seconds = simulate(trace, policies, [limit.size], limit.unit, hot_below(spec))
+    warm = warmup_path(trace) if os.path.exists(warmup_path(trace)) else ""
+    results, seconds = simulate(
+        trace, policies, [limit.size], limit.unit, hot_below(spec), warmup=warm
+    )
     requests = results[0].requests if results else 0
     return {
         "limit": limit.size,
@@ -52,6 +56,7 @@ def simulate_step(
         "requests": requests,
         "seconds": seconds,
         "trace": trace,
+        "warmed": bool(warm),
         "policies": {
             r.policy: {"hit_rate": r.hit_rate, "hot": r.hot, "cold": r.cold} for r in results
         },

@@ -215,7 +215,7 @@ def check_step(spec: Spec) -> None:
         )
     if wl.trace_out and spec.load.launcher != "local":
         raise SpecError(
-            "traces are written by workers on this machine: use load.launcher = \"local\"",
+            'traces are written by workers on this machine: use load.launcher = "local"',
             "workload.trace_out",
         )
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
