@@ -36,6 +36,7 @@ figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
 figure svg { max-width: 100%; height: auto; }
 td.verdict { text-align: left; white-space: nowrap; }
 th.simulated, td.simulated { color: #555; font-style: italic; }
+td.simulated:first-child, td:first-child b { white-space: nowrap; }
 .warn { background: #fff4e0; border-left: 4px solid #e8a100; padding: 0.4em 0.8em; }
 """
 
@@ -84,31 +85,43 @@ def _run_facts(run: RunData) -> list[str]:
 
 
 def _simulated_table(runs: Sequence[RunData]) -> list[str]:
-    """Measured and simulated hit rates side by side, each column saying which it is."""
+    """Measured and simulated hit rates: a column per step, the measured row first, then a
+    row per policy, each row saying whether it was measured or simulated."""
     steps = simulated.steps_with(runs)
     if not steps:
         return []
     names = simulated.policies(steps)
-    head = "<th>step</th><th>limit</th><th>measured</th>" + "".join(
-        f'<th class="simulated">simulated: {escape(n)}</th>' for n in names
+    several = len(runs) > 1
+    head = "<th>hit rate (hot, cold)</th>" + "".join(
+        f"<th>{escape(s.name(with_run=several))}<br><small>limit "
+        f"{escape(simulated.limit_text(s.simulated))}</small></th>"
+        for s in steps
     )
-    rows = []
-    for step in steps:
-        sim = step.simulated
-        name = escape(step.name(with_run=len(runs) > 1))
-        if "error" in sim:
-            reason = escape(f"not simulated: {sim['error']}")
-            rows.append(f'<tr><td>{name}</td><td colspan="{len(names) + 2}">{reason}</td></tr>')
-            continue
-        found = sim.get("policies", {})
+
+    def cell(figures: dict[str, Any] | None, css: str) -> str:
+        if figures is None:
+            return f'<td class="{css}">-</td>'
+        text = simulated.rates(figures)
+        main, _, rest = text.partition(" (")
+        extra = f"<br><small>({escape(rest)}</small>" if rest else ""
+        return f'<td class="{css}">{escape(main)}{extra}</td>'
+
+    rows = ["<tr><td><b>measured</b></td>"]
+    rows[0] += "".join(
+        cell(simulated.measured(s), "measured")
+        if "error" not in s.simulated
+        else f"<td>{escape(simulated.measured_text(s))}</td>"
+        for s in steps
+    )
+    rows[0] += "</tr>"
+    for name in names:
         cells = "".join(
-            f'<td class="simulated">{escape(simulated.rates(found[n]) if n in found else "-")}</td>'
-            for n in names
+            cell(s.simulated.get("policies", {}).get(name), "simulated")
+            if "error" not in s.simulated
+            else f'<td class="simulated">not simulated: {escape(s.simulated["error"])}</td>'
+            for s in steps
         )
-        rows.append(
-            f"<tr><td>{name}</td><td>{escape(simulated.limit_text(sim))}</td>"
-            f"<td>{escape(simulated.rates(simulated.measured(step)))}</td>{cells}</tr>"
-        )
+        rows.append(f'<tr><td class="simulated">simulated: {escape(name)}</td>{cells}</tr>')
     return [
         "<h2>Measured and simulated hit rates</h2>",
         f"<p>{escape(simulated.EXPLAIN)}</p>",

@@ -57,6 +57,10 @@ def measured(step: StepData) -> dict[str, Any]:
     }
 
 
+def measured_text(step: StepData) -> str:
+    return rates(measured(step))
+
+
 def limit_text(sim: dict[str, Any]) -> str:
     size, unit = sim.get("limit"), sim.get("unit")
     if not isinstance(size, int):
