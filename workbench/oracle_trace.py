@@ -47,6 +47,13 @@ def part_path(trace: str, worker: int) -> str:
     return f"{trace}.part{worker}"
 
 
+def triples(flat: array) -> list[tuple[int, int, int]]:
+    """A worker's flat capture (send ns, key, size, ...) as records in send-time order
+    (blocking clients on threads may append a little out of order)."""
+    it = iter(flat)
+    return sorted(zip(it, it, it, strict=True))
+
+
 def write_part(path: str, records: Iterable[tuple[int, int, int]]) -> None:
     """One worker's measured ops, in the order it sent them."""
     pack = PART.pack

@@ -18,6 +18,7 @@ import asyncio
 import struct
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +64,10 @@ class LoadState:
     # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
     # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
     # simulated cache as the real one was); None when not capturing.
-    trace: list[tuple[int, int, int]] | None = None
-    warm_trace: list[tuple[int, int, int]] = field(default_factory=list)
+    # Flat arrays (send ns, key, size, send ns, ...): no object per op for the garbage
+    # collector to walk, which a list of tuples made cost a fifth of the throughput.
+    trace: array[int] | None = None
+    warm_trace: array[int] = field(default_factory=lambda: array("q"))
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -152,7 +155,7 @@ async def async_client(
         state.in_flight += 1
         t0 = perf()
         if trace is not None and code in TRACED:
-            (trace if state.measuring else warm_trace).append((t0, index, size))
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)
@@ -262,7 +265,7 @@ def thread_client(
         value = view[off : off + size]
         t0 = perf()
         if trace is not None and code in TRACED:
-            (trace if state.measuring else warm_trace).append((t0, index, size))
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0 = stopwatch_start(due, t0, last_end)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
+from array import array
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
 from workbench.metrics import Stats
-from workbench.oracle_trace import warmup_path, write_part
+from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.spec.model import Spec
 from workbench.workload import (
     PUBLISH,
@@ -113,7 +114,7 @@ class StepRun:
         self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
         if ctx.trace_part:
-            self.state.trace = []
+            self.state.trace = array("q")
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
@@ -201,8 +202,8 @@ class StepRun:
             await self._report_late_deliveries()
         if self.state.trace is not None:
             part, state = self.ctx.trace_part, self.state
-            await asyncio.to_thread(write_part, part, sorted(state.trace))  # type: ignore[arg-type]
-            await asyncio.to_thread(write_part, warmup_path(part), sorted(state.warm_trace))
+            await asyncio.to_thread(write_part, part, triples(state.trace))
+            await asyncio.to_thread(write_part, warmup_path(part), triples(state.warm_trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:

@@ -140,7 +140,8 @@ class Spec:
     # Not about what is measured: None unless a profile or --set gives them.
     checks: ChecksSpec | None = None
     search: SearchSpec | None = None
-    simulate: SimulateSpec | None = None
+    # Left out of a spec's data when not given (stored runs from before stay the same).
+    simulate: SimulateSpec | None = field(default=None, metadata={"omit_default": True})
 
 
 def spec_to_dict(obj: Any) -> Any:
