@@ -99,6 +99,11 @@ class SweepAxis:
     path: str
     values: tuple[Any, ...]
     labels: tuple[str, ...] = ()
+    # Other paths set in step with the values, one entry per value (zipped, not crossed):
+    # a target sweep names each target's strategy with {"strategy.name" = [...]}.
+    along: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=dict, metadata={"omit_default": True}
+    )
 
 
 @dataclass(frozen=True)

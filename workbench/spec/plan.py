@@ -91,6 +91,13 @@ def _combinations(spec: Spec) -> list[Step]:
                 f"expected at least one value to sweep {axis.path or 'over'}",
                 f"sweep[{i}].values",
             )
+        for path, along in axis.along.items():
+            if len(along) != len(axis.values):
+                raise SpecError(
+                    f"expected {len(axis.values)} values, one per value of {axis.path}; "
+                    f"got {len(along)}",
+                    f"sweep[{i}].along.{path}",
+                )
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
@@ -100,6 +107,8 @@ def _combinations(spec: Spec) -> list[Step]:
         for axis, value in zip(axes, combo, strict=True):
             set_path(data, axis.path, value)
             idx = axis.values.index(value)
+            for path, along in axis.along.items():
+                set_path(data, path, along[idx])
             label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
         try:
             steps.append(Step(i, label, spec_from_dict(data)))
