@@ -6,6 +6,7 @@ use crate::io::{Client, Conn, Engine, Mode};
 use crate::order::{Action, StepOrder};
 use crate::pacing::{self, now_ns};
 use crate::record::Recorder;
+use crate::trace::Capture;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -47,6 +48,10 @@ pub struct Run<'a> {
     pub phase_begin: u64,
     /// When the measured phase ends, once known: no op is due at or after it.
     pub due_before: u64,
+    /// In the measured phase (not warm-up): where a traced op goes.
+    pub measuring: bool,
+    /// The step's op trace, when the order asks for one (`trace.rs`).
+    pub trace: Option<Capture>,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -119,6 +124,7 @@ impl<'a> Run<'a> {
                 parked: None,
             })
             .collect();
+        let order_trace = order.trace_part.clone().map(Capture::new);
         Ok(Run {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),
             keys: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),
@@ -145,6 +151,8 @@ impl<'a> Run<'a> {
             load_start: 0,
             phase_begin: 0,
             due_before: u64::MAX,
+            measuring: false,
+            trace: order_trace,
         })
     }
 
@@ -182,6 +190,12 @@ impl<'a> Run<'a> {
         }
         let status = self.warm_and_measure(start);
         self.mode = Mode::Idle;
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.write() {
+                self.eng
+                    .error("trace", &format!("cannot write the step's trace: {}", e));
+            }
+        }
         status
     }
 
@@ -318,6 +332,7 @@ impl<'a> Run<'a> {
         self.phase += 1;
         self.remaining = ops.map(|n| n as i64);
         self.budget_stops = measured;
+        self.measuring = measured;
         self.phase_over = false;
         self.take_recorder();
     }

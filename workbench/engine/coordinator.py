@@ -292,11 +292,12 @@ class Coordinator:
             # Per worker: a capacity of per-worker state is divided as the key space is.
             own = worker_options(setup.system, setup.connect_options, n, h.index)
             mine = {**order, "system_options": own, "worker": h.index}
-            if trace:
-                mine["trace_part"] = part_path(trace, h.index)
+            part = part_path(trace, h.index) if trace else ""
+            if part:
+                mine["trace_part"] = part
             if setup.strategy.engine == "native":  # the native engine reads numbers only
                 mine["native"] = compile_order(
-                    step.spec, setup.system, own, setup.strategy_options, h.index, n
+                    step.spec, setup.system, own, setup.strategy_options, h.index, n, part
                 )
             await h.send(mine)
 

@@ -51,8 +51,10 @@ def compile_order(
     strategy_options: Mapping[str, Any],
     worker: int,
     workers: int,
+    trace_part: str = "",
 ) -> dict[str, Any]:
-    """The "native" part of the step order worker `worker` of `workers` receives."""
+    """The "native" part of the step order worker `worker` of `workers` receives (with
+    `trace_part`, where it writes its part of the step's op trace)."""
     plans = client_plans(spec, worker, workers)
     wl, load = spec.workload, spec.load
     offset, count = (0, wl.keys) if system.shared_state else partition(wl.keys, workers, worker)
@@ -84,6 +86,7 @@ def compile_order(
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
+        "trace_part": trace_part or None,
     }
 
 

@@ -217,11 +217,6 @@ def check_step(spec: Spec) -> None:
         )
     if spec.simulate is not None:
         parse_policies(spec.simulate.policies)
-    if wl.trace_out and strategy.engine == "native":
-        raise SpecError(
-            "the native engine does not capture traces yet: use a Python strategy",
-            "workload.trace_out",
-        )
     if wl.trace_out and spec.load.launcher != "local":
         raise SpecError(
             'traces are written by workers on this machine: use load.launcher = "local"',
