@@ -174,3 +174,51 @@ def test_without_libcachesim_one_line_says_how_to_install_it(tmp_path: Path) -> 
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and INSTALL in lines[0], done.stderr
+
+
+def _cli(args: list[str], store: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WORKBENCH_STORE": str(store)}
+    return subprocess.run(
+        [sys.executable, "-m", "workbench.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@needs_sim
+def test_simulate_and_mrc_from_the_command_line(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite3"
+    trace = tmp_path / "t.oracleGeneral"
+    sets = ["--set", "target.options.max_entries=200", "--set", "workload.keys=2000"]
+    sets += ["--set", 'workload.key_distribution="zipf(0.9)"', "-n", "4000", "-w", "1"]
+    ran = _cli(["run", *sets, "--trace-out", str(trace), "-q", "--print-id"], store)
+    assert ran.returncode == 0, ran.stderr
+    run_id = ran.stdout.strip()
+    done = _cli(["simulate", run_id, "-p", "lru,sieve"], store)
+    assert done.returncode == 0, done.stderr
+    assert "| measured | simulated: lru | simulated: sieve |" in done.stdout
+    assert "200 objects" in done.stdout
+    stored = Store(store).load(run_id).steps[0].simulated
+    assert set(stored["policies"]) == {"lru", "sieve"}
+    # A run that kept no trace: one line saying how to get one, exit 2.
+    plain = _cli(["run", *sets, "-q", "--print-id"], store)
+    refused = _cli(["simulate", plain.stdout.strip()], store)
+    assert refused.returncode == 2 and "--trace-out" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    # The miss-ratio curve of a profile: a table and a chart.
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        '# a test profile\nname = "p"\ndescription = "zipf"\n[workload]\nkeys = 2000\n'
+        'key_distribution = "zipf(0.9)"\nmix = { cache_aside = 1 }\n[load]\nops = 4000\n'
+    )
+    chart = tmp_path / "mrc.svg"
+    curve = _cli(
+        ["mrc", str(profile), "--sizes", "100,400,1600", "--unit", "objects", "-o", str(chart)],
+        store,
+    )
+    assert curve.returncode == 0, curve.stderr
+    assert "| size | simulated: lru |" in curve.stdout and "| 1,600 |" in curve.stdout
+    assert chart.read_text().startswith("<svg") and "simulated: belady" in chart.read_text()
