@@ -155,13 +155,19 @@ def spec_to_dict(obj: Any) -> Any:
         return {
             f.name: spec_to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
-            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == f.default)
+            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == _default(f))
         }
     if isinstance(obj, Mapping):
         return {str(k): spec_to_dict(v) for k, v in obj.items()}
     if isinstance(obj, tuple | list):
         return [spec_to_dict(v) for v in obj]
     return obj
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def _type_name(tp: Any) -> str:
