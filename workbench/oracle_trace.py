@@ -20,7 +20,7 @@ import heapq
 import os
 import struct
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 RECORD = struct.Struct("<IQIq")  # time, object id, size, next access: oracleGeneral
@@ -47,7 +47,7 @@ def part_path(trace: str, worker: int) -> str:
     return f"{trace}.part{worker}"
 
 
-def triples(flat: array) -> list[tuple[int, int, int]]:
+def triples(flat: Sequence[int]) -> list[tuple[int, int, int]]:
     """A worker's flat capture (send ns, key, size, ...) as records in send-time order
     (blocking clients on threads may append a little out of order)."""
     it = iter(flat)

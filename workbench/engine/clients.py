@@ -18,7 +18,6 @@ import asyncio
 import struct
 import threading
 import time
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,10 +63,11 @@ class LoadState:
     # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
     # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
     # simulated cache as the real one was); None when not capturing.
-    # Flat arrays (send ns, key, size, send ns, ...): no object per op for the garbage
-    # collector to walk, which a list of tuples made cost a fifth of the throughput.
-    trace: array[int] | None = None
-    warm_trace: array[int] = field(default_factory=lambda: array("q"))
+    # Flat lists of ints (send ns, key, size, send ns, ...): the cheapest append measured
+    # (list.extend of a tuple), and ints are not tracked by the garbage collector, as the
+    # tuples of a list of records would be.
+    trace: list[int] | None = None
+    warm_trace: list[int] = field(default_factory=list)
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns

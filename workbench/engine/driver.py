@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import time
-from array import array
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -109,7 +108,7 @@ class StepRun:
         self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
         if ctx.trace_part:
-            self.state.trace = array("q")
+            self.state.trace = []
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
