@@ -62,13 +62,13 @@ def chart(c: Curves) -> Chart:
             ys = [100 * r for r in rates if r is not None]
             style = {"color": "black", "linestyle": "--"} if policy == "belady" else {}
             ax.plot(xs, ys, marker=".", linewidth=1.2, label=f"simulated: {policy}", **style)
-        for server, points in c.measured.items():
+        for n, (server, points) in enumerate(c.measured.items()):
             xs = sorted(points)
             ax.plot(
                 xs,
                 [100 * points[x] for x in xs],
                 linestyle="none",
-                marker="o",
+                marker="osD^v"[n % 5],  # a shape per server, apart from the lines' dots
                 markersize=7,
                 markeredgecolor="black",
                 label=f"measured: {server}",
