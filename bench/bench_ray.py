@@ -32,7 +32,7 @@ import ray
 from workbench import session
 from workbench.events import StepFinished
 from workbench.metrics import Stats, summarise
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 BASE = [

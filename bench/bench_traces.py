@@ -28,7 +28,7 @@ from workbench.metrics import summarise
 from workbench.oracle_trace import write_trace
 from workbench.simulate.policies import POLICIES
 from workbench.simulate.runner import simulate
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 

@@ -16,13 +16,13 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.engine.plans import Workload, client_plans
+from workbench.engine.client_plans import Workload, client_plans
 from workbench.oracle_trace import warmup_path, write_trace
 from workbench.report.mrc import Curves
 from workbench.simulate.runner import simulate
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import Spec
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec
 from workbench.store import Store
 
 TRACED = (0, 1, 3)  # get, set, cache-aside: the requests a trace holds (oracle_trace)

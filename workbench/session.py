@@ -31,12 +31,12 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.runner import this_runner
+from workbench.run_owner import this_runner
 from workbench.simulate.policies import parse_policies
 from workbench.simulate.runner import require as require_simulator
 from workbench.simulate.steps import simulate_step
-from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.spec.steps import check_spec
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -90,6 +90,7 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
+    check_name(name or spec.name, "name")
     policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
     scratch = None
     if policies:
@@ -99,7 +100,9 @@ async def run(
             trace = os.path.join(scratch, "trace.oracleGeneral")
             spec = replace(spec, workload=replace(spec.workload, trace_out=trace))
     steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    check_limits(steps)  # once per step: here for a planned run, as they come for a search
+    if next_step is not None:
+        next_step = _limits_checked(next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -156,6 +159,18 @@ async def _simulate(
         except WorkbenchError as exc:
             results = {"error": exc.message}
     return StepSimulated(started.run_id, started.step, results)
+
+
+def _limits_checked(next_step: NextStep) -> NextStep:
+    """Each step asked for, checked against this machine's limits before it runs."""
+
+    def checked(last: Any) -> Any:
+        step = next_step(last)
+        if step is not None:
+            check_limits([step])
+        return step
+
+    return checked
 
 
 def list_runs(store: Store) -> list[Any]:

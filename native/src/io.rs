@@ -179,7 +179,12 @@ impl Engine {
         loop {
             match self.input.next() {
                 Ok(Some(frame)) => match frame["type"].as_str().unwrap_or("") {
-                    "step" => self.orders.push_back(frame),
+                    "step" => {
+                        // A step's stop may follow its order in the same read: it is cleared
+                        // here, when the order arrives, not when the step begins.
+                        self.stop = self.eof;
+                        self.orders.push_back(frame)
+                    }
                     "go" => self.go = Some(frame["start"].as_f64()),
                     "stop" => self.stop = true,
                     _ => {}
@@ -222,7 +227,6 @@ impl Engine {
     /// Run one step order to its end; returns the step_done status.
     /// Run one step order to its end; returns the step_done status.
     pub fn run_step(&mut self, frame: &Value) -> &'static str {
-        self.stop = self.eof;
         self.go = None;
         step::run_step(self, frame)
     }

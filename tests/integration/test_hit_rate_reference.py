@@ -20,7 +20,7 @@ from workbench.report import render
 from workbench.report.mrc import is_monotone
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 needs_sim = pytest.mark.skipif(

@@ -162,7 +162,7 @@ def test_an_owned_chooser_draws_the_global_popularity_on_its_keys() -> None:
     ("parse", "text", "fragment"),
     [
         (parse_key_distribution, "zipfian", "expected one of uniform, zipf, gaussian, sequential"),
-        (parse_key_distribution, "zipf(-1)", "s > 0"),
+        (parse_key_distribution, "zipf(-1)", "0 < s <= 20"),
         (parse_key_distribution, "hotcold(1.5,0.2)", "between 0 and 1"),
         (parse_value_size, "uniform(10,5)", "MIN <= MAX"),
         (parse_value_size, "fixed(12 parsecs)", "expected a size"),

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 from workbench.errors import SpecError
 from workbench.profile_files import find_profile
-from workbench.spec.load import load_spec, read_profile, spec_from_data
+from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import Spec
+from workbench.spec.steps import load_spec
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
 # workbench's own names; a bare name takes the parameters memtier uses by default.

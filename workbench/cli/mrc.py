@@ -17,7 +17,8 @@ from workbench.profile_files import find_profile
 from workbench.report import mrc as mrc_report
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.simulate.runner import require
-from workbench.spec.load import load_spec, read_profile
+from workbench.spec.load import read_profile
+from workbench.spec.steps import load_spec
 
 
 def _sizes(text: str, where: str) -> list[int]:

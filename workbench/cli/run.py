@@ -39,8 +39,10 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.live import RunView
+from workbench.profile_files import find_profile
 from workbench.simulate.policies import POLICIES, parse_policies
-from workbench.spec.model import spec_to_dict
+from workbench.spec.load import read_profile
+from workbench.spec.model import Spec, check_name, spec_to_dict
 
 OUT_PANEL = "Files from the run"
 
@@ -179,7 +181,11 @@ def run_command(
     )
     remote = ["target.allow_remote=true"] if allow_remote else []
     remote += simulation_overrides(trace_out, simulate)
+    if name is not None:
+        check_name(name, "--name")
     spec = f.load_with_flags(profile, given, [*(set_ or []), *remote])
+    if profile is not None and not read_profile(find_profile(profile)):
+        out(_empty_profile_note(profile, spec))
     checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
@@ -215,6 +221,16 @@ def simulation_overrides(trace_out: str | None, simulate: str | None) -> list[st
 
 
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _empty_profile_note(profile: Path, spec: Spec) -> str:
+    """One line for a profile that sets nothing: what runs instead."""
+    what = (
+        "the default, a short run on the embedded cache"
+        if spec == Spec()
+        else "the defaults with the flags and --set given"
+    )
+    return f"note: {profile} sets nothing: running {what}"
 
 
 def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]
@@ -284,7 +300,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or _show)(event, view, quiet)
+                (show or show_event)(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
@@ -298,7 +314,8 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def _show(event: object, view: RunView, quiet: bool) -> None:
+def show_event(event: object, view: RunView, quiet: bool) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):

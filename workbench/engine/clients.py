@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
-from workbench.engine.plans import ClientPlan
+from workbench.engine.client_plans import ClientPlan
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that

@@ -22,21 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from workbench import __version__
-from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_options
+from workbench.adapter import ManagedServer
 from workbench.engine import frames
 from workbench.engine.launchers import Handle, Launcher, open_launcher
-from workbench.engine.limits import check_limits
 from workbench.engine.native import worker_command
-from workbench.engine.native_order import compile_order
 from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.oracle_trace import merge_parts, part_path, warmup_path
-from workbench.plugins import load_plugin
-from workbench.servers import ALLOW_REMOTE
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
+from workbench.spec.steps import Step
 
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}
@@ -93,27 +90,6 @@ class _StepTally:
         return len(self.done) >= len(self.live)
 
 
-@dataclass
-class _Setup:
-    """A step's resolved plugin, options and managed server."""
-
-    system: CacheSystem
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    server_info: dict[str, Any]
-    server_options: dict[str, Any] = field(default_factory=dict)  # resolved, when managed
-    allow_remote: bool = False
-
-    @property
-    def connect_options(self) -> dict[str, Any]:
-        """The system options clients connect with: the plugins' own loopback check
-        honours the spec's remote-target opt-in through `ALLOW_REMOTE`."""
-        if not self.allow_remote:
-            return self.system_options
-        return {**self.system_options, ALLOW_REMOTE: True}
-
-
 async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]) -> None:
     while True:
         frame = await handle.receive()
@@ -123,11 +99,6 @@ async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] |
         await inbox.put((handle.index, frame))
         if frame is None:
             return
-
-
-def _start_server(system: CacheSystem, options: dict[str, Any]) -> ManagedServer:
-    assert system.server is not None
-    return system.server.start(options)
 
 
 class Coordinator:
@@ -191,9 +162,8 @@ class Coordinator:
 
     async def run_step(self, step: Step) -> AsyncIterator[Event]:
         """One step: its StepStarted, intervals and notices, then exactly one StepFinished."""
-        check_limits([step])
         try:
-            setup = await self._setup(step)
+            resolved, server_info = await self._setup(step)
         except TargetError as exc:
             yield Notice(self.run_id, step.index, "error", str(exc))
             yield StepFinished(self.run_id, step.index, "failed", Stats(), str(exc))
@@ -202,15 +172,20 @@ class Coordinator:
         try:
             launcher = await self._launcher(step)
             n = workers_for(step.spec, launcher.cpus)
-            await self._use_engine(setup.strategy.engine)
+            await self._use_engine(resolved.engine)
             await self._ensure_workers(n)
-            started = self._started(step, setup, n)
+            started = self._started(step, resolved, server_info, n)
             yield started
             if step.spec.target.managed and len(started.nodes) > 1:
                 yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
-            monitor.watch(setup.system, *_stats_strategy(setup))
+            monitor.watch(
+                resolved.system,
+                resolved.strategy,
+                resolved.connect_options,
+                resolved.strategy_options,
+            )
             tally = _StepTally(live={h.index for h in self.handles[:n]})
-            await self._order(step, setup, n)
+            await self._order(step, resolved, n)
             async for event in self._collect(step, tally, monitor):
                 yield event
             final_figures = await monitor.refresh()
@@ -228,34 +203,24 @@ class Coordinator:
         for event in self._finished(step, tally, final_figures):
             yield event
 
-    async def _setup(self, step: Step) -> _Setup:
-        spec = step.spec
-        system = load_plugin(spec.target.system)
-        strategy = resolve_strategy(system, spec)
-        system_options = system.options.resolve(dict(spec.target.options), "target.options")
-        strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
-        info: dict[str, Any] = {}
-        server_opts: dict[str, Any] = {}
-        if spec.target.managed and system.server is not None:
-            server_opts = system.server.options.resolve(dict(spec.target.server), "target.server")
-            self.server = await asyncio.to_thread(_start_server, system, server_opts)
-            system_options = {**system_options, **self.server.target_options}
-            info = {
-                "pid": self.server.pid,
-                "version": self.server.version,
-                **{k: str(v) for k, v in self.server.target_options.items()},
-            }
-        return _Setup(
-            system,
-            strategy,
-            system_options,
-            strategy_options,
-            info,
-            server_opts,
-            spec.target.allow_remote,
-        )
+    async def _setup(self, step: Step) -> tuple[ResolvedStep, dict[str, Any]]:
+        """The step's resolved target, pointed at its managed server once that is started;
+        and what the server is (pid, version, address), if it is managed."""
+        resolved = step.resolved or resolve_step(step.spec)
+        server = resolved.system.server
+        if not resolved.managed or server is None:
+            return resolved, {}
+        self.server = await asyncio.to_thread(server.start, resolved.server_options)
+        info = {
+            "pid": self.server.pid,
+            "version": self.server.version,
+            **{k: str(v) for k, v in self.server.target_options.items()},
+        }
+        return resolved.with_server(self.server.target_options), info
 
-    def _started(self, step: Step, setup: _Setup, workers: int) -> StepStarted:
+    def _started(
+        self, step: Step, resolved: ResolvedStep, server_info: dict[str, Any], workers: int
+    ) -> StepStarted:
         return StepStarted(
             self.run_id,
             step.index,
@@ -264,42 +229,25 @@ class Coordinator:
             spec_to_dict(step.spec),
             workers=workers,
             clients=total_clients(step.spec),
-            server=setup.server_info,
-            system=setup.system.name,
-            strategy=setup.strategy.name,
-            system_options=setup.system_options,
-            strategy_options=setup.strategy_options,
-            server_options=setup.server_options,
+            server=server_info,
+            system=resolved.system.name,
+            strategy=resolved.strategy.name,
+            system_options=resolved.system_options,
+            strategy_options=resolved.strategy_options,
+            server_options=resolved.server_options,
             # The engine the workers named in their ready frame (python until one says).
             engine=dict(
                 (getattr(self.handles[0], "engine", None) if workers else None) or PYTHON_ENGINE
             ),
-            allow_remote=setup.allow_remote,
+            allow_remote=resolved.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
         )
 
-    async def _order(self, step: Step, setup: _Setup, n: int) -> None:
-        order = {
-            "type": frames.STEP,
-            "spec": spec_to_dict(step.spec),
-            "strategy_options": setup.strategy_options,
-            "workers": n,
-        }
-        trace = step.spec.workload.trace_out
-        if trace:
+    async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
+        if trace := step.spec.workload.trace_out:  # the workers write their parts there
             Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
-            # Per worker: a capacity of per-worker state is divided as the key space is.
-            own = worker_options(setup.system, setup.connect_options, n, h.index)
-            mine = {**order, "system_options": own, "worker": h.index}
-            part = part_path(trace, h.index) if trace else ""
-            if part:
-                mine["trace_part"] = part
-            if setup.strategy.engine == "native":  # the native engine reads numbers only
-                mine["native"] = compile_order(
-                    step.spec, setup.system, own, setup.strategy_options, h.index, n, part
-                )
-            await h.send(mine)
+            await h.send(frames.StepOrder(step.spec, resolved, n, h.index).frame())
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
@@ -512,12 +460,3 @@ def _step_server(intervals: list[Stats]) -> dict[str, Any]:
     if busy and span > 0:
         out["host_busy"] = round(sum(b * d for b, d in busy) / span, 4)
     return out
-
-
-def _stats_strategy(setup: _Setup) -> tuple[Strategy, dict[str, Any], dict[str, Any]]:
-    """The strategy (and options) the server's figures are read through. A native strategy
-    has no Python connection: the system's default (Python) strategy reads them instead."""
-    if setup.strategy.engine != "native":
-        return setup.strategy, setup.connect_options, setup.strategy_options
-    default = setup.system.strategy(setup.system.default_strategy)
-    return default, setup.connect_options, default.options.resolve({}, "strategy.options")

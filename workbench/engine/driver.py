@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection, Strategy
+from workbench.adapter import Connection
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
+from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
-from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
+from workbench.engine.frames import StepOrder
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
-from workbench.spec.model import Spec
 from workbench.workload import (
     PUBLISH,
     SET,
@@ -44,16 +44,6 @@ CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this l
 LATE_DELIVERY_WAIT = 3.0
 
 
-@dataclass
-class StepContext:
-    spec: Spec
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    worker: int
-    workers: int
-    shared: bool  # the system is shared by all workers (a server), not inside each one
-    trace_part: str = ""  # where this worker writes its part of the step's trace ("": none)
 
 
 def _cpu_seconds() -> float:
@@ -75,7 +65,7 @@ class _Span:
 class StepRun:
     """One step in one worker: prepare (armed), then run once the start time comes."""
 
-    def __init__(self, ctx: StepContext, send: Send) -> None:
+    def __init__(self, ctx: StepOrder, send: Send) -> None:
         self.ctx = ctx
         self.send = send
         self.state = LoadState()
@@ -96,7 +86,10 @@ class StepRun:
         """Connect, make every client, prefill, and start every client loop (held at begin)."""
         ctx, spec = self.ctx, self.ctx.spec
         self.state.loop = asyncio.get_running_loop()
-        self.conn = await ctx.strategy.connect(ctx.system_options, ctx.strategy_options)
+        resolved = ctx.resolved
+        self.conn = await resolved.strategy.connect(
+            resolved.connect_options, resolved.strategy_options
+        )
         self.plans = client_plans(spec, ctx.worker, ctx.workers)
         self.values = ValueBuffer(
             max(
@@ -105,7 +98,7 @@ class StepRun:
             ),
             spec.seed,
         )
-        self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
+        self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
         if ctx.trace_part:
             self.state.trace = []
@@ -117,7 +110,7 @@ class StepRun:
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
         sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
-        if self.ctx.shared:  # one server: the workers split the key space in ranges
+        if self.ctx.resolved.shared:  # one server: the workers split the key space in ranges
             base, extra = divmod(wl.keys, self.ctx.workers)
             w = self.ctx.worker
             offset = w * base + min(w, extra)
@@ -128,8 +121,10 @@ class StepRun:
 
         async def fill(client: Any, part: list[int]) -> None:
             for i in part:
+                if self.stop_requested.is_set():  # a stop during start-up ends the prefill
+                    return
                 key = format_key(wl.key_prefix, i, wl.key_length)
-                if self.ctx.strategy.blocking:
+                if self.ctx.resolved.blocking:
                     await asyncio.to_thread(client.set, key, self.values.value(i, sizes()), None)
                 else:
                     await client.set(key, self.values.value(i, sizes()), None)
@@ -144,7 +139,7 @@ class StepRun:
             ps.subscribers_per_channel,
             ps.message_size,
         )
-        blocking = self.ctx.strategy.blocking
+        blocking = self.ctx.resolved.blocking
         if blocking and self.plans:
             # One thread per blocking client: the loop's default pool has only
             # min(32, cores + 4) threads and would silently cap the concurrency.
@@ -167,7 +162,7 @@ class StepRun:
             return []
         ps = spec.workload.pubsub
         slots = [(c, s) for c in range(ps.channels) for s in range(ps.subscribers_per_channel)]
-        if self.ctx.shared:  # one set of subscribers in all, dealt among the workers
+        if self.ctx.resolved.shared:  # one set of subscribers in all, dealt among the workers
             slots = slots[self.ctx.worker :: self.ctx.workers]
         ready = asyncio.Event()
         counter = [0]
@@ -302,7 +297,7 @@ class StepRun:
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
-        if not self.ctx.shared:  # the system lives in this worker: only it can report it
+        if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))
 

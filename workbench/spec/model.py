@@ -16,8 +16,6 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
-OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
-
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -115,7 +113,7 @@ class ChecksSpec:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+    """`workbench search`: the highest open-loop rate meeting `target` (`search_rules`)."""
 
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s
@@ -250,6 +248,19 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
             path = f"{where}.{name}" if where else name
             kwargs[name] = _convert(data[name], hints[name], path)
     return cls(**kwargs)
+
+
+# A run's name is shown in every list and stored with the run: a line, not a document.
+MAX_NAME_CHARS = 200
+
+
+def check_name(name: str, where: str = "name") -> str:
+    """The name of a run or profile, or one SpecError when it is too long to be one."""
+    if len(name) > MAX_NAME_CHARS:
+        raise SpecError(
+            f"expected a name of at most {MAX_NAME_CHARS} characters; got {len(name):,}", where
+        )
+    return name
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers.local import LocalLauncher
 from workbench.spec.model import Load
 
 
@@ -56,28 +56,6 @@ class Launcher(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-class LocalLauncher:
-    """Worker processes on this machine."""
-
-    @property
-    def cpus(self) -> int:
-        return os.cpu_count() or 1
-
-    async def launch(
-        self, count: int, first_index: int = 0, command: list[str] | None = None
-    ) -> list[WorkerHandle]:
-        handles = await launch_local(count, command)
-        for offset, h in enumerate(handles):
-            h.index = first_index + offset
-        return handles
-
-    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
-        return []
-
-    async def close(self) -> None:
-        return None
 
 
 RAY_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address on 127.0.0.1

@@ -1,4 +1,4 @@
-"""The one seam for where workers run. Today: local processes on this machine."""
+"""Worker processes on this machine: how they start, and the handle the coordinator holds."""
 
 from __future__ import annotations
 
@@ -116,3 +116,25 @@ async def launch_local(count: int, command: list[str] | None = None) -> list[Wor
             raise RuntimeError(f"worker did not start: {h.describe_exit()}")
         h.engine = first.get("engine") or {"name": "python", "version": ""}
     return handles
+
+
+class LocalLauncher:
+    """Worker processes on this machine."""
+
+    @property
+    def cpus(self) -> int:
+        return os.cpu_count() or 1
+
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[WorkerHandle]:
+        handles = await launch_local(count, command)
+        for offset, h in enumerate(handles):
+            h.index = first_index + offset
+        return handles
+
+    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
+        return []
+
+    async def close(self) -> None:
+        return None
