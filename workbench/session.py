@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
@@ -44,6 +45,11 @@ LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloo
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def launcher_log(store: Store, run_id: str) -> Path:
+    """The file a run's launcher logs to (Ray's own lines), beside the store."""
+    return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
 def environment() -> dict[str, Any]:
@@ -116,7 +122,7 @@ async def run(
     )
     store.record(started)
     yield started
-    coordinator = Coordinator(run_id, steps, stop)
+    coordinator = Coordinator(run_id, steps, stop, launcher_log=launcher_log(store, run_id))
     finished: RunFinished | None = None
     step_starts: dict[int, StepStarted] = {}
     try:

@@ -7,8 +7,7 @@ import tempfile
 from pathlib import Path
 
 from faults_support import cli
-
-from workbench.servers import start_redis
+from workbench_redis.server import start_redis
 
 
 def _scratch_dirs(tmp: Path) -> list[Path]:

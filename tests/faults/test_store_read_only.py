@@ -2,50 +2,52 @@
 never creates a store; a write to a read-only store says "read-only".
 
 On a read-only location even `runs list` failed, never saying why; `runs show last` with
-no store created one. The read-only location is a folder and file without write
-permission, read by an unprivileged user when the tests run as root (root may write
-anywhere)."""
+no store created one. The location is made read-only for the command alone: as root (who
+may write anywhere) a read-only bind mount in a mount namespace of its own, which ends
+with the command; otherwise a folder and file without write permission."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from faults_support import WORKBENCH, cli
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# Run "$@" with the folder "$0" read-only, in a private mount namespace (nothing to undo).
+READ_ONLY_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
 
 
 def _as_reader(args: list[str], store: Path) -> subprocess.CompletedProcess[str]:
-    """A command by a user who may read the store but not write it."""
-    prefix = NOBODY if os.geteuid() == 0 else []
-    env = {**os.environ, "WORKBENCH_STORE": str(store), "HOME": str(store.parent)}
+    """A command that may read the store's folder but not write to it."""
+    folder = str(store.parent)
+    prefix = ["unshare", "-m", "sh", "-c", READ_ONLY_MOUNT, folder] if os.geteuid() == 0 else []
+    env = {**os.environ, "WORKBENCH_STORE": str(store)}
     return subprocess.run(
         [*prefix, *WORKBENCH, *args], capture_output=True, text=True, env=env, timeout=120,
-        check=False, stdin=subprocess.DEVNULL, cwd="/",
+        check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
 @pytest.fixture
-def read_only_store() -> Iterator[Path]:
-    """A store holding one run, in a folder nobody (but root) may write to."""
-    folder = Path(tempfile.mkdtemp(prefix="wb-ro-", dir="/tmp"))
+def read_only_store(tmp_path: Path) -> Iterator[Path]:
+    """A store holding one run, in a folder the reader cannot write to."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
     store = folder / "runs.sqlite"
     made = cli(["run", "--set", "load.duration=0.2", "--set", "load.warmup=0",
                 "--set", "load.interval=0.1", "--name", "kept"], store)  # fmt: skip
     assert made.returncode == 0, made.stderr
-    store.chmod(0o444)
-    folder.chmod(0o555)
+    if os.geteuid() != 0:
+        store.chmod(0o444)
+        folder.chmod(0o555)
     try:
         yield store
     finally:
         folder.chmod(0o755)
-        shutil.rmtree(folder)
+        store.chmod(0o644)
 
 
 @pytest.mark.parametrize(
