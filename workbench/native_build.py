@@ -1,5 +1,6 @@
-"""Where the native engine's binary is (`native/`, built by ./dev setup), and the one line
-that says how to build it when it is missing. No engine import: spec checks use it."""
+"""Where the native engine's binary is (`native/`, built by ./dev setup or `pip install .`),
+and the one line that says how to get it when it is missing. No engine import: spec checks
+use it."""
 
 from __future__ import annotations
 
@@ -11,17 +12,39 @@ from pathlib import Path
 from workbench.errors import SpecError
 
 BINARY = "workbench-native"
-BUILD_HINT = "the native engine is not built: run ./dev setup (it builds native/ with cargo)"
+ENV = "WORKBENCH_NATIVE"
+# Where `pip install .` puts the binary it built (setup.py): inside the package.
+PACKAGED = Path(__file__).resolve().parent / "bin" / BINARY
+
+
+def build_hint() -> str:
+    """How to get the engine, for a checkout (./dev) and for a pip user alike."""
+    return (
+        "the native engine is not installed: in a checkout run ./dev setup; with pip, put "
+        "cargo on PATH and run `pip install --force-reinstall --no-deps .` in the source "
+        f"folder, or build it (cargo build --release in native/) and set {ENV}=PATH/{BINARY}"
+    )
+
+
+def missing_reason() -> str:
+    """Why `binary_path` found nothing, in one line: a bad $WORKBENCH_NATIVE names its path."""
+    given = os.environ.get(ENV)
+    if given and not Path(given).is_file():
+        return f"{ENV} names {given}, which is not a file; unset it or point it at {BINARY}"
+    return build_hint()
 
 
 def binary_path() -> Path | None:
-    """The native worker binary: $WORKBENCH_NATIVE, next to this Python, or on PATH."""
-    given = os.environ.get("WORKBENCH_NATIVE")
+    """The native worker binary: $WORKBENCH_NATIVE, next to this Python, inside the package
+    (pip), or on PATH."""
+    given = os.environ.get(ENV)
     if given:
         return Path(given) if Path(given).is_file() else None
     beside = Path(sys.executable).parent / BINARY
     if beside.is_file():
         return beside
+    if PACKAGED.is_file():
+        return PACKAGED
     found = shutil.which(BINARY)
     return Path(found) if found else None
 
@@ -29,5 +52,5 @@ def binary_path() -> Path | None:
 def require_binary(where: str = "strategy.name") -> Path:
     path = binary_path()
     if path is None:
-        raise SpecError(BUILD_HINT, where)
+        raise SpecError(missing_reason(), where)
     return path

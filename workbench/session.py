@@ -20,10 +20,11 @@ from workbench import __version__
 from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
-from workbench.events import Event, RunFinished, RunStarted
+from workbench.events import Event, Notice, RunFinished, RunStarted
+from workbench.plugins import load_plugin
 from workbench.runner import this_runner
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.spec.plan import Step, check_spec, fallback_notice, plan
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -92,6 +93,9 @@ async def run(
     )
     store.record(started)
     yield started
+    for notice in _fallback_notices(run_id, spec, steps):
+        store.record(notice)
+        yield notice
     coordinator = Coordinator(run_id, steps, stop)
     finished: RunFinished | None = None
     try:
@@ -109,6 +113,19 @@ async def run(
         finished = RunFinished(run_id, "failed", f"{type(exc).__name__}: {exc}")
     store.record(finished)
     yield finished
+
+
+def _fallback_notices(run_id: str, spec: Spec, steps: list[Step]) -> list[Notice]:
+    """A notice per system whose steps, naming no strategy, fall back to a Python client."""
+    said: dict[str, Notice] = {}
+    for step in plan(spec) if steps else []:  # as written: "" where no strategy is named
+        system = load_plugin(step.spec.target.system)
+        if system.name in said:
+            continue
+        text = fallback_notice(system, step.spec)
+        if text:
+            said[system.name] = Notice(run_id, step.index, "warning", text)
+    return list(said.values())
 
 
 def list_runs(store: Store) -> list[Any]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from workbench.connections import describe as describe_connections
 from workbench.events import StepStarted
 from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us
+from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
 
 
 def live_line(elapsed: float, s: Summary) -> str:
@@ -16,7 +19,9 @@ def live_line(elapsed: float, s: Summary) -> str:
     )
 
 
-def step_summary(step: StepView) -> list[str]:
+def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
+    """The step's figures; `ticks`: the percentiles to list (memtier's --print-percentiles),
+    else the usual ones."""
     s = step.summary
     errors = [
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
@@ -45,7 +50,9 @@ def step_summary(step: StepView) -> list[str]:
         )
     lines += errors
     lines.append("Response times percentiles:")
-    for tick in SUMMARY_TICKS:
+    if ticks:
+        s = summarise(step.totals, ticks)
+    for tick in ticks or SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
     verdict = step.verdict
@@ -57,15 +64,25 @@ def step_summary(step: StepView) -> list[str]:
 def step_heading(event: StepStarted, steps: int) -> str:
     """The line that opens a step: what runs, on what, with how many clients."""
     target = event.spec["target"]["system"]
-    strategy = event.spec["strategy"]["name"] or "default"
+    strategy = event.strategy or event.spec["strategy"]["name"] or "default"
     server = (
         f", server {event.server.get('version', '')} pid {event.server['pid']}"
         if event.server
         else ""
     )
+    model = (
+        describe_connections(
+            event.system or target,
+            strategy,
+            event.strategy_options,
+            event.clients,
+            event.workers,
+            event.system_options,
+        )
+        or f"{event.clients} clients, {event.workers} worker(s)"
+    )
     line = (
-        f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, "
-        f"{event.clients} clients, {event.workers} worker(s){server}"
+        f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, {model}{server}"
     )
     if event.nodes:  # workers on a Ray cluster: where the load came from
         line += "\n   nodes: " + "; ".join(

@@ -14,6 +14,7 @@ import resource
 from collections.abc import Iterable
 from pathlib import Path
 
+from workbench.connections import per_worker, server_count
 from workbench.errors import SpecError
 from workbench.plugins import load_plugin
 from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
@@ -43,15 +44,7 @@ def connections_per_worker(step: Step, clients: int) -> int:
         return 0
     strategy = resolve_strategy(system, spec)
     options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
-    servers = spec.target.options.get("servers")
-    per_server = len(servers) if isinstance(servers, list | tuple) and servers else 1
-    if "pool_size" in options:
-        return min(clients, int(options["pool_size"])) * per_server
-    if "connections" in options:
-        return int(options["connections"]) * per_server
-    if "batch" in options or strategy.name == "multiplexed":
-        return per_server
-    return clients * per_server  # assume one connection per client
+    return per_worker(strategy, options, clients, server_count(spec.target.options))
 
 
 def thread_limit() -> int | None:
