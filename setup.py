@@ -45,7 +45,8 @@ def _cargo_build() -> Path:
         args += ["-Z", "sparse-registry"]
     args += ["build", "--release", "--quiet", "--manifest-path", str(NATIVE / "Cargo.toml")]
     subprocess.run(args, check=True, env=env)
-    return NATIVE / "target" / "release" / BINARY
+    target = Path(env.get("CARGO_TARGET_DIR") or NATIVE / "target")
+    return target / "release" / BINARY
 
 
 class BuildWithProfiles(build_py):
@@ -55,9 +56,11 @@ class BuildWithProfiles(build_py):
         self.mkpath(str(target))
         for profile in sorted(Path("profiles").glob("*.toml")):
             self.copy_file(str(profile), str(target / profile.name))
+        bin_dir = Path(self.build_lib) / "workbench" / "bin"
+        if bin_dir.exists():  # a build folder reused from an earlier build with cargo
+            shutil.rmtree(bin_dir)
         if _wants_native():
             built = _cargo_build()
-            bin_dir = Path(self.build_lib) / "workbench" / "bin"
             self.mkpath(str(bin_dir))
             self.copy_file(str(built), str(bin_dir / BINARY))
             os.chmod(bin_dir / BINARY, 0o755)

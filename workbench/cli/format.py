@@ -8,6 +8,7 @@ from workbench.connections import describe as describe_connections
 from workbench.events import StepStarted
 from workbench.live import StepView
 from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
+from workbench.refusals import refusals
 
 
 def live_line(elapsed: float, s: Summary) -> str:
@@ -27,9 +28,10 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
         for kind, n in step.totals.errors.items()
     ]
+    refused = [f"notice: {line}" for line in refusals(step.totals.errors, step.totals.first_errors)]
     if s is None or not s.ops:
         every = ", every operation failed" if errors else ""
-        return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors]
+        return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors, *refused]
     hit = f"{s.hit_rate:.2%}" if s.hit_rate is not None else "n/a"
     lines = [
         f"== {step.title} ({step.status}) ==",
@@ -49,6 +51,7 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
             f"expected, lost {s.lost:,}"
         )
     lines += errors
+    lines += refused
     lines.append("Response times percentiles:")
     if ticks:
         s = summarise(step.totals, ticks)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from workbench import __version__
-from workbench.cli import check, plugins, profiles, report, runs, search, serve
+from workbench.cli import check, doctor, plugins, profiles, report, runs, search, serve
 from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
 from workbench.cli.run import run_command
 
@@ -28,6 +28,7 @@ app.add_typer(profiles.app, name="profiles")
 app.add_typer(serve.app, name="serve")
 app.command("check")(check.command)
 app.command("search")(search.command)
+app.command("doctor")(doctor.command)
 
 
 def _show_version(value: bool) -> None:

@@ -125,6 +125,9 @@ def _native_unfit(native: Strategy, spec: Spec) -> str:
 
     if binary_path() is None:
         return "the native engine is not installed"
+    tls = [v for v in spec.target.options.values() if str(v).startswith(("rediss://", "https://"))]
+    if tls:
+        return "the native engine speaks no TLS"
     missing = sorted({n for op in used_operations(spec) for n in needs(op, native)})
     if missing:
         return f"the native engine does not do {', '.join(missing)}"
