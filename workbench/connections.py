@@ -58,7 +58,7 @@ def describe(
         return ""
     workers = max(1, workers)
     if not system.shared_state:
-        return f"{clients:,} clients in-process (no connections), {_workers(workers)}"
+        return f"{clients:,} clients in-process, {_workers(workers)}"
     servers = server_count(target_options or {})
     share = math.ceil(clients / workers)
     total = sum(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from workbench.connections import describe as describe_connections
 from workbench.events import (
     Event,
     Interval,
@@ -57,6 +58,8 @@ class StepView:
     latest: Summary | None = None  # of the last interval
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
+    reason: str = ""  # why the step failed, in one line
+    connections: str = ""  # how its clients map to connections (workbench.connections)
 
     @property
     def verdict(self) -> Verdict:
@@ -107,6 +110,14 @@ class RunView:
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
+                connections=describe_connections(
+                    event.system or event.spec.get("target", {}).get("system", ""),
+                    event.strategy,
+                    event.strategy_options,
+                    event.clients,
+                    event.workers,
+                    event.system_options,
+                ),
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
@@ -127,6 +138,7 @@ class RunView:
                 status=event.status,
                 totals=event.stats,
                 summary=summarise(event.stats),
+                reason=event.reason,
             )
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, Notice):

@@ -56,6 +56,6 @@ async def test_a_profile_runs_in_its_quick_form(name: str, tmp_path: Path) -> No
     steps = finished(events)
     assert len(steps) == len(check_spec(load_spec(path, QUICK[name])))
     for step in steps:
-        assert step.status == "completed", (step.index, step.stats.first_errors)
+        assert step.status == "completed", (step.step, step.reason, step.stats.first_errors)
         assert step.stats.ops > 0
         assert set(step.stats.errors) <= ALLOWED_ERRORS.get(name, set()), step.stats.first_errors

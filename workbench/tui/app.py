@@ -70,6 +70,8 @@ class WorkbenchApp(App[None]):
         Binding("ctrl+r", "start_run", "Start", priority=True, id="run.start"),
         Binding("f8", "stop_run", "Stop", priority=True, id="run.stop"),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False, id="theme"),
+        # Not a priority binding: a focused text field takes the q as a letter.
+        Binding("q", "quit", "Quit", show=False, id="quit"),
     ]
 
     live: var[RunView] = var(RunView, always_update=True)
