@@ -87,11 +87,11 @@ class TickBox(Checkbox):
     """A checkbox legible without colour: ✓ when ticked, ☐ when not (Textual's ▐X▌ shows an
     X either way and tells them apart by colour alone)."""
 
+    @property
     def _button(self) -> Content:
-        # Instance attributes shadow the class's characters for this render.
-        self.BUTTON_LEFT, self.BUTTON_RIGHT = "", ""
-        self.BUTTON_INNER = "✓" if self.value else "☐"
-        return super()._button()
+        # The glyph in the label's own colours: it must read on any theme, in monochrome too.
+        style = self.get_visual_style("toggle--label")
+        return Content.styled("✓" if self.value else "☐", style)
 
 
 class BoolField(FormField):
