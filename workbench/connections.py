@@ -37,6 +37,10 @@ def _workers(n: int) -> str:
     return f"{n} worker" + ("" if n == 1 else "s")
 
 
+def _clients(n: int) -> str:
+    return f"{n:,} client" + ("" if n == 1 else "s")
+
+
 def _conns(n: int) -> str:
     return f"{n:,} connection" + ("" if n == 1 else "s")
 
@@ -58,7 +62,7 @@ def describe(
         return ""
     workers = max(1, workers)
     if not system.shared_state:
-        return f"{clients:,} clients in-process, {_workers(workers)}"
+        return f"{_clients(clients)} in-process, {_workers(workers)}"
     servers = server_count(target_options or {})
     share = math.ceil(clients / workers)
     total = sum(
@@ -69,11 +73,11 @@ def describe(
     depth = int(options.get("pipeline", 1) or 1)
     if total >= clients * servers:  # one (per server) each
         flight = f" x {depth} in flight" if depth > 1 else ""
-        return f"{clients:,} clients = {_conns(total)}{flight}, {_workers(workers)}"
+        return f"{_clients(clients)} = {_conns(total)}{flight}, {_workers(workers)}"
     if "pool_size" in options:
         how = f"a pool of {_conns(total)}"
     elif "batch" in options:
         how = f"{_conns(total)}, pipelines of up to {options['batch']}"
     else:
         how = f"{total:,} auto-pipelined connection" + ("" if total == 1 else "s")
-    return f"{clients:,} clients sharing {how}, {_workers(workers)}"
+    return f"{_clients(clients)} sharing {how}, {_workers(workers)}"
