@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.native_order import compile_order
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
@@ -82,13 +83,16 @@ def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float,
     """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
     system = load_plugin(spec.target.system)
     strategy = system.strategy("native")
+    system_options = system.options.resolve(dict(spec.target.options), "target.options")
+    strategy_options = strategy.options.resolve(dict(spec.strategy.options), "x")
     order = {
         "type": "step",
         "spec": spec_to_dict(spec),
-        "system_options": system.options.resolve(dict(spec.target.options), "target.options"),
-        "strategy_options": strategy.options.resolve(dict(spec.strategy.options), "x"),
+        "system_options": system_options,
+        "strategy_options": strategy_options,
         "workers": 1,
         "worker": 0,
+        "native": compile_order(spec, system, system_options, strategy_options, 0, 1),
     }
     proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None

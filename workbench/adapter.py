@@ -168,6 +168,10 @@ class CacheSystem:
     # bytes): the engine divides them between workers the way it splits the key space, so
     # that N workers together hold what one would.
     split_options: tuple[str, ...] = ()
+    # Where keys go over several servers, for engines that place them themselves (the
+    # native engine): the system options in, one rendezvous seed per server out, in the
+    # order the servers are listed. None: one server takes every key.
+    placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:

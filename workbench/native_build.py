@@ -1,11 +1,12 @@
 """Where the native engine's binary is (`native/`, built by ./dev setup or `pip install .`),
-and the one line that says how to get it when it is missing. No engine import: spec checks
-use it."""
+and the one line that says how to get it when it is missing or reads another version of the
+step order. No engine import: spec checks use it."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +16,10 @@ BINARY = "workbench-native"
 ENV = "WORKBENCH_NATIVE"
 # Where `pip install .` puts the binary it built (setup.py): inside the package.
 PACKAGED = Path(__file__).resolve().parent / "bin" / BINARY
+# The version of the compiled step order (`engine/native_order.py`) this workbench writes;
+# `workbench-native --order-version` prints the one it reads. Bump both together.
+ORDER_VERSION = 1
+_checked: dict[tuple[str, int], str] = {}
 
 
 def build_hint() -> str:
@@ -49,8 +54,38 @@ def binary_path() -> Path | None:
     return Path(found) if found else None
 
 
+def version_mismatch(path: Path) -> str:
+    """One line when `path` reads another version of the step order; "" when it fits."""
+    reads = order_version(path)
+    if reads == str(ORDER_VERSION):
+        return ""
+    return (
+        f"the native engine {path} reads step orders of version {reads or 'unknown'}; "
+        f"this workbench writes version {ORDER_VERSION}: rebuild it with ./dev setup "
+        "(or pip install . again)"
+    )
+
+
 def require_binary(where: str = "strategy.name") -> Path:
+    """The binary, or one SpecError line: not installed, or built for another step order."""
     path = binary_path()
     if path is None:
         raise SpecError(missing_reason(), where)
+    mismatch = version_mismatch(path)
+    if mismatch:
+        raise SpecError(mismatch, where)
     return path
+
+
+def order_version(path: Path) -> str:
+    """What `path --order-version` prints ("" if it cannot say), once per build of it."""
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _checked:
+        try:
+            done = subprocess.run(
+                [str(path), "--order-version"], capture_output=True, text=True, timeout=10
+            )
+            _checked[key] = done.stdout.strip() if done.returncode == 0 else ""
+        except OSError:
+            _checked[key] = ""
+    return _checked[key]

@@ -54,6 +54,9 @@ VALUE_SIZE_FORMS: dict[str, tuple[str, ...]] = {
 TTL_FORMS: dict[str, tuple[str, ...]] = {"none": (), "fixed": ("seconds",), "range": ("min", "max")}
 
 DEFAULT_HOT_SHARE = 0.2
+# A sequential stream starts client c at key c * SEQUENCE_STRIDE, so clients do not march
+# over the same keys in step.
+SEQUENCE_STRIDE = 7919
 _CALL = re.compile(r"\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 
 
@@ -235,7 +238,7 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
 
         return zipf
     if dist.kind == "gaussian":
-        mean, sd = dist.params[0] * n, dist.params[1] * n
+        mean, sd = gaussian_keys(dist, n)
         gauss = rng.gauss
 
         def gaussian() -> int:
@@ -246,9 +249,8 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
             return min(max(int(mean), 0), n - 1)
 
         return gaussian
-    access, share = dist.params
-    hot = max(1, int(n * share))
-    cold = max(1, n - hot)
+    access = dist.params[0]
+    hot, cold = hot_cold_split(dist, n)
 
     def hotcold() -> int:
         if rand() < access:
@@ -256,6 +258,23 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
         return min(hot + int(rand() * cold), n - 1)
 
     return hotcold
+
+
+def hot_cold_split(dist: Dist, n: int) -> tuple[int, int]:
+    """hotcold(access, share) over n keys: how many keys are hot, how many cold."""
+    hot = max(1, int(n * dist.params[1]))
+    return hot, max(1, n - hot)
+
+
+def gaussian_keys(dist: Dist, n: int) -> tuple[float, float]:
+    """gaussian(mean, stddev) over n keys: its mean and deviation as key indexes."""
+    return dist.params[0] * n, dist.params[1] * n
+
+
+def hot_end(dist: Dist, keys: int, key_offset: int) -> int:
+    """Keys below this index are the hot ones (index 0 is the hottest in every distribution)."""
+    share = dist.params[1] if dist.kind == "hotcold" else DEFAULT_HOT_SHARE
+    return key_offset + max(1, int(keys * share))
 
 
 def size_chooser(dist: Dist, rng: random.Random) -> Callable[[], int]:
@@ -337,13 +356,11 @@ class OpStream:
         self.cum = [c / total for c in itertools.accumulate(mix.values())]
         self.cum[-1] = 1.0
         self.key_offset = key_offset
-        hot_share = key_dist.params[1] if key_dist.kind == "hotcold" else DEFAULT_HOT_SHARE
-        # Keys below this index are the hot ones (index 0 is the hottest in every distribution).
-        self.hot_end = key_offset + max(1, int(keys * hot_share))
+        self.hot_end = hot_end(key_dist, keys, key_offset)
         self.prefix, self.key_length = key_prefix, key_length
         self.key_format = key_template(key_prefix, key_length)
         self.key_table = _key_table(self.key_format, key_offset, keys)
-        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * 7919)
+        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * SEQUENCE_STRIDE)
         self.next_size = size_chooser(value_size, self.rng)
         self.next_ttl = ttl_chooser(ttl, self.rng)
         self.next = self._make_next()
@@ -390,3 +407,11 @@ def partition(keys: int, workers: int, worker: int) -> tuple[int, int]:
     base, extra = divmod(keys, workers)
     offset = worker * base + min(worker, extra)
     return offset, base + (1 if worker < extra else 0)
+
+
+def share(total: int | None, plans: int, all_clients: int) -> int | None:
+    """A worker's part of an op budget: `total` split by its share of the clients
+    (rounded half to even, at least 1), 0 for a worker without clients; None: no budget."""
+    if total is None:
+        return None
+    return max(1, round(total * plans / max(all_clients, 1))) if plans else 0

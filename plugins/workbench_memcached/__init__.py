@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pymemcache.client.base import Client as PymemcacheClient
@@ -291,6 +291,12 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
     )
 
 
+def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
+    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
+    servers = parse_servers(system["servers"], options=system)
+    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
+
+
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -312,6 +318,7 @@ plugin = CacheSystem(
             Option("no_delay", "bool", True, "set TCP_NODELAY (send small requests at once)"),
         )
     ),
+    placement=_placement,
     strategies=(
         Strategy(
             "multiplexed",

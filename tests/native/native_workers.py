@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+from workbench.engine.native_order import compile_order
 from workbench.metrics import Stats
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
@@ -49,13 +50,16 @@ def spec(**changes: Any) -> Spec:
 def order(s: Spec, worker: int = 0, workers: int = 1) -> dict[str, Any]:
     system = load_plugin(s.target.system)
     strategy = resolve_strategy(system, s)
+    system_options = system.options.resolve(dict(s.target.options), "target.options")
+    strategy_options = strategy.options.resolve(dict(s.strategy.options), "strategy.options")
     return {
         "type": "step",
         "spec": spec_to_dict(s),
-        "system_options": system.options.resolve(dict(s.target.options), "target.options"),
-        "strategy_options": strategy.options.resolve(dict(s.strategy.options), "strategy.options"),
+        "system_options": system_options,
+        "strategy_options": strategy_options,
         "workers": workers,
         "worker": worker,
+        "native": compile_order(s, system, system_options, strategy_options, worker, workers),
     }
 
 

@@ -26,6 +26,7 @@ from workbench.engine import frames
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.limits import check_limits
 from workbench.engine.native import worker_command
+from workbench.engine.native_order import compile_order
 from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
@@ -280,7 +281,12 @@ class Coordinator:
         for h in self.handles[:n]:
             # Per worker: a capacity of per-worker state is divided as the key space is.
             own = worker_options(setup.system, setup.connect_options, n, h.index)
-            await h.send({**order, "system_options": own, "worker": h.index})
+            mine = {**order, "system_options": own, "worker": h.index}
+            if setup.strategy.engine == "native":  # the native engine reads numbers only
+                mine["native"] = compile_order(
+                    step.spec, setup.system, own, setup.strategy_options, h.index, n
+                )
+            await h.send(mine)
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:

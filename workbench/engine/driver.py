@@ -34,6 +34,7 @@ from workbench.workload import (
     parse_mix,
     parse_value_size,
     partition,
+    share,
 )
 
 Send = Callable[[dict[str, Any]], None]
@@ -51,12 +52,6 @@ class StepContext:
     worker: int
     workers: int
     shared: bool  # the system is shared by all workers (a server), not inside each one
-
-
-def _share(total: int | None, plans: int, all_clients: int) -> int | None:
-    if total is None:
-        return None
-    return max(1, round(total * plans / max(all_clients, 1))) if plans else 0
 
 
 def _cpu_seconds() -> float:
@@ -195,8 +190,8 @@ class StepRun:
     async def _warm_and_measure(self, start: float) -> str:
         spec, load = self.ctx.spec, self.ctx.spec.load
         n_all = sum(g.concurrency for g in spec.workload.groups) or load.concurrency
-        warm_ops = _share(load.warmup_ops, len(self.plans), n_all)
-        measured_ops = _share(load.ops, len(self.plans), n_all)
+        warm_ops = share(load.warmup_ops, len(self.plans), n_all)
+        measured_ops = share(load.ops, len(self.plans), n_all)
         begin = start
         if warm_ops or load.warmup > 0:
             self._enter_phase(warm_ops, warmup=True)

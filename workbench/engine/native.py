@@ -26,6 +26,7 @@ from typing import Any
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
 from workbench.native_build import binary_path, require_binary
+from workbench.servers import ALLOW_REMOTE
 
 _HEADER = struct.Struct(">I")
 
@@ -51,6 +52,14 @@ def _frame(message: dict[str, Any]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+def _placement(system: str, options: dict[str, Any]) -> list[int] | None:
+    """The system's rendezvous seeds for its servers (None: one server takes every key)."""
+    from workbench.plugins import load_plugin  # plugins import this module
+
+    place = load_plugin(system).placement
+    return None if place is None else list(place(options))
+
+
 class ProbeConnection:
     """One ``workbench-native --probe`` process; each client is a connection id in it."""
 
@@ -72,7 +81,15 @@ class ProbeConnection:
             stderr=asyncio.subprocess.DEVNULL,
             limit=2**26,
         )
-        answer = await self.call({"op": "open", "system": self.system, "options": self.options})
+        answer = await self.call(
+            {
+                "op": "open",
+                "system": self.system,
+                "options": self.options,
+                "allow_remote": bool(self.options.get(ALLOW_REMOTE)),
+                "placement": _placement(self.system, self.options),
+            }
+        )
         if "error" in answer:
             await self.close()
             error = answer["error"]

@@ -121,10 +121,13 @@ def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
 
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
-    from workbench.native_build import binary_path
+    from workbench.native_build import binary_path, version_mismatch
 
-    if binary_path() is None:
+    path = binary_path()
+    if path is None:
         return "the native engine is not installed"
+    if version_mismatch(path):
+        return "the native engine installed is of another version (rebuild it)"
     tls = [v for v in spec.target.options.values() if str(v).startswith(("rediss://", "https://"))]
     if tls:
         return "the native engine speaks no TLS"
