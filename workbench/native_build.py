@@ -35,7 +35,10 @@ def missing_reason() -> str:
     """Why `binary_path` found nothing, in one line: a bad $WORKBENCH_NATIVE names its path."""
     given = os.environ.get(ENV)
     if given and not Path(given).is_file():
-        return f"{ENV} names {given}, which is not a file; unset it or point it at {BINARY}"
+        return (
+            f"{ENV} names {given}, which is not a file: point it at a built {BINARY}, or "
+            "unset it and run ./dev setup (with pip: `pip install .` with cargo on PATH)"
+        )
     return build_hint()
 
 
