@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from workbench.connections import describe as describe_connections
 from workbench.events import (
     Event,
     Interval,
@@ -110,14 +109,7 @@ class RunView:
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
-                connections=describe_connections(
-                    event.system or event.spec.get("target", {}).get("system", ""),
-                    event.strategy,
-                    event.strategy_options,
-                    event.clients,
-                    event.workers,
-                    event.system_options,
-                ),
+                connections=event.connections,
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):

@@ -112,6 +112,7 @@ class StoredStep:
             engine=dict(r.get("engine") or {}),
             allow_remote=bool(r.get("allow_remote", False)),
             nodes=list(r.get("nodes") or []),
+            connections=str(r.get("connections") or ""),
         )
 
 

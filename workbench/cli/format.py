@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workbench.connections import describe as describe_connections
 from workbench.events import StepStarted
 from workbench.live import StepView
 from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
@@ -73,17 +72,7 @@ def step_heading(event: StepStarted, steps: int) -> str:
         if event.server
         else ""
     )
-    model = (
-        describe_connections(
-            event.system or target,
-            strategy,
-            event.strategy_options,
-            event.clients,
-            event.workers,
-            event.system_options,
-        )
-        or f"{event.clients} clients, {event.workers} worker(s)"
-    )
+    model = event.connections or f"{event.clients} clients, {event.workers} worker(s)"
     line = (
         f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, {model}{server}"
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_options
+from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.limits import check_limits
@@ -269,6 +270,14 @@ class Coordinator:
             ),
             allow_remote=setup.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
+            connections=describe_connections(
+                setup.system.name,
+                setup.strategy.name,
+                setup.strategy_options,
+                total_clients(step.spec),
+                workers,
+                setup.system_options,
+            ),
         )
 
     async def _order(self, step: Step, setup: _Setup, n: int) -> None:
