@@ -38,11 +38,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.engine.native_order import compile_order
+from workbench_memcached.server import start_memcached
+from workbench_redis.server import start_redis
+
+from workbench.engine.frames import StepOrder
 from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
-from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
+from workbench.servers import LOOPBACK, ServerProcess, free_port
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.resolve import resolve_step
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = 10_000
@@ -81,19 +84,7 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
 
 def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
     """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
-    system = load_plugin(spec.target.system)
-    strategy = system.strategy("native")
-    system_options = system.options.resolve(dict(spec.target.options), "target.options")
-    strategy_options = strategy.options.resolve(dict(spec.strategy.options), "x")
-    order = {
-        "type": "step",
-        "spec": spec_to_dict(spec),
-        "system_options": system_options,
-        "strategy_options": strategy_options,
-        "workers": 1,
-        "worker": 0,
-        "native": compile_order(spec, system, system_options, strategy_options, 0, 1),
-    }
+    order = StepOrder.for_worker(spec, resolve_step(spec), workers=1, worker=0).frame()
     proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(order))

@@ -1,10 +1,10 @@
-"""How a step's virtual clients map to connections, in numbers and in one sentence.
+"""How a step's virtual clients map to connections, in one sentence.
 
 memtier opens a connection per client; the workbench's Python strategies share a few; the
 step line and the report header say which, so nobody compares 103 connections with 5
-without knowing. The figures come from the strategy's options as the fd-limit check reads
-them (pool_size, connections, batch, pipeline); where a strategy declares nothing, one
-connection per client is assumed.
+without knowing. The counts are the strategies' own declarations (`Strategy.connections`,
+as the fd-limit check reads them); the words for how they are shared come from the
+options that make them so (a pool, pipelines, auto-pipelining).
 """
 
 from __future__ import annotations
@@ -14,23 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.plugins import load_plugin
-
-
-def server_count(target_options: Mapping[str, Any]) -> int:
-    """Servers a client talks to (memcached's list), else 1."""
-    servers = target_options.get("servers")
-    return len(servers) if isinstance(servers, list | tuple) and servers else 1
-
-
-def per_worker(strategy: Any, options: Mapping[str, Any], clients: int, servers: int) -> int:
-    """An upper estimate of the connections one worker opens for `clients` clients."""
-    if "pool_size" in options:
-        return min(clients, int(options["pool_size"])) * servers
-    if "connections" in options:
-        return int(options["connections"]) * servers
-    if "batch" in options or strategy.name == "multiplexed":
-        return servers
-    return clients * servers  # one connection per client
 
 
 def _workers(n: int) -> str:
@@ -61,17 +44,14 @@ def describe(
     except Exception:  # a run stored by another version: say nothing rather than guess
         return ""
     workers = max(1, workers)
-    if not system.shared_state:
-        return f"{_clients(clients)} in-process, {_workers(workers)}"
-    servers = server_count(target_options or {})
     share = math.ceil(clients / workers)
-    total = sum(
-        per_worker(strategy, options, min(share, clients - i * share), servers)
-        for i in range(workers)
-        if clients - i * share > 0
-    )
+    shares = [min(share, clients - i * share) for i in range(workers) if clients - i * share > 0]
+    total = sum(strategy.connections(target_options or {}, options, n) for n in shares)
+    if not system.shared_state or total == 0:
+        return f"{_clients(clients)} in-process, {_workers(workers)}"
+    each = max(1, strategy.connections(target_options or {}, options, 1))  # per server
     depth = int(options.get("pipeline", 1) or 1)
-    if total >= clients * servers:  # one (per server) each
+    if total >= clients * each:  # a connection (to each server) per client
         flight = f" x {depth} in flight" if depth > 1 else ""
         return f"{_clients(clients)} = {_conns(total)}{flight}, {_workers(workers)}"
     if "pool_size" in options:

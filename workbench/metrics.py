@@ -17,6 +17,11 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+# The op kinds an interval records a latency histogram for, in the order reports list them:
+# a cache-aside op is recorded as its get and its set, and "deliver" is a pub/sub message
+# received. Both engines record these names (the native engine reads them from the order).
+OP_KINDS = ("get", "set", "delete", "publish", "deliver")
+
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000  # one hour
 SIGNIFICANT_DIGITS = 3

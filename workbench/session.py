@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
@@ -22,9 +23,10 @@ from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import Event, Notice, RunFinished, RunStarted
 from workbench.plugins import load_plugin
-from workbench.runner import this_runner
-from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import Step, check_spec, fallback_notice, plan
+from workbench.run_owner import this_runner
+from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.spec.resolve import fallback_notice
+from workbench.spec.steps import Step, check_spec, plan
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -32,6 +34,11 @@ LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloo
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def launcher_log(store: Store, run_id: str) -> Path:
+    """The file a run's launcher logs to (Ray's own lines), beside the store."""
+    return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
 def environment() -> dict[str, Any]:
@@ -78,8 +85,11 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
+    check_name(name or spec.name, "name")
     steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    check_limits(steps)  # once per step: here for a planned run, as they come for a search
+    if next_step is not None:
+        next_step = _limits_checked(next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -96,7 +106,7 @@ async def run(
     for notice in _fallback_notices(run_id, spec, steps):
         store.record(notice)
         yield notice
-    coordinator = Coordinator(run_id, steps, stop)
+    coordinator = Coordinator(run_id, steps, stop, launcher_log=launcher_log(store, run_id))
     finished: RunFinished | None = None
     try:
         stream = coordinator.events() if next_step is None else coordinator.events_from(next_step)
@@ -126,6 +136,18 @@ def _fallback_notices(run_id: str, spec: Spec, steps: list[Step]) -> list[Notice
         if text:
             said[system.name] = Notice(run_id, step.index, "warning", text)
     return list(said.values())
+
+
+def _limits_checked(next_step: NextStep) -> NextStep:
+    """Each step asked for, checked against this machine's limits before it runs."""
+
+    def checked(last: Any) -> Any:
+        step = next_step(last)
+        if step is not None:
+            check_limits([step])
+        return step
+
+    return checked
 
 
 def list_runs(store: Store) -> list[Any]:

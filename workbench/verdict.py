@@ -29,6 +29,11 @@ Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 9
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
 
+With workers on several machines (a Ray cluster), each load machine's busy share is read
+on that machine (``stats.server["hosts"]``, see engine/hostload.py) apart from the
+coordinator's own: *machine-bound* then names the machine that was full, e.g.
+``machine-bound: host 10.77.0.3 98% busy on 4 CPUs (3.70 of them ours), ...``.
+
 Figures come from the step's intervals: worker CPU (``stats.cpu``, seconds per worker),
 the offered op count and the send-lag histogram (open loop), and from ``stats.server``
 the server's CPU seconds (``cpu_seconds``), its usable cores (``cpu_cores``) and the load
@@ -164,6 +169,9 @@ class Usage:
     host_busy: float = 0.0  # busy share x seconds
     host_span: float = 0.0
     host_cpus: int | None = None
+    # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
+    # its workers), from ``stats.server["hosts"]``.
+    hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
 
     def plus(self, stats: Stats) -> Usage:
         """This usage with one more interval added."""
@@ -195,6 +203,16 @@ class Usage:
             )
         if _positive(server.get("host_cpus")):
             out = replace(out, host_cpus=int(server["host_cpus"]))
+        if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
+            hosts = dict(out.hosts)
+            for name, figure in server["hosts"].items():
+                if not (isinstance(figure, Mapping) and _number(figure.get("busy"))):
+                    continue
+                busy, span, _, _ = hosts.get(name, (0.0, 0.0, 0, ()))
+                workers = tuple(str(w) for w in figure.get("workers", ()))
+                cpus = int(figure.get("cpus") or 0)
+                hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
+            out = replace(out, hosts=hosts)
         return out
 
     @classmethod
@@ -220,6 +238,24 @@ class Usage:
 
     def machine_share(self) -> float | None:
         return self.host_busy / self.host_span if self.host_span else None
+
+    def host_shares(self) -> dict[str, tuple[float, int, float]]:
+        """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
+        workers = self.worker_shares()
+        out = {
+            name: (busy / span, cpus, sum(workers.get(w, 0.0) for w in ws))
+            for name, (busy, span, cpus, ws) in self.hosts.items()
+            if span > 0
+        }
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+    def full_host(self, ours_needed: bool) -> str | None:
+        """The busiest load machine that was full (with our workers using at least
+        `MACHINE_OURS` of it, if `ours_needed`), or None."""
+        for name, (share, cpus, ours) in self.host_shares().items():
+            if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
+                return name
+        return None
 
 
 def _number(value: Any) -> bool:
@@ -291,6 +327,8 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         "machine_busy": machine,
         "machine_cpus": usage.host_cpus,
     }
+    if usage.hosts:
+        figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
     if open_loop:
         d = totals.duration
         figures |= {
@@ -313,12 +351,16 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
     if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=True):  # a load machine of its own was full
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
     if workers and max(workers.values()) >= WORKER_BUSY:
         return Verdict(GENERATOR_BOUND, _join(cpu, schedule), figures)
     if open_loop and behind:  # ops never sent for want of replies: the server set the pace
         return Verdict(FELL_BEHIND, both, figures)
     if full:  # other processes fill the machine: our load and server waited for CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=False):
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
     if open_loop and totals.offered:
         return Verdict(FELL_BEHIND if lagged else ON_SCHEDULE, both, figures)
     if not usage.recorded:
@@ -377,6 +419,8 @@ def _cpu_text(
         parts.append(
             f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
         )
+    for name, (share, cpus, mine) in usage.host_shares().items():
+        parts.append(f"host {name} {share:.0%} busy on {cpus} CPUs ({mine:.2f} of them ours)")
     return ", ".join(parts)
 
 

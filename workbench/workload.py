@@ -91,15 +91,20 @@ def _numbers(args: list[str], count: int, where: str, what: str) -> tuple[float,
     return numbers
 
 
+# Past this exponent nearly every draw is the hottest key already, and the weights 1/i**s
+# would overflow a float for large key spaces.
+MAX_ZIPF = 20.0
+
+
 def parse_key_distribution(text: str, where: str = "workload.key_distribution") -> Dist:
     kind, args = _parse_call(text, where, KEY_DISTRIBUTIONS, "zipf(0.99) or hotcold(0.8,0.2)")
     if kind in ("uniform", "sequential"):
         _numbers(args, 0, where, f"{kind} without arguments")
         return Dist(kind)
     if kind == "zipf":
-        (s,) = _numbers(args, 1, where, "zipf(s) with s > 0")
-        if s <= 0:
-            raise SpecError(f"expected zipf(s) with s > 0; got {s:g}", where)
+        (s,) = _numbers(args, 1, where, f"zipf(s) with 0 < s <= {MAX_ZIPF:g}")
+        if not 0 < s <= MAX_ZIPF:
+            raise SpecError(f"expected zipf(s) with 0 < s <= {MAX_ZIPF:g}; got {s:g}", where)
         return Dist(kind, (s,))
     if kind == "gaussian":
         mean, sd = _numbers(args, 2, where, "gaussian(mean, stddev) as shares of the key space")

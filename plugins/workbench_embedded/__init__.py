@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy
+from workbench.adapter import CacheSystem, Strategy, no_connections
 from workbench.options import Option, OptionSet
 from workbench_embedded.cache import LockedCache, LruCache
 
@@ -118,12 +118,14 @@ plugin = CacheSystem(
             "clients call the cache on the worker's event loop",
             _connect_direct,
             operations=frozenset({"get", "set", "delete", "publish", "subscribe"}),
+            connections=no_connections,
         ),
         Strategy(
             "threads",
             "one thread per client, the cache behind a lock",
             _connect_threads,
             blocking=True,
+            connections=no_connections,
         ),
     ),
     default_strategy="direct",

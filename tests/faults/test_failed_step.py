@@ -6,10 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench_redis.server import start_redis
+
 from workbench.cli.common import ExitStatus
 from workbench.engine.coordinator import FAILED_ERROR_SHARE, step_failure
 from workbench.metrics import Stats, new_histogram
-from workbench.servers import free_port, start_redis
+from workbench.servers import free_port
 from workbench.store import Store
 
 RUN = [sys.executable, "-m", "workbench.cli.main", "run", "--quiet"]

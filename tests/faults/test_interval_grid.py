@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished, stopped
+from workbench_redis.server import start_redis
 
 from workbench.events import Event, Interval
-from workbench.servers import start_redis
 from workbench.store import Store
 
 

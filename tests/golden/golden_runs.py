@@ -27,7 +27,7 @@ from workbench.metrics import Stats, fold, merged, new_histogram
 from workbench.plugins import load_plugin
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import Step, plan, resolve_strategy
+from workbench.spec.steps import Step, plan, resolve_strategy
 from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0

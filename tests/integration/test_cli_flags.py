@@ -364,6 +364,7 @@ def test_files_from_the_run_equal_the_reports_of_the_stored_run(
 ) -> None:
     json_out, csv_out, hlog_out = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.hlog"
     crit = tmp_path / "out" / "crit.md"
+    crit.parent.mkdir()  # a run creates no folder (issue 25 item 11)
     res = run(
         [
             "run", "-q", "-n", "3000", "-c", "2", "-w", "1", *QUICK,

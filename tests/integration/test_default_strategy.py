@@ -14,8 +14,9 @@ import pytest
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.servers import ServerProcess
-from workbench.spec.load import load_spec, spec_from_data
-from workbench.spec.plan import check_spec, default_strategy
+from workbench.spec.load import spec_from_data
+from workbench.spec.resolve import default_strategy
+from workbench.spec.steps import check_spec, load_spec
 from workbench.store import Store
 
 QUICK = ["--set", "load.warmup=0", "-n", "500", "-c", "2", "-w", "1"]

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import check_spec, load_spec
 from workbench.store import Store
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"

@@ -20,7 +20,7 @@ from workbench.conformance import check_plugin, failures
 from workbench.errors import SpecError, TargetError
 from workbench.events import Event, Interval, Notice, StepStarted
 from workbench.report import render
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "memory-limit-hit-rate.toml"

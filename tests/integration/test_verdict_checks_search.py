@@ -14,9 +14,9 @@ from support import collect, stopped
 
 from workbench.events import Event, Interval, StepStarted
 from workbench.live import RunView
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
-from workbench.spec.load import load_spec
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 from workbench.verdict import FELL_BEHIND, GENERATOR_KINDS
 

@@ -13,6 +13,7 @@ import stat
 import struct
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,12 @@ import pytest
 from native_workers import order, run_worker, spec
 from workbench_memcached.protocol import Rendezvous, address_text, parse_servers
 
+from workbench.engine.client_plans import ClientPlan, Workload
+from workbench.engine.frames import StepOrder
 from workbench.engine.native_order import compile_order
-from workbench.engine.plans import ClientPlan, Workload
 from workbench.errors import SpecError
 from workbench.native_build import ORDER_VERSION, binary_path, require_binary
-from workbench.plugins import load_plugin
+from workbench.spec.resolve import resolve_step
 from workbench.workload import (
     ValueBuffer,
     parse_mix,
@@ -280,9 +282,8 @@ def test_the_compiled_order_carries_every_number_the_engine_needs() -> None:
             "workload.ttl": "range(1,5)",
         }
     )
-    system = load_plugin("memcached")
-    options = system.options.resolve(dict(s.target.options), "target.options")
-    one, two = (compile_order(s, system, options, {"pipeline": 2}, w, 2) for w in (0, 1))
+    resolved = resolve_step(replace(s, strategy=replace(s.strategy, options={"pipeline": 2})))
+    one, two = (compile_order(StepOrder.for_worker(s, resolved, 2, w)) for w in (0, 1))
     assert [c["id"] for c in one["clients"]] == [0, 2]
     assert [c["offset_ns"] for c in two["clients"]] == [1_000_000, 3_000_000]
     assert {c["period_ns"] for c in one["clients"]} == {4_000_000}

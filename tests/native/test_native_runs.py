@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished
+from workbench_redis.server import start_redis
 
 from workbench.events import Interval, StepStarted
-from workbench.servers import ServerProcess, free_port, start_redis
+from workbench.servers import ServerProcess, free_port
 from workbench.store import Store
 
 

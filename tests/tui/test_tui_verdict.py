@@ -6,7 +6,7 @@ from rich.console import Console
 from tui_data import interval_stats, synthetic_events, view_of
 
 from workbench.events import Interval
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.dashboard import counters_table, step_row
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from workbench.errors import SpecError
-from workbench.search import Probe, Search, replay, search_spec, target_checks
+from workbench.search_rules import Probe, Search, replay, search_spec, target_checks
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import SearchSpec
 from workbench.verdict import GENERATOR_BOUND, ON_SCHEDULE, SERVER_BOUND, Verdict

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec, spec_from_data
+from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import check_spec, plan
 from workbench.spec.save import save_spec
+from workbench.spec.steps import check_spec, load_spec, plan
 from workbench.workload import parse_ttl, parse_value_size
 
 
@@ -82,7 +82,8 @@ def test_bad_option_value_names_the_option() -> None:
 
 def test_load_bounds() -> None:
     assert "load.concurrency: expected at least 1" in error_of(None, "load.concurrency=0")
-    assert "load.duration: expected a duration above 0" in error_of(None, "load.duration=0")
+    too_short = error_of(None, "load.duration=0")
+    assert "load.duration: expected a duration of at least 0.05 s" in too_short
 
 
 def test_set_parses_toml_values_and_plain_strings() -> None:

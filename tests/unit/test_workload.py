@@ -146,7 +146,7 @@ def test_partition_covers_the_key_space_once() -> None:
     ("parse", "text", "fragment"),
     [
         (parse_key_distribution, "zipfian", "expected one of uniform, zipf, gaussian, sequential"),
-        (parse_key_distribution, "zipf(-1)", "s > 0"),
+        (parse_key_distribution, "zipf(-1)", "0 < s <= 20"),
         (parse_key_distribution, "hotcold(1.5,0.2)", "between 0 and 1"),
         (parse_value_size, "uniform(10,5)", "MIN <= MAX"),
         (parse_value_size, "fixed(12 parsecs)", "expected a size"),

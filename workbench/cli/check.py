@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
-from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
 from workbench.live import RunView, StepView
 from workbench.spec.model import ChecksSpec, Spec
 
@@ -78,7 +78,7 @@ def command(
     2 a bad check expression, or no checks at all;
     3 a check failed (one line each: step, expression, measured value).
     """
-    stored = open_store(store).load(run)
+    stored = read_store(store).load(run)
     checks = checks_for(stored.spec, fail_on or [], f"run {stored.id}")
     if not checks:
         raise fail(

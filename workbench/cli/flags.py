@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 
 from workbench.errors import SpecError
 from workbench.profile_files import find_profile
-from workbench.spec.load import load_spec, read_profile, spec_from_data
+from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import Spec
+from workbench.spec.steps import load_spec
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
 # workbench's own names; a bare name takes the parameters memtier uses by default.
@@ -521,7 +522,7 @@ def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec
     """The profile (or the defaults) with the flags, then the `--set` overrides, applied and
     checked, as `load_spec` does for `--set` alone."""
     from workbench.plugins import load_plugin
-    from workbench.spec.plan import resolve_strategy
+    from workbench.spec.resolve import resolve_strategy
 
     profile = find_profile(profile) if profile else None
     base = read_profile(profile) if profile else {}
@@ -575,7 +576,7 @@ def run_name(spec: Spec) -> str:
     """A run started from flags, named after its target and shape: e.g.
     ``redis 127.0.0.1:6379 native c16`` (a swept axis shows its values)."""
     from workbench.plugins import load_plugin
-    from workbench.spec.plan import resolve_strategy
+    from workbench.spec.resolve import resolve_strategy
 
     swept = {axis.path: axis for axis in spec.sweep}
     parts = [spec.target.system]

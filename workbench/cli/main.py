@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
-import typer
+try:
+    import typer
 
-from workbench import __version__
-from workbench.cli import check, doctor, plugins, profiles, report, runs, search, serve
-from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
-from workbench.cli.run import run_command
+    from workbench import __version__
+    from workbench.cli import check, doctor, plugins, profiles, report, runs, search, serve
+    from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
+    from workbench.cli.run import run_command
+except KeyboardInterrupt:  # a Ctrl-C while the imports load: nothing has started yet
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(130) from None
 
 app = typer.Typer(
     name="workbench",

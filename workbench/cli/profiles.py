@@ -10,8 +10,7 @@ import typer
 from workbench.cli.common import one_line_errors, out
 from workbench.errors import SpecError
 from workbench.profile_files import profiles_dir
-from workbench.spec.load import load_spec
-from workbench.spec.plan import Step, check_spec
+from workbench.spec.steps import Step, check_spec, load_spec
 
 app = typer.Typer(
     help="List and check the TOML experiments in profiles/.", invoke_without_command=True

@@ -38,7 +38,9 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.live import RunView
-from workbench.spec.model import spec_to_dict
+from workbench.profile_files import find_profile
+from workbench.spec.load import read_profile
+from workbench.spec.model import Spec, check_name, spec_to_dict
 
 OUT_PANEL = "Files from the run"
 
@@ -129,7 +131,11 @@ def run_command(
     if print_id:
         only_result_on_stdout()
     remote = ["target.allow_remote=true"] if allow_remote else []
+    if name is not None:
+        check_name(name, "--name")
     spec = with_fail_on(f.load_with_flags(profile, flags, [*(set_ or []), *remote]), fail_on or [])
+    if profile is not None and not read_profile(find_profile(profile)):
+        out(_empty_profile_note(profile, spec))
     if name is None and profile is None and spec.name == "default":
         name = f.run_name(spec)  # not "default": the target and shape it ran
     checks = checks_for(spec_to_dict(spec), [], str(profile) if profile else "")
@@ -158,6 +164,16 @@ def run_command(
 
 
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _empty_profile_note(profile: Path, spec: Spec) -> str:
+    """One line for a profile that sets nothing: what runs instead."""
+    what = (
+        "the default, a short run on the embedded cache"
+        if spec == Spec()
+        else "the defaults with the flags and --set given"
+    )
+    return f"note: {profile} sets nothing: running {what}"
 
 
 def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]
@@ -228,7 +244,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or functools.partial(_show, ticks=ticks))(event, view, quiet)
+                (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
@@ -242,7 +258,9 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def _show(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
+def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet; `ticks`:
+    the percentiles a step's summary lists)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):

@@ -10,9 +10,18 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.cli.common import (
+    ExitStatus,
+    StoreOption,
+    fail,
+    one_line_errors,
+    open_store,
+    out,
+    read_store,
+)
 from workbench.cli.format import step_summary
 from workbench.metrics import format_us
+from workbench.store import default_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for scripts")]
 
@@ -23,7 +32,8 @@ app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_
 @one_line_errors
 def list_runs(store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Every stored run, newest first."""
-    rows = open_store(store).list_runs()
+    # No store yet is no runs yet: a read creates nothing.
+    rows = read_store(store).list_runs() if (store or default_path()).exists() else []
     if as_json:
         out(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return
@@ -62,7 +72,7 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """A stored run: its spec, environment, notices and per-step figures."""
-    stored = open_store(store).load(run)
+    stored = read_store(store).load(run)
     if as_json:  # the same document as `workbench report RUN --format json`
         from workbench.report import render
 

@@ -13,11 +13,11 @@ import time
 from hdrh.histogram import HdrHistogram
 
 from workbench.adapter import error_kind
-from workbench.metrics import Stats, fold, new_histogram
+from workbench.metrics import OP_KINDS, Stats, fold, new_histogram
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
 
 DELIVER = 5  # not an op a client issues: a pub/sub message received
-KIND_NAMES = {GET: "get", SET: "set", DELETE: "delete", PUBLISH: "publish", DELIVER: "deliver"}
+KIND_NAMES = dict(zip((GET, SET, DELETE, PUBLISH, DELIVER), OP_KINDS, strict=True))  # code -> kind
 FOLD_CHUNK = 4096
 FOLD_SLICE = 0.002  # seconds of folding between loop turns
 ABANDONED = "abandoned"  # error kind of ops still unanswered when the wait after the end ran out

@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection, Strategy
+from workbench.adapter import Connection
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
+from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
-from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
+from workbench.engine.frames import StepOrder
 from workbench.metrics import Stats
-from workbench.spec.model import Spec
 from workbench.workload import (
     PUBLISH,
     SET,
@@ -41,17 +41,6 @@ Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
 CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this long
 LATE_DELIVERY_WAIT = 3.0
-
-
-@dataclass
-class StepContext:
-    spec: Spec
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    worker: int
-    workers: int
-    shared: bool  # the system is shared by all workers (a server), not inside each one
 
 
 def _cpu_seconds() -> float:
@@ -73,7 +62,7 @@ class _Span:
 class StepRun:
     """One step in one worker: prepare (armed), then run once the start time comes."""
 
-    def __init__(self, ctx: StepContext, send: Send) -> None:
+    def __init__(self, ctx: StepOrder, send: Send) -> None:
         self.ctx = ctx
         self.send = send
         self.state = LoadState()
@@ -94,7 +83,10 @@ class StepRun:
         """Connect, make every client, prefill, and start every client loop (held at begin)."""
         ctx, spec = self.ctx, self.ctx.spec
         self.state.loop = asyncio.get_running_loop()
-        self.conn = await ctx.strategy.connect(ctx.system_options, ctx.strategy_options)
+        resolved = ctx.resolved
+        self.conn = await resolved.strategy.connect(
+            resolved.connect_options, resolved.strategy_options
+        )
         self.plans = client_plans(spec, ctx.worker, ctx.workers)
         self.values = ValueBuffer(
             max(
@@ -103,7 +95,7 @@ class StepRun:
             ),
             spec.seed,
         )
-        self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
+        self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
         if spec.workload.prefill:
             await self._prefill()
@@ -119,8 +111,10 @@ class StepRun:
 
         async def fill(client: Any, part: list[int]) -> None:
             for i in part:
+                if self.stop_requested.is_set():  # a stop during start-up ends the prefill
+                    return
                 key = format_key(wl.key_prefix, i, wl.key_length)
-                if self.ctx.strategy.blocking:
+                if self.ctx.resolved.blocking:
                     await asyncio.to_thread(client.set, key, self.values.value(i, sizes()), None)
                 else:
                     await client.set(key, self.values.value(i, sizes()), None)
@@ -135,7 +129,7 @@ class StepRun:
             ps.subscribers_per_channel,
             ps.message_size,
         )
-        blocking = self.ctx.strategy.blocking
+        blocking = self.ctx.resolved.blocking
         if blocking and self.plans:
             # One thread per blocking client: the loop's default pool has only
             # min(32, cores + 4) threads and would silently cap the concurrency.
@@ -158,7 +152,7 @@ class StepRun:
             return []
         ps = spec.workload.pubsub
         slots = [(c, s) for c in range(ps.channels) for s in range(ps.subscribers_per_channel)]
-        if self.ctx.shared:  # one set of subscribers in all, dealt among the workers
+        if self.ctx.resolved.shared:  # one set of subscribers in all, dealt among the workers
             slots = slots[self.ctx.worker :: self.ctx.workers]
         ready = asyncio.Event()
         counter = [0]
@@ -289,7 +283,7 @@ class StepRun:
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
-        if not self.ctx.shared:  # the system lives in this worker: only it can report it
+        if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))
 

@@ -1,9 +1,10 @@
 """The native engine's step order: one step compiled to numbers, once, in Python.
 
 The native engine (native/) never reads the spec's text forms. What a step means arrives
-here already parsed by `workbench.workload` and planned by `engine.plans`, as numbers:
+here already parsed by `workbench.workload` and planned by `engine.client_plans`, as numbers:
 distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
-seconds, each client's mix and schedule, where keys go over several servers, this
+seconds, each client's mix and schedule (period, offset, arrival process and its seed:
+`engine.arrivals`), where keys go over several servers, this
 worker's op budgets, the op kinds a report records and the remote decision. The target's
 own options (URL, servers, HTTP templates) travel as given: they are the protocol's,
 read by the engine's codec.
@@ -15,14 +16,14 @@ the spec check asks the binary which version it reads (`native_build.require_bin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.adapter import CacheSystem
-from workbench.engine.accounting import KIND_NAMES
-from workbench.engine.plans import ClientPlan, client_plans
+from workbench.engine.client_plans import ClientPlan, client_plans
+from workbench.metrics import OP_KINDS
 from workbench.native_build import ORDER_VERSION
 from workbench.spec.model import Spec
-from workbench.spec.plan import total_clients
+from workbench.spec.resolve import total_clients
 from workbench.workload import (
     OP_CODES,
     SEQUENCE_STRIDE,
@@ -39,20 +40,20 @@ from workbench.workload import (
     share,
 )
 
+if TYPE_CHECKING:
+    from workbench.engine.frames import StepOrder
+
 NS = 1_000_000_000
 # A connection attempt waits at least this long, whatever the option says.
 MIN_CONNECT_TIMEOUT = 0.1
 
 
-def compile_order(
-    spec: Spec,
-    system: CacheSystem,
-    system_options: Mapping[str, Any],
-    strategy_options: Mapping[str, Any],
-    worker: int,
-    workers: int,
-) -> dict[str, Any]:
-    """The "native" part of the step order worker `worker` of `workers` receives."""
+def compile_order(order: StepOrder) -> dict[str, Any]:
+    """The "native" part of a step order: its spec and resolved step (this worker's own)
+    compiled to numbers."""
+    spec, worker, workers = order.spec, order.worker, order.workers
+    own = order.resolved
+    system, system_options, strategy_options = own.system, own.system_options, own.strategy_options
     plans = client_plans(spec, worker, workers)
     wl, load = spec.workload, spec.load
     offset, count = (0, wl.keys) if system.shared_state else partition(wl.keys, workers, worker)
@@ -62,11 +63,11 @@ def compile_order(
         "version": ORDER_VERSION,
         "system": system.name,
         "target": dict(system_options),
-        "allow_remote": bool(spec.target.allow_remote),
+        "allow_remote": own.allow_remote,  # the remote decision, as resolved
         "worker": worker,
         "seed": spec.seed,
         "operations": list(OP_CODES),  # a mix names operations by their index here
-        "record": list(KIND_NAMES.values()),  # the op kinds a report has histograms for
+        "record": list(OP_KINDS),  # the op kinds a report has histograms for
         "keys": _keys(spec, parse_key_distribution(wl.key_distribution), offset, count),
         "value_size": _value_size(value_size),
         "values": {
@@ -74,7 +75,7 @@ def compile_order(
             "spread": ValueBuffer.SPREAD,
         },
         "ttl": _ttl(parse_ttl(wl.ttl)),
-        "placement": _placement(system, system_options),
+        "placement": placement(system, system_options),
         "prefill": _prefill(spec, worker, workers),
         "clients": [_client(p) for p in plans],
         "phases": _phases(spec, len(plans)),
@@ -136,7 +137,7 @@ def _ttl(dist: Dist) -> dict[str, Any]:
     return {"kind": "none"}
 
 
-def _placement(system: CacheSystem, options: Mapping[str, Any]) -> dict[str, Any] | None:
+def placement(system: CacheSystem, options: Mapping[str, Any]) -> dict[str, Any] | None:
     """Rendezvous seeds per server (the system's own rule), or None for one server."""
     if system.placement is None:
         return None
@@ -156,6 +157,8 @@ def _client(plan: ClientPlan) -> dict[str, Any]:
         "mix": [[code, weight] for code, weight in plan.mix.items()],
         "period_ns": plan.period_ns,
         "offset_ns": plan.offset_ns,
+        "arrivals": plan.arrivals,
+        "arrival_seed": plan.seed,
         "sequence_start": plan.client_id * SEQUENCE_STRIDE,
     }
 

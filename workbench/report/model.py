@@ -204,6 +204,15 @@ def target_options(step: StepData) -> dict[str, Any]:
     return out
 
 
+def server_options(step: StepData) -> dict[str, Any]:
+    """The managed server's options as the step ran them (defaults filled in, as recorded),
+    else, for runs stored before those were kept, what its spec wrote."""
+    out = dict(step.spec["target"].get("server", {}))
+    if step.stored is not None and step.stored.resolved:
+        out.update(step.stored.resolved.get("server_options", {}))
+    return out
+
+
 def target_version(step: StepData) -> str:
     """The version of the system measured, when anything recorded it."""
     for source in (step.server, step.totals.server):

@@ -16,7 +16,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
-OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
+# load.arrivals: how an open-loop client's gaps are drawn (`workbench.engine.arrivals`).
+ARRIVALS = ("uniform", "poisson")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class Load:
     workers: int = 0  # 0: one per core
     interval: float = 1.0
     rate: float | None = None  # total ops/s; switches to open loop
+    # Open loop: "uniform" gaps of one period per client (wrk2), or "poisson" gaps
+    # (exponential, the same mean). Left out of a spec's data at its default.
+    arrivals: str = field(default="uniform", metadata={"omit_default": True})
     # Run every step this many times, interleaved (A B A B); left out of a spec's data at 1.
     repeat: int = field(default=1, metadata={"omit_default": True})
     # Where workers run: "local" processes, or actors on a Ray cluster (the `ray` extra).
@@ -107,7 +111,7 @@ class ChecksSpec:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+    """`workbench search`: the highest open-loop rate meeting `target` (`search_rules`)."""
 
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s
@@ -226,6 +230,19 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
             path = f"{where}.{name}" if where else name
             kwargs[name] = _convert(data[name], hints[name], path)
     return cls(**kwargs)
+
+
+# A run's name is shown in every list and stored with the run: a line, not a document.
+MAX_NAME_CHARS = 200
+
+
+def check_name(name: str, where: str = "name") -> str:
+    """The name of a run or profile, or one SpecError when it is too long to be one."""
+    if len(name) > MAX_NAME_CHARS:
+        raise SpecError(
+            f"expected a name of at most {MAX_NAME_CHARS} characters; got {len(name):,}", where
+        )
+    return name
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:

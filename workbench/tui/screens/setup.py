@@ -24,7 +24,7 @@ from workbench.profile_files import is_shipped
 from workbench.spec.fields import SECTION_TITLES, Section, fields_in
 from workbench.spec.load import get_path, read_profile
 from workbench.spec.model import Spec, TargetSpec, spec_to_dict
-from workbench.spec.plan import default_strategy
+from workbench.spec.resolve import default_strategy
 from workbench.spec.save import save_spec
 from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps

@@ -130,6 +130,13 @@ def _server_figure(key: str, value: object) -> Row:
     memory = "memory" in key or "bytes" in key
     if key == "host_busy" and isinstance(value, int | float):  # a share of the machine
         shown = format_pct(value)
+    elif key == "hosts" and isinstance(value, dict):  # each Ray node's machine: busy share
+        shown = ", ".join(
+            f"{host} {format_pct(f['busy'])}"
+            for host, f in value.items()
+            if isinstance(f, dict) and isinstance(f.get("busy"), int | float)
+        )
+        key = "hosts busy"
     elif isinstance(value, int | float) and memory:
         shown = format_bytes(value)
     elif isinstance(value, int):

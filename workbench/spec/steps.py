@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy
-from workbench.errors import PluginError, SpecError
+from workbench.adapter import Strategy
+from workbench.errors import SpecError
 from workbench.native_build import require_binary
-from workbench.plugins import load_plugin
-from workbench.remote import check_remote
-from workbench.spec.load import set_path
-from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
+from workbench.spec.load import located, read_profile, set_path, spec_from_data
+from workbench.spec.model import ARRIVALS, Load, Spec, check_name, spec_from_dict, spec_to_dict
+from workbench.spec.resolve import (
+    ResolvedStep,
+    resolve_step,
+    resolve_strategy,
+    total_clients,
+    workers_for,
+)
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
@@ -28,6 +34,8 @@ from workbench.workload import (
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class Step:
     index: int
     label: dict[str, str]
     spec: Spec
+    resolved: ResolvedStep | None = None  # set by check_spec: what the step really runs
 
     @property
     def title(self) -> str:
@@ -92,90 +101,16 @@ def _combinations(spec: Spec) -> list[Step]:
     return steps
 
 
-def resolve_strategy(system: CacheSystem, spec: Spec) -> Strategy:
-    """The strategy named, or for none the default: see `default_strategy`."""
-    if spec.strategy.name:
-        return system.strategy(spec.strategy.name)
-    return default_strategy(system, spec)[0]
-
-
-# Said once when a spec that names no strategy runs a Python client instead of the engine.
-CLIENT_MEASURED = "the client (Python) is part of the measurement"
-
-
-def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
-    """The strategy a spec naming none runs, and why it is not the native engine.
-
-    The native engine measures the server, not a Python client, so a system's native
-    strategy is the default whenever its binary is there and it supports the workload;
-    else the system's declared default runs, with the reason ("" when the system has no
-    native strategy or it was chosen).
-    """
-    declared = system.strategy(system.default_strategy)
-    native = next((s for s in system.strategies if s.engine == "native"), None)
-    if native is None:
-        return declared, ""
-    why = _native_unfit(native, spec)
-    return (declared, why) if why else (native, "")
-
-
-def _native_unfit(native: Strategy, spec: Spec) -> str:
-    """Why the native strategy cannot run the spec ("" when it can)."""
-    from workbench.native_build import binary_path, version_mismatch
-
-    path = binary_path()
-    if path is None:
-        return "the native engine is not installed"
-    if version_mismatch(path):
-        return "the native engine installed is of another version (rebuild it)"
-    tls = [v for v in spec.target.options.values() if str(v).startswith(("rediss://", "https://"))]
-    if tls:
-        return "the native engine speaks no TLS"
-    missing = sorted({n for op in used_operations(spec) for n in needs(op, native)})
-    if missing:
-        return f"the native engine does not do {', '.join(missing)}"
-    if parse_ttl(spec.workload.ttl).kind != "none" and not native.supports_ttl():
-        return "the native engine sets no TTL"
-    foreign = sorted(set(spec.strategy.options) - set(native.options.names()))
-    if foreign:
-        return f"strategy.options {', '.join(foreign)} are not the native engine's"
-    return ""
-
-
-def fallback_notice(system: CacheSystem, spec: Spec) -> str:
-    """One line when a spec naming no strategy falls back to a Python client; else ""."""
-    if spec.strategy.name:
-        return ""
-    strategy, why = default_strategy(system, spec)
-    if not why:
-        return ""
-    return (
-        f"{system.name}: strategy {strategy.name!r}, because {why}: {CLIENT_MEASURED} "
-        '(strategy.name = "native" measures the server alone)'
-    )
-
-
-def workers_for(spec: Spec, cpus: int | None = None) -> int:
-    """Workers for a step: as asked, or one per CPU (of this machine, or of a Ray cluster)."""
-    clients = total_clients(spec)
-    wanted = spec.load.workers or cpus or os.cpu_count() or 1
-    return max(1, min(wanted, clients))
-
-
-def total_clients(spec: Spec) -> int:
-    if spec.workload.groups:
-        return sum(g.concurrency for g in spec.workload.groups)
-    return spec.load.concurrency
-
-
 def used_operations(spec: Spec) -> set[str]:
     mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
     return {op for mix in mixes for op, w in mix.items() if w > 0}
 
 
-def check_step(spec: Spec) -> None:
-    """Everything that can be known wrong before a run starts; raises SpecError."""
+def check_step(spec: Spec) -> ResolvedStep:
+    """Everything that can be known wrong before a run starts; raises SpecError. What the
+    step resolves to, when nothing is."""
     wl, ld = spec.workload, spec.load
+    check_name(spec.name)
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
@@ -202,15 +137,18 @@ def check_step(spec: Spec) -> None:
         )
     if ld.duration is None and ld.ops is None:
         raise SpecError("expected a duration or an op count (load.duration or load.ops)", "load")
-    if ld.duration is not None and ld.duration <= 0:
+    if ld.duration is not None and ld.duration < MIN_INTERVAL:
         raise SpecError(
-            f"expected a duration above 0 seconds; got {ld.duration:g}", "load.duration"
+            f"expected a duration of at least {MIN_INTERVAL:g} s (the shortest interval); "
+            f"got {ld.duration:g}",
+            "load.duration",
         )
     if ld.ops is not None and ld.ops < 1:
         raise SpecError(f"expected at least 1 op; got {ld.ops}", "load.ops")
-    if ld.interval < 0.05:
+    if ld.interval < MIN_INTERVAL:
         raise SpecError(
-            f"expected an interval of at least 0.05 s; got {ld.interval:g}", "load.interval"
+            f"expected an interval of at least {MIN_INTERVAL:g} s; got {ld.interval:g}",
+            "load.interval",
         )
     if ld.warmup < 0:
         raise SpecError(f"expected 0 or more seconds; got {ld.warmup:g}", "load.warmup")
@@ -218,6 +156,10 @@ def check_step(spec: Spec) -> None:
         raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
     if ld.rate is not None and ld.rate <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    if ld.arrivals not in ARRIVALS:
+        raise SpecError(
+            f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
+        )
     _check_launcher(ld)
     ps = wl.pubsub
     if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
@@ -226,21 +168,10 @@ def check_step(spec: Spec) -> None:
             "message_size >= 16 (the timestamp and sequence need 16 bytes)",
             "workload.pubsub",
         )
-    try:
-        system = load_plugin(spec.target.system)
-        strategy = resolve_strategy(system, spec)
-    except PluginError as exc:
-        raise SpecError(exc.message, exc.where) from None
-    system_options = system.options.resolve(dict(spec.target.options), "target.options")
-    if not spec.target.managed:  # a managed server is on loopback, wherever options point
-        check_remote(system_options, spec.target.allow_remote, "target.options")
-    strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    resolved = resolve_step(spec)
+    system, strategy = resolved.system, resolved.strategy
     if strategy.engine == "native":
         require_binary()  # one clear line: how to build it
-    if spec.target.managed:
-        if system.server is None:
-            raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")
-        system.server.options.resolve(dict(spec.target.server), "target.server")
     missing = sorted({n for op in used_operations(spec) for n in needs(op, strategy)})
     if missing:
         raise SpecError(
@@ -254,6 +185,7 @@ def check_step(spec: Spec) -> None:
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
             "workload.ttl",
         )
+    return resolved
 
 
 def needs(op: str, strategy: Strategy) -> set[str]:
@@ -305,33 +237,58 @@ def _check_same_launcher(steps: list[Step]) -> None:
                 )
 
 
+# The last spec checked and its steps. A spec is checked when it is loaded and again when
+# it runs (session.run takes any Spec); the same object is not planned and resolved twice.
+_last_checked: tuple[Spec, list[Step]] | None = None
+
+
 def check_spec(spec: Spec) -> list[Step]:
     """Plan the spec and check every step; the steps, or the first SpecError."""
+    global _last_checked
+    last = _last_checked
+    if last is not None and last[0] is spec:
+        return list(last[1])
+    checked = _checked_steps(spec)
+    _last_checked = (spec, checked)
+    return list(checked)
+
+
+def _checked_steps(spec: Spec) -> list[Step]:
     steps = plan(spec)
     _check_same_launcher(steps)
-    named = []
+    checked = []
     for step in steps:
         try:
-            check_step(step.spec)
+            resolved = check_step(step.spec)
         except SpecError as exc:
             if len(steps) == 1:
                 raise
             raise SpecError(exc.message, f"{exc.where} (step {step.title})") from None
         # Each step records the strategy it really runs, not "" for the default.
-        name = resolve_strategy(load_plugin(step.spec.target.system), step.spec).name
-        named.append(
-            replace(step, spec=replace(step.spec, strategy=replace(step.spec.strategy, name=name)))
-        )
-    return named
+        named = replace(step.spec.strategy, name=resolved.strategy.name)
+        checked.append(replace(step, spec=replace(step.spec, strategy=named), resolved=resolved))
+    return checked
+
+
+def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
+    """A profile file (or the defaults when None) with overrides applied, fully checked."""
+    data = read_profile(path) if path else {}
+    source = str(path) if path else "--set" if overrides else ""
+    spec = spec_from_data(data, overrides, source)
+    try:
+        check_spec(spec)
+    except SpecError as exc:
+        raise located(exc, source) from None
+    return spec
 
 
 __all__ = [
     "OP_CODES",
+    "ResolvedStep",
     "Step",
     "check_spec",
     "check_step",
-    "default_strategy",
-    "fallback_notice",
+    "load_spec",
     "plan",
     "resolve_strategy",
     "total_clients",
