@@ -81,7 +81,7 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
 
 def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
     """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
-    order = StepOrder(spec, resolve_step(spec), workers=1, worker=0).frame()
+    order = StepOrder.for_worker(spec, resolve_step(spec), workers=1, worker=0).frame()
     proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(order))

@@ -16,7 +16,7 @@ BINARY = "workbench-native"
 BUILD_HINT = "the native engine is not built: run ./dev setup (it builds native/ with cargo)"
 # The version of the compiled step order (`engine/native_order.py`) this workbench writes;
 # `workbench-native --order-version` prints the one it reads. Bump both together.
-ORDER_VERSION = 1
+ORDER_VERSION = 2
 _checked: dict[tuple[str, int], str] = {}
 
 

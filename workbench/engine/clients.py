@@ -80,19 +80,15 @@ class LoadState:
 
 
 class Pacer:
-    """A client's open-loop schedule: start + offset + n * period."""
+    """A client's open-loop schedule (`engine.arrivals`): start + offset, then its gaps."""
 
-    __slots__ = ("next_ns", "period")
+    __slots__ = ("schedule",)
 
     def __init__(self, plan: ClientPlan, start_ns: int) -> None:
-        assert plan.period_ns is not None
-        self.period = plan.period_ns
-        self.next_ns = start_ns + plan.offset_ns
+        self.schedule = plan.schedule(start_ns)
 
     def take(self) -> int:
-        due = self.next_ns
-        self.next_ns += self.period
-        return due
+        return self.schedule.take()
 
 
 def stopwatch_start(due: int, sent: int, last_end: int) -> int:

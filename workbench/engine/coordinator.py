@@ -269,7 +269,7 @@ class Coordinator:
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
         for h in self.handles[:n]:
-            await h.send(frames.StepOrder(step.spec, resolved, n, h.index).frame())
+            await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
 
     def _watch_hosts(self, step: Step, started: StepStarted) -> None:
         """Poll the load machines' CPU when workers run on other machines (Ray nodes)."""

@@ -43,8 +43,6 @@ CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this l
 LATE_DELIVERY_WAIT = 3.0
 
 
-
-
 def _cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system

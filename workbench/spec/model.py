@@ -16,6 +16,9 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
+# load.arrivals: how an open-loop client's gaps are drawn (`workbench.engine.arrivals`).
+ARRIVALS = ("uniform", "poisson")
+
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -76,6 +79,9 @@ class Load:
     workers: int = 0  # 0: one per core
     interval: float = 1.0
     rate: float | None = None  # total ops/s; switches to open loop
+    # Open loop: "uniform" gaps of one period per client (wrk2), or "poisson" gaps
+    # (exponential, the same mean). Left out of a spec's data at its default.
+    arrivals: str = field(default="uniform", metadata={"omit_default": True})
     # Run every step this many times, interleaved (A B A B); left out of a spec's data at 1.
     repeat: int = field(default=1, metadata={"omit_default": True})
     # Where workers run: "local" processes, or actors on a Ray cluster (the `ray` extra).

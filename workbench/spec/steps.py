@@ -13,7 +13,7 @@ from workbench.adapter import Strategy
 from workbench.errors import SpecError
 from workbench.native_build import require_binary
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
-from workbench.spec.model import Load, Spec, check_name, spec_from_dict, spec_to_dict
+from workbench.spec.model import ARRIVALS, Load, Spec, check_name, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import (
     ResolvedStep,
     resolve_step,
@@ -156,6 +156,10 @@ def check_step(spec: Spec) -> ResolvedStep:
         raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
     if ld.rate is not None and ld.rate <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    if ld.arrivals not in ARRIVALS:
+        raise SpecError(
+            f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
+        )
     _check_launcher(ld)
     ps = wl.pubsub
     if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
