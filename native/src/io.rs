@@ -3,107 +3,23 @@
 //! refilled after every reply (memtier's `fill_pipeline`). What a client sends next and
 //! what a reply counts as is `issue.rs`; the step's phases are `step.rs`.
 
+use crate::client::{Pending, BACKOFF_START, READ_CHUNK};
 use crate::frames::{In, Out};
-use crate::pacing::{now_ns, Timer};
+use crate::pacing::{self, now_ns, Timer};
 use crate::proto::{Reply, Req};
 use crate::step::{self, Run};
-use crate::workload::{self, OpStream};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
 
 const STDIN: Token = Token(0);
 const TIMER: Token = Token(1);
 pub const FIRST_CONN: usize = 2; // then the clients' connections, then subscribers'
-const BACKOFF_START: u64 = 1_000_000; // 1 ms, doubled up to BACKOFF_MAX after each failure
-const BACKOFF_MAX: u64 = 250_000_000;
+const BACKOFF_MAX: u64 = 250_000_000; // a reconnection's backoff doubles up to this
 const HOUSEKEEPING: u64 = 50_000_000;
-const READ_CHUNK: usize = 16 * 1024; // a connection's first read buffer; grows by doubling
-
-/// A request in flight on a connection.
-pub struct Pending {
-    pub req: Req,
-    pub aside: bool,
-    pub index: u64,
-    pub size: u32,
-    pub ttl: Option<f64>,
-    pub t0: u64,
-    pub phase: u32,
-    pub hot: bool,
-}
-
-impl Pending {
-    /// A reply to the connection's opening commands, not an operation.
-    fn hello() -> Pending {
-        Pending {
-            req: Req::Hello,
-            aside: false,
-            index: 0,
-            size: 0,
-            ttl: None,
-            t0: 0,
-            phase: 0,
-            hot: false,
-        }
-    }
-}
-
-/// One connection of a client to one server.
-pub struct Conn {
-    pub addr: SocketAddr,
-    pub sock: Option<TcpStream>,
-    pub connected: bool,
-    pub out: Vec<u8>,
-    pub out_pos: usize,
-    pub inb: Vec<u8>,
-    pub pending: VecDeque<Pending>,
-    pub retry_at: u64,
-    pub backoff: u64,
-    pub progress: u64,
-}
-
-impl Conn {
-    pub fn new(addr: SocketAddr) -> Conn {
-        Conn {
-            addr,
-            sock: None,
-            connected: false,
-            out: Vec::with_capacity(4096),
-            out_pos: 0,
-            inb: Vec::with_capacity(READ_CHUNK),
-            pending: VecDeque::new(),
-            retry_at: 0,
-            backoff: BACKOFF_START,
-            progress: 0,
-        }
-    }
-
-    /// Operations of `phase` still waiting for their reply.
-    pub fn in_phase(&self, phase: u32) -> usize {
-        self.pending
-            .iter()
-            .filter(|p| p.req != Req::Hello && p.phase == phase)
-            .count()
-    }
-}
-
-/// A virtual client: its connections, its op stream and its schedule.
-pub struct Client {
-    pub conns: Vec<Conn>,
-    pub stream: OpStream,
-    pub inflight: usize,
-    pub next_intended: u64,
-    /// Open loop: the time between its intended starts, and where in the period its
-    /// schedule starts (from the order).
-    pub period: Option<u64>,
-    pub offset: u64,
-    /// An op drawn while its server's connection was down; sent once it is back.
-    pub parked: Option<workload::Op>,
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -277,43 +193,100 @@ impl<'a> Run<'a> {
     }
 
     /// One turn of the loop: wait for sockets, stdin or the timer (at most until
-    /// `deadline`, 0: none), then handle what happened.
+    /// `deadline`, 0: none), then send what is due and handle what happened.
     pub fn turn(&mut self, deadline: u64) {
-        let mut wake = if deadline > 0 { deadline } else { u64::MAX };
-        if self.mode == Mode::Load && self.order.open_loop {
-            for c in &self.clients {
-                if c.inflight < self.order.pipeline {
-                    wake = wake.min(c.next_intended);
-                }
-            }
-        }
-        wake = wake.min(self.next_housekeeping.max(1));
-        if self.down > 0 {
-            for c in &self.clients {
-                for k in &c.conns {
-                    if k.sock.is_none() {
-                        wake = wake.min(k.retry_at);
-                    }
-                }
-            }
-        }
+        let due = self.next_due();
+        let other = self.other_wake(deadline);
+        let armed = other.min(self.tuner.arm_at(due));
         let now = now_ns();
-        let timeout = if wake > now {
-            self.eng.timer.arm(wake);
+        let timeout = if armed > now {
+            self.eng.timer.arm(armed);
             None
         } else {
             Some(std::time::Duration::from_millis(0))
         };
         let _ = self.eng.poll.poll(&mut self.eng.events, timeout);
-        let mut stdin = false;
-        let mut timer = false;
-        let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
+        let (stdin, timer) = self.collect_events();
+        if timer {
+            self.eng.timer.clear();
+            self.tuner.observe(armed, now_ns());
+            if due <= other {
+                self.dispatch(); // replies that came with the timer keep their times
+                self.spin_to(due);
+            }
+        }
+        self.issue_due(now_ns());
+        if stdin {
+            self.eng.read_stdin();
+        }
+        self.dispatch();
+        let now = now_ns();
+        self.issue_due(now);
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        } else if self.down > 0 && self.mode != Mode::Idle {
+            self.retry_due(now);
+        }
+    }
+
+    /// Woken ahead of a send on purpose: poll without sleeping until it is due (at most
+    /// `SPIN_MAX`), replies handled as they come so that their times stay true.
+    fn spin_to(&mut self, due: u64) {
+        if due.saturating_sub(now_ns()) > pacing::SPIN_MAX {
+            return;
+        }
+        while now_ns() < due {
+            let zero = Some(std::time::Duration::from_millis(0));
+            let _ = self.eng.poll.poll(&mut self.eng.events, zero);
+            if self.eng.events.is_empty() {
+                std::hint::spin_loop();
+                continue;
+            }
+            let (stdin, _) = self.collect_events();
+            if stdin {
+                self.eng.read_stdin();
+            }
+            self.dispatch();
+        }
+    }
+
+    /// The earliest intended start of an open-loop client with a free slot (MAX: none).
+    fn next_due(&self) -> u64 {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return u64::MAX;
+        }
+        self.clients
+            .iter()
+            .filter(|c| c.inflight < self.order.pipeline)
+            .filter_map(|c| c.schedule.as_ref().map(|s| s.next))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The deadline, housekeeping and the reconnections due, whichever comes first.
+    fn other_wake(&self, deadline: u64) -> u64 {
+        let mut wake = if deadline > 0 { deadline } else { u64::MAX };
+        wake = wake.min(self.next_housekeeping.max(1));
+        if self.down > 0 {
+            for k in self.clients.iter().flat_map(|c| c.conns.iter()) {
+                if k.sock.is_none() {
+                    wake = wake.min(k.retry_at);
+                }
+            }
+        }
+        wake
+    }
+
+    /// The poll's events: whether stdin and the timer fired; sockets are added to
+    /// `self.ready` (until `dispatch` handles them).
+    fn collect_events(&mut self) -> (bool, bool) {
+        let (mut stdin, mut timer) = (false, false);
         for ev in self.eng.events.iter() {
             match ev.token() {
                 STDIN => stdin = true,
                 TIMER => timer = true,
-                Token(t) => ready.push((
+                Token(t) => self.ready.push((
                     t - FIRST_CONN,
                     ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                     ev.is_writable(),
@@ -322,12 +295,12 @@ impl<'a> Run<'a> {
             }
         }
         self.eng.events.clear();
-        if timer {
-            self.eng.timer.clear();
-        }
-        if stdin {
-            self.eng.read_stdin();
-        }
+        (stdin, timer)
+    }
+
+    /// Handle the sockets that were ready: finish connects, write, read and consume.
+    fn dispatch(&mut self) {
+        let mut ready = std::mem::take(&mut self.ready);
         let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
@@ -343,20 +316,25 @@ impl<'a> Run<'a> {
                 self.on_readable(ci, si, closing);
             }
         }
+        // Handled once: with edge-triggered readiness, an event dropped unhandled would
+        // never come again (the connection would wait for its timeout).
+        ready.clear();
         self.ready = ready;
-        let now = now_ns();
-        if self.mode == Mode::Load && self.order.open_loop {
-            for ci in 0..self.clients.len() {
-                if self.clients[ci].next_intended <= now {
-                    self.refill(ci, now);
-                }
-            }
+    }
+
+    /// Open loop: every client whose next op is due sends it (as its pipeline allows).
+    fn issue_due(&mut self, now: u64) {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return;
         }
-        if now >= self.next_housekeeping {
-            self.next_housekeeping = now + HOUSEKEEPING;
-            self.housekeeping(now);
-        } else if self.down > 0 && self.mode != Mode::Idle {
-            self.retry_due(now);
+        for ci in 0..self.clients.len() {
+            if self.clients[ci]
+                .schedule
+                .as_ref()
+                .map_or(false, |s| s.next <= now)
+            {
+                self.refill(ci, now);
+            }
         }
     }
 
@@ -533,9 +511,9 @@ impl<'a> Run<'a> {
             pos += parsed.used;
             close_after |= parsed.close;
             if p.req == Req::Hello {
-                if let Reply::Failed(_, m) = &parsed.reply {
-                    let m = m.clone();
-                    self.drop_conn(ci, si, "server", &m);
+                if let Reply::Failed(kind, m) = &parsed.reply {
+                    let (kind, m) = (kind.clone(), format!("{}: {}", k.addr, m));
+                    self.drop_conn(ci, si, &kind, &m);
                     return;
                 }
                 continue;
@@ -575,6 +553,7 @@ impl<'a> Run<'a> {
             let _ = self.eng.poll.registry().deregister(&mut s);
         }
         let was_connected = k.connected;
+        k.failure = Some((kind.to_string(), message.to_string()));
         k.connected = false;
         k.out.clear();
         k.out_pos = 0;
@@ -590,16 +569,20 @@ impl<'a> Run<'a> {
                 failed += 1;
             }
         }
-        c.inflight -= ops.min(c.inflight);
-        self.down += 1;
         // Closed with nothing in flight (an HTTP `Connection: close`, an idle keep-alive
         // ended by the server): reopened at once, nothing failed.
-        if was_connected && ops == 0 {
+        let quiet = was_connected && ops == 0;
+        if quiet {
             k.retry_at = now;
+        } else {
+            k.retry_at = now + k.backoff;
+            k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
+        }
+        c.release(ops, now, self.order.pipeline);
+        self.down += 1;
+        if quiet {
             return;
         }
-        k.retry_at = now + k.backoff;
-        k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
         if self.mode == Mode::Prefill {
             self.prefill_error
                 .get_or_insert_with(|| message.to_string());

@@ -2,7 +2,8 @@
 //! loop at once or open loop as its schedule allows, each op taken from the phase budget,
 //! each reply recorded under its kind, a cache-aside miss filled.
 
-use crate::io::{Mode, Pending};
+use crate::client::Pending;
+use crate::io::Mode;
 use crate::order::Action;
 use crate::proto::{Reply, Req};
 use crate::step::Run;
@@ -11,10 +12,11 @@ use crate::workload;
 impl<'a> Run<'a> {
     pub fn answered(&mut self, ci: usize, p: Pending, reply: Reply, value_len: usize, now: u64) {
         let in_phase = p.phase == self.phase && self.mode != Mode::Prefill;
+        let pipeline = self.order.pipeline;
         let c = &mut self.clients[ci];
         match (p.req, reply) {
             (_, Reply::Failed(kind, msg)) => {
-                c.inflight -= 1;
+                c.release(1, now, pipeline);
                 if self.mode == Mode::Prefill {
                     self.prefill_error.get_or_insert(msg);
                 } else if in_phase {
@@ -53,18 +55,18 @@ impl<'a> Run<'a> {
                         false,
                     );
                 } else {
-                    self.clients[ci].inflight -= 1;
+                    self.clients[ci].release(1, now, pipeline);
                 }
             }
             (Req::Set, _) => {
-                c.inflight -= 1;
+                c.release(1, now, pipeline);
                 if in_phase {
                     self.rec.latency(self.kinds.set, now.saturating_sub(p.t0));
                     self.rec.bytes_out += p.size as u64;
                 }
             }
             (Req::Delete, _) => {
-                c.inflight -= 1;
+                c.release(1, now, pipeline);
                 if in_phase {
                     self.rec
                         .latency(self.kinds.delete, now.saturating_sub(p.t0));
@@ -117,7 +119,7 @@ impl<'a> Run<'a> {
         let k = &mut self.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
-            self.clients[ci].inflight -= 1;
+            self.clients[ci].release(1, t0, self.order.pipeline);
             if phase == self.phase {
                 self.rec.error(
                     "unsupported",
@@ -201,17 +203,27 @@ impl<'a> Run<'a> {
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
     fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        let due_before = self.due_before;
         let c = &mut self.clients[ci];
-        let t0 = match c.period {
-            Some(p) => {
-                if c.next_intended > now || c.next_intended >= self.due_before {
+        // Open loop: the latency of an op runs from its intended start when the client was
+        // busy then (coordinated omission corrected), but never before its run of
+        // back-to-back ops began; else from the send, which begins a run: a late timer is
+        // the generator's lateness, shown in the send lag (docs/frames.md, "Latency").
+        let (t0, due) = match c.schedule.as_mut() {
+            Some(s) => {
+                if s.next > now || s.next >= due_before {
                     return false;
                 }
-                let t = c.next_intended;
-                c.next_intended += p;
-                t
+                let due = s.take();
+                let t0 = if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                };
+                (t0, due)
             }
-            None => now,
+            None => (now, now),
         };
         let op = match c.parked.take() {
             Some(op) => op,
@@ -228,8 +240,8 @@ impl<'a> Run<'a> {
             return false;
         }
         let c = &mut self.clients[ci];
-        if c.period.is_some() {
-            self.rec.lag(now - t0);
+        if c.schedule.is_some() {
+            self.rec.lag(now - due);
         }
         let hot = op.index < c.stream.hot_end;
         c.inflight += 1;
@@ -242,6 +254,11 @@ impl<'a> Run<'a> {
             Action::Publish => (Req::Publish, false),
             _ => (Req::Delete, false),
         };
+        if req != Req::Delete {
+            if let Some(trace) = self.trace.as_mut() {
+                trace.add(self.measuring, now, op.index, op.size as u64);
+            }
+        }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
         true
     }

@@ -6,6 +6,7 @@
 //!   workbench-native --probe    one request at a time, for the conformance kit
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
+mod client;
 mod codec;
 mod frames;
 mod http;
@@ -22,6 +23,7 @@ mod record;
 mod resp;
 mod rng;
 mod step;
+mod trace;
 mod workload;
 
 use serde_json::json;

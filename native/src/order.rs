@@ -3,10 +3,11 @@
 //! parses the spec's text forms or knows its defaults. An order of another version is
 //! refused in one line.
 
+use crate::pacing::{Arrivals, Timing};
 use serde_json::Value;
 
 /// The version of the compiled order this binary reads (`native_build.ORDER_VERSION`).
-pub const ORDER_VERSION: u64 = 1;
+pub const ORDER_VERSION: u64 = 3;
 
 /// What an op of the mix does; a mix names operations by their index in the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,8 +52,8 @@ pub enum TtlDist {
 pub struct ClientOrder {
     pub id: i64,
     pub mix: Vec<(u8, f64)>,
-    pub period_ns: Option<u64>,
-    pub offset_ns: u64,
+    /// Open loop: its period, offset, arrival process and seed; None in closed loop.
+    pub timing: Option<Timing>,
     pub sequence_start: u64,
 }
 
@@ -106,6 +107,8 @@ pub struct StepOrder {
     pub pipeline: usize,
     pub timeout_ns: Option<u64>,
     pub connect_timeout_ns: u64,
+    /// Where this worker writes its part of the step's op trace (`trace.rs`), if anywhere.
+    pub trace_part: Option<String>,
 }
 
 type Read<T> = Result<T, String>;
@@ -220,10 +223,27 @@ fn client(v: &Value, operations: usize) -> Read<ClientOrder> {
     Ok(ClientOrder {
         id: at(v, "id")?.as_i64().ok_or("step order: a client id")?,
         mix,
-        period_ns: maybe_u64(v, "period_ns")?,
-        offset_ns: u64_at(v, "offset_ns")?,
+        timing: timing(v)?,
         sequence_start: u64_at(v, "sequence_start")?,
     })
+}
+
+fn timing(v: &Value) -> Read<Option<Timing>> {
+    let period = match maybe_u64(v, "period_ns")? {
+        Some(p) => p.max(1),
+        None => return Ok(None),
+    };
+    let arrivals = match str_at(v, "arrivals")?.as_str() {
+        "uniform" => Arrivals::Uniform,
+        "poisson" => Arrivals::Poisson,
+        other => return Err(format!("step order: unknown arrivals {:?}", other)),
+    };
+    Ok(Some(Timing {
+        period,
+        offset: u64_at(v, "offset_ns")?,
+        arrivals,
+        seed: u64_at(v, "arrival_seed")?,
+    }))
 }
 
 fn keys(v: &Value) -> Read<Keys> {
@@ -331,6 +351,7 @@ impl StepOrder {
             pipeline: u64_at(n, "pipeline")?.max(1) as usize,
             timeout_ns: maybe_u64(n, "timeout_ns")?,
             connect_timeout_ns: u64_at(n, "connect_timeout_ns")?,
+            trace_part: n["trace_part"].as_str().map(str::to_string),
         })
     }
 
@@ -360,7 +381,7 @@ mod tests {
     fn an_order_of_another_version_is_one_line() {
         let e = StepOrder::from_frame(&json!({"native": {"version": 99}})).unwrap_err();
         assert!(
-            e.contains("version 99") && e.contains("reads version 1"),
+            e.contains("version 99") && e.contains(&format!("reads version {}", ORDER_VERSION)),
             "{}",
             e
         );

@@ -9,6 +9,8 @@
 //!   -> {"codes":[...],"keys":[...],"sizes":[...],"ttls":[...]}: the first C ops of a client
 //!   {"op":"map","order":{step order},"uniforms":[...]} -> {"sizes":[...],"ttls":[...]}:
 //!   the value size and TTL each uniform draw stands for
+//!   {"op":"schedule","order":{step order},"start_ns":S,"count":C} -> {"times":[...]}: the
+//!   first C intended starts of the order's clients together, in order, from S
 //!   {"op":"target","order":{step order}} -> {"servers":["host:port",...]}: the addresses
 //!   the step would connect to (nothing is connected), or {"error":...}
 //!   {"op":"place","order":{step order},"indexes":[...]} -> {"servers":[...]}: the server
@@ -19,6 +21,7 @@
 use crate::codec::{codec_for, Codec, Target};
 use crate::frames::{In, Out};
 use crate::order::StepOrder;
+use crate::pacing::Schedule;
 use crate::proto::{Reply, Req};
 use crate::record::{base64, base64_decode};
 use crate::workload::{format_key_into, size_at, ttl_at, OpStream};
@@ -211,6 +214,8 @@ pub fn run() -> i32 {
             open(&frame, &mut session)
         } else if frame["op"] == "stream" {
             stream(&frame)
+        } else if frame["op"] == "schedule" {
+            schedule(&frame)
         } else if frame["op"] == "map" {
             map(&frame)
         } else if frame["op"] == "target" {
@@ -271,6 +276,29 @@ fn map(frame: &Value) -> Value {
         .collect();
     let ttls: Vec<Option<f64>> = uniforms.iter().map(|&u| ttl_at(&order.ttl, u)).collect();
     json!({"sizes": sizes, "ttls": ttls})
+}
+
+/// The first intended starts of all the order's open-loop clients, merged in time order.
+fn schedule(frame: &Value) -> Value {
+    let order = match StepOrder::from_frame(&frame["order"]) {
+        Ok(o) => o,
+        Err(e) => return fail("spec", &e),
+    };
+    let start = frame["start_ns"].as_u64().unwrap_or(0);
+    let count = frame["count"].as_u64().unwrap_or(0);
+    let mut all: Vec<Schedule> = order
+        .clients
+        .iter()
+        .filter_map(|c| c.timing.map(|t| Schedule::new(start, &t)))
+        .collect();
+    let mut times = Vec::new();
+    while (times.len() as u64) < count && !all.is_empty() {
+        let first = (0..all.len())
+            .min_by_key(|&i| all[i].next)
+            .expect("not empty");
+        times.push(all[first].take());
+    }
+    json!({ "times": times })
 }
 
 /// The codec and addresses a step order names, without connecting.

@@ -1,6 +1,8 @@
 //! The generators: this engine's own stream of random numbers (xoshiro256**, one per
-//! virtual client), and Python's Mersenne Twister for the value bytes, so that a value can
-//! be checked against its key whichever engine wrote it.
+//! virtual client), splitmix64 for the open-loop arrivals (the very stream of
+//! `workbench/engine/arrivals.py`, so both engines draw the same gaps), and Python's
+//! Mersenne Twister for the value bytes, so that a value can be checked against its key
+//! whichever engine wrote it.
 
 /// xoshiro256**, seeded through splitmix64.
 #[derive(Clone)]
@@ -59,6 +61,31 @@ impl Rng {
         let u1 = 1.0 - self.random();
         let u2 = self.random();
         mean + sd * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// splitmix64 (Steele, Lea and Flood), as `arrivals.SplitMix64`.
+#[derive(Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1): the top 53 bits.
+    pub fn random(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 }
 
@@ -180,6 +207,14 @@ mod tests {
         assert_eq!(hex(1, 6), "f5b16522b791");
         assert_eq!(hex(-5, 3), "7c769f");
         assert_eq!(hex((1 << 40) + 3, 5), "cef743380f");
+    }
+
+    #[test]
+    fn splitmix_is_the_reference_stream() {
+        // The reference outputs of splitmix64 from seed 1234567 (Vigna's splitmix64.c).
+        let mut r = SplitMix64::new(1_234_567);
+        assert_eq!(r.next_u64(), 6_457_827_717_110_365_317);
+        assert_eq!(r.next_u64(), 3_203_168_211_198_807_973);
     }
 
     #[test]

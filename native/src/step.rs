@@ -1,12 +1,14 @@
 //! The phases of one step in a worker: connect every client, prefill, arm, wait for the
 //! start, warm up, measure on the interval grid, then stop and report (docs/frames.md).
 
+use crate::client::{Client, Conn};
 use crate::codec::{codec_for, Codec, Target};
-use crate::io::{Client, Conn, Engine, Mode};
+use crate::io::{Engine, Mode};
 use crate::order::{Action, StepOrder};
-use crate::pacing::{self, now_ns};
+use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
 use crate::pubsub::{PubSub, PubSubOrder};
 use crate::record::Recorder;
+use crate::trace::Capture;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -51,6 +53,12 @@ pub struct Run<'a> {
     /// When the measured phase ends, once known: no op is due at or after it.
     pub due_before: u64,
     pub pubsub: PubSub,
+    /// In the measured phase (not warm-up): where a traced op goes.
+    pub measuring: bool,
+    /// The step's op trace, when the order asks for one (`trace.rs`).
+    pub trace: Option<Capture>,
+    /// How early the timer is armed ahead of a send (open loop).
+    pub tuner: WakeTuner,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -134,12 +142,15 @@ impl<'a> Run<'a> {
                 conns: addrs.iter().map(|a| Conn::new(*a)).collect(),
                 stream: OpStream::new(&order, &c.mix, c.id, c.sequence_start),
                 inflight: 0,
-                next_intended: 0,
-                period: c.period_ns,
-                offset: c.offset_ns,
+                free_at: 0,
+                run_began: 0,
+                timing: c.timing,
+                schedule: None,
+                offered: None,
                 parked: None,
             })
             .collect();
+        let order_trace = order.trace_part.clone().map(Capture::new);
         Ok(Run {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),
             keys: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),
@@ -167,6 +178,9 @@ impl<'a> Run<'a> {
             phase_begin: 0,
             due_before: u64::MAX,
             pubsub,
+            measuring: false,
+            trace: order_trace,
+            tuner: WakeTuner::default(),
         })
     }
 
@@ -209,6 +223,12 @@ impl<'a> Run<'a> {
         let status = self.warm_and_measure(start);
         self.mode = Mode::Idle;
         self.late_deliveries();
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.write() {
+                self.eng
+                    .error("trace", &format!("cannot write the step's trace: {}", e));
+            }
+        }
         status
     }
 
@@ -224,8 +244,8 @@ impl<'a> Run<'a> {
         }
         let limit = now_ns() + self.order.connect_timeout_ns;
         while !self.all_connected() {
-            if let Some(e) = self.first_dead() {
-                self.eng.error("connection", &e);
+            if let Some((kind, e)) = self.first_dead() {
+                self.eng.error(&kind, &e);
                 return Some("failed");
             }
             if now_ns() >= limit {
@@ -289,12 +309,18 @@ impl<'a> Run<'a> {
             .all(|c| c.conns.iter().all(|k| k.connected && k.pending.is_empty()))
     }
 
-    fn first_dead(&self) -> Option<String> {
-        self.clients
+    /// The first connection that could not be opened: its failure (kind, message), as the
+    /// server said it (a refused AUTH says WRONGPASS), else that it cannot be reached.
+    fn first_dead(&self) -> Option<(String, String)> {
+        let k = self
+            .clients
             .iter()
             .flat_map(|c| c.conns.iter())
-            .find(|k| k.sock.is_none())
-            .map(|k| format!("cannot reach {}", k.addr))
+            .find(|k| k.sock.is_none())?;
+        Some(match &k.failure {
+            Some((kind, message)) if kind != "connection" => (kind.clone(), message.clone()),
+            _ => ("connection".into(), format!("cannot reach {}", k.addr)),
+        })
     }
 
     fn run_prefill(&mut self) -> Option<&'static str> {
@@ -328,12 +354,13 @@ impl<'a> Run<'a> {
         None
     }
 
-    /// Every client starts: closed loop at once, open loop at start + its offset.
+    /// Every client starts: closed loop at once, open loop on its schedule from `start`.
     fn start_load(&mut self, start: u64) {
         self.mode = Mode::Load;
         self.load_start = start;
         for c in self.clients.iter_mut() {
-            c.next_intended = start + c.offset;
+            c.schedule = c.timing.map(|t| Schedule::new(start, &t));
+            c.offered = c.timing.map(|t| Offered::new(start, t));
         }
         let now = now_ns();
         for ci in 0..self.clients.len() {
@@ -345,6 +372,7 @@ impl<'a> Run<'a> {
         self.phase += 1;
         self.remaining = ops.map(|n| n as i64);
         self.budget_stops = measured;
+        self.measuring = measured;
         self.phase_over = false;
         self.take_recorder();
         // Measured deliveries that came during this worker's warm-up open its first
@@ -482,22 +510,16 @@ impl<'a> Run<'a> {
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
     }
 
-    /// Intended starts of every client in [begin, end) of the phase (ns since it began),
-    /// each client's schedule running from load start + its offset.
-    fn offered(&self, start: u64, end: u64) -> u64 {
-        let first = |c: &Client| self.load_start + c.offset;
-        let before = |c: &Client, t: u64, p: u64| -> u64 {
-            let t = self.phase_begin + t;
-            let f = first(c);
-            if t <= f {
-                0
-            } else {
-                (t - f + p - 1) / p
-            }
-        };
+    /// Intended starts of every client in [start, end) of the phase (ns since it began).
+    fn offered(&mut self, start: u64, end: u64) -> u64 {
+        let (a, b) = (self.phase_begin + start, self.phase_begin + end);
         self.clients
-            .iter()
-            .filter_map(|c| c.period.map(|p| before(c, end, p) - before(c, start, p)))
+            .iter_mut()
+            .filter_map(|c| c.offered.as_mut())
+            .map(|o| {
+                let before = o.before(a);
+                o.before(b) - before
+            })
             .sum()
     }
 

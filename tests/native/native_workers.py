@@ -53,7 +53,7 @@ def order(s: Spec, worker: int = 0, workers: int = 1) -> dict[str, Any]:
     as if the remote target were allowed, then given the spec's own remote decision."""
     allowed = replace(s, target=replace(s.target, allow_remote=True))
     resolved = replace(resolve_step(allowed), allow_remote=s.target.allow_remote)
-    return StepOrder(s, resolved, workers, worker).frame()
+    return StepOrder.for_worker(s, resolved, workers, worker).frame()
 
 
 def run_worker(

@@ -283,7 +283,7 @@ def test_the_compiled_order_carries_every_number_the_engine_needs() -> None:
         }
     )
     resolved = resolve_step(replace(s, strategy=replace(s.strategy, options={"pipeline": 2})))
-    one, two = (compile_order(StepOrder(s, resolved, 2, w)) for w in (0, 1))
+    one, two = (compile_order(StepOrder.for_worker(s, resolved, 2, w)) for w in (0, 1))
     assert [c["id"] for c in one["clients"]] == [0, 2]
     assert [c["offset_ns"] for c in two["clients"]] == [1_000_000, 3_000_000]
     assert {c["period_ns"] for c in one["clients"]} == {4_000_000}

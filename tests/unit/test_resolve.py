@@ -66,7 +66,7 @@ def test_the_remote_decision_travels_in_the_order_and_reads_back_the_same() -> N
     )
     assert r.allow_remote and r.connect_options[ALLOW_REMOTE] is True
     spec = load_spec(None, ["target.system=redis", "target.allow_remote=true"])
-    frame = StepOrder(spec, r, workers=2, worker=1).frame()
+    frame = StepOrder.for_worker(spec, r, workers=2, worker=1).frame()
     assert frame["type"] == STEP and (frame["workers"], frame["worker"]) == (2, 1)
     # The native engine reads these keys of the order as before.
     assert frame["system_options"][ALLOW_REMOTE] is True
@@ -80,6 +80,9 @@ def test_a_per_worker_capacity_is_divided_in_each_order() -> None:
     r = _resolved("target.system=embedded", "target.options.max_entries=10")
     shares = [r.for_worker(3, i).system_options["max_entries"] for i in range(3)]
     assert shares == [4, 3, 3]
+    spec = load_spec(None, ["target.system=embedded"])
+    read = StepOrder.read(StepOrder.for_worker(spec, r, 3, 0).frame())
+    assert read.resolved.system_options["max_entries"] == 4  # divided once, not again
 
 
 def test_a_remote_target_without_the_opt_in_is_refused_when_resolved() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from workbench.engine.native_order import compile_order
 from workbench.metrics import STATS_KEYS, Stats
+from workbench.oracle_trace import part_path
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import ResolvedStep
 
@@ -27,8 +28,8 @@ GO_LEAD = 0.05  # seconds between sending "go" and the start it names
 
 @dataclass(frozen=True)
 class StepOrder:
-    """A "step" frame: the step's spec and what it resolved to, as one worker gets them
-    (`ResolvedStep.for_worker`: its share of a per-worker capacity)."""
+    """A "step" frame: the step's spec and what it resolved to, as worker `worker` of
+    `workers` gets it (`resolved` is that worker's own: build it with `for_worker`)."""
 
     spec: Spec
     resolved: ResolvedStep
@@ -36,16 +37,23 @@ class StepOrder:
     worker: int
 
     @property
-    def own(self) -> ResolvedStep:
-        """The resolved step as this worker connects with it (its share of a capacity)."""
-        return self.resolved.for_worker(self.workers, self.worker)
+    def trace_part(self) -> str:
+        """Where this worker writes its part of the step's op trace ("": none is asked)."""
+        trace = self.spec.workload.trace_out
+        return part_path(trace, self.worker) if trace else ""
+
+    @classmethod
+    def for_worker(cls, spec: Spec, resolved: ResolvedStep, workers: int, worker: int) -> StepOrder:
+        """Worker `worker`'s order: the resolved step with its share of a per-worker
+        capacity (`ResolvedStep.for_worker`)."""
+        return cls(spec, resolved.for_worker(workers, worker), workers, worker)
 
     def frame(self) -> dict[str, Any]:
         """The frame: the resolved step's keys (system_options, strategy_options, ...) at
         the top, beside the spec and this worker's place; for the native engine, which
         reads numbers only, the step compiled (`native_order.compile_order`) as well."""
         head = {"type": STEP, "spec": spec_to_dict(self.spec)}
-        out = {**head, **self.own.to_dict(), "workers": self.workers, "worker": self.worker}
+        out = {**head, **self.resolved.to_dict(), "workers": self.workers, "worker": self.worker}
         if self.resolved.engine == "native":
             out["native"] = compile_order(self)
         return out

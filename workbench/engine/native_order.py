@@ -3,7 +3,8 @@
 The native engine (native/) never reads the spec's text forms. What a step means arrives
 here already parsed by `workbench.workload` and planned by `engine.client_plans`, as numbers:
 distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
-seconds, each client's mix and schedule, where keys go over several servers, this
+seconds, each client's mix and schedule (period, offset, arrival process and its seed:
+`engine.arrivals`), where keys go over several servers, this
 worker's op budgets, the op kinds a report records and the remote decision. The target's
 own options (URL, servers, HTTP templates) travel as given: they are the protocol's,
 read by the engine's codec.
@@ -50,10 +51,10 @@ MIN_CONNECT_TIMEOUT = 0.1
 
 
 def compile_order(order: StepOrder) -> dict[str, Any]:
-    """The "native" part of a step order: its spec and resolved step (as this worker gets
-    them, `StepOrder.own`) compiled to numbers."""
+    """The "native" part of a step order: its spec and resolved step (this worker's own)
+    compiled to numbers."""
     spec, worker, workers = order.spec, order.worker, order.workers
-    own = order.own
+    own = order.resolved
     system, system_options, strategy_options = own.system, own.system_options, own.strategy_options
     plans = client_plans(spec, worker, workers)
     wl, load = spec.workload, spec.load
@@ -89,6 +90,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
+        "trace_part": order.trace_part or None,  # where this worker writes its trace part
     }
 
 
@@ -179,6 +181,8 @@ def _client(plan: ClientPlan) -> dict[str, Any]:
         "mix": [[code, weight] for code, weight in plan.mix.items()],
         "period_ns": plan.period_ns,
         "offset_ns": plan.offset_ns,
+        "arrivals": plan.arrivals,
+        "arrival_seed": plan.seed,
         "sequence_start": plan.client_id * SEQUENCE_STRIDE,
     }
 

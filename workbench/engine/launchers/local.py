@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
@@ -135,6 +136,13 @@ class LocalLauncher:
 
     def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
         return []
+
+    @property
+    def log_path(self) -> Path | None:
+        return None
+
+    async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
+        return {}
 
     async def close(self) -> None:
         return None
