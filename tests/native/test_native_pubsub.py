@@ -1,6 +1,6 @@
 """Native publish/subscribe against a real redis-server: every expected delivery arrives
 with 4 channels x 2 subscribers over two workers, and a subscriber connection killed
-mid-run counts what it missed as lost (and its error)."""
+mid-run counts what it missed as lost."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ async def test_a_subscriber_killed_mid_run_counts_its_losses(
     # The killed subscriber missed its channel's messages after the kill: about a quarter
     # of the publishes of the last ~1.4 s, and only those (the other seven got all).
     assert 0 < lost < t.published / 2
-    assert t.errors.get("connection") == 1
-    assert "subscriber of wb:ch:" in t.first_errors["connection"]
+    # Lost, not failed: as in the Python engine, a dropped subscriber is no error.
+    assert t.error_count == 0
+    # Every interval's deliveries are in the step's (the late ones too, index -1).
     intervals = [e for e in events if isinstance(e, Interval)]
-    assert any(i.stats.errors.get("connection") for i in intervals)
+    assert sum(i.stats.delivered for i in intervals) == t.delivered
