@@ -240,6 +240,27 @@ mod tests {
     }
 
     #[test]
+    fn memcached_speaks_the_protocol_its_strategy_names() {
+        let o = json!({"servers": ["127.0.0.1:11211"]});
+        let pick = |strategy: Value| {
+            codec_for(&Target {
+                system: "memcached",
+                options: &o,
+                strategy: &strategy,
+                allow_remote: false,
+                placement: None,
+            })
+            .map(|(c, _)| matches!(c, Codec::Meta(..)))
+        };
+        assert_eq!(pick(Value::Null), Ok(false));
+        assert_eq!(pick(json!({"protocol": "text"})), Ok(false));
+        assert_eq!(pick(json!({"protocol": "meta"})), Ok(true));
+        assert!(pick(json!({"protocol": "binary"}))
+            .unwrap_err()
+            .contains("strategy.options.protocol"));
+    }
+
+    #[test]
     fn a_remote_address_needs_the_orders_consent() {
         let o = json!({"url": "redis://192.0.2.7:6379/0"});
         let e = codec_for(&target(&o, false)).err().unwrap();
