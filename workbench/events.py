@@ -95,10 +95,23 @@ class StepFinished:
 
 
 @dataclass(frozen=True)
+class StepSimulated:
+    """A step's trace replayed through eviction policies (`workbench.simulate`): simulated
+    figures, stored beside the measured ones and never mistaken for them.
+
+    `results` is {"limit", "unit", "requests", "seconds", "policies": {name: {"hit_rate",
+    "hot", "cold"}}} with rates as shares (0..1), as the measured ones, or {"error": why}."""
+
+    run_id: str
+    step: int
+    results: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RunFinished:
     run_id: str
     status: RunStatus
     error: str | None = None
 
 
-Event = RunStarted | StepStarted | Interval | Notice | StepFinished | RunFinished
+Event = RunStarted | StepStarted | Interval | Notice | StepFinished | StepSimulated | RunFinished

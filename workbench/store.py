@@ -26,6 +26,7 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.live import RunView
@@ -62,6 +63,7 @@ CREATE TABLE IF NOT EXISTS notices (
 ADDED_COLUMNS = (
     ("runs", "runner", "TEXT"),  # {"host", "pid", "pid_start"} of the process running it
     ("steps", "resolved", "TEXT"),  # StepStarted.resolved(): the facts a reader needs
+    ("steps", "simulated", "TEXT"),  # StepSimulated.results: the simulated hit rates
 )
 
 
@@ -120,6 +122,7 @@ class StoredStep:
     intervals: list[Interval] = field(default_factory=list)
     # StepStarted.resolved(); in runs stored before it was kept, what the spec says.
     resolved: dict[str, Any] = field(default_factory=dict)
+    simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results, if any
 
     @property
     def system(self) -> str:
@@ -187,6 +190,8 @@ class StoredRun:
                     yield n
             if self.status != "running" or s.status != "running":
                 yield StepFinished(self.id, s.index, s.status, s.stats)
+            if s.simulated:
+                yield StepSimulated(self.id, s.index, s.simulated)
         if self.status != "running":
             yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
 
@@ -413,6 +418,12 @@ class Store:
             ),
         )
 
+    def _step_simulated(self, event: StepSimulated, now: float) -> None:
+        self.db.execute(
+            "UPDATE steps SET simulated=? WHERE run_id=? AND idx=?",
+            (json.dumps(event.results), event.run_id, event.step),
+        )
+
     def _run_finished(self, event: RunFinished, now: float) -> None:
         self._close_unfinished_steps(event)
         self.db.execute(
@@ -480,7 +491,7 @@ class Store:
         steps = []
         for row in self.db.execute(
             "SELECT idx, title, label, spec, workers, clients, server, "
-            "status, stats, resolved FROM steps WHERE run_id=? ORDER BY idx",
+            "status, stats, resolved, simulated FROM steps WHERE run_id=? ORDER BY idx",
             (run_id,),
         ):
             intervals = [
@@ -505,6 +516,7 @@ class Store:
                     stats,
                     intervals,
                     json.loads(row[9]) if row[9] else {},
+                    json.loads(row[10]) if row[10] else {},
                 )
             )
         notices = [
@@ -629,6 +641,7 @@ _KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
     Interval: Store._interval,
     Notice: Store._notice,
     StepFinished: Store._step_finished,
+    StepSimulated: Store._step_simulated,
     RunFinished: Store._run_finished,
 }
 

@@ -25,14 +25,28 @@ def _resolved(*sets: str) -> ResolvedStep:
 @pytest.mark.parametrize(
     ("sets", "connections"),
     [
-        (["target.system=redis", "strategy.name=multiplexed", "load.concurrency=10"], 1),
+        (
+            ["target.system=redis", "strategy.name=multiplexed", "load.concurrency=10"],
+            1,
+        ),  # one per worker
         (["target.system=redis", "strategy.name=multiplexed-k", "load.concurrency=10"], 4),
         (["target.system=redis", "strategy.name=sync-pool", "load.concurrency=10"], 10),
         (["target.system=redis", "strategy.name=sync-pool", "load.concurrency=40"], 16),
         (["target.system=redis", "strategy.name=sync-per-client", "load.concurrency=7"], 7),
         (["target.system=redis", "strategy.name=pipeline", "load.concurrency=50"], 1),
-        (["target.system=http", "strategy.name=keep-alive", "load.concurrency=9"], 9),  # grows
-        (["target.system=http", "strategy.options.pool_size=3", "load.concurrency=9"], 3),
+        (
+            ["target.system=http", "strategy.name=keep-alive", "load.concurrency=9"],
+            9,
+        ),  # pool_size 0: grows
+        (
+            [
+                "target.system=http",
+                "strategy.name=keep-alive",
+                "strategy.options.pool_size=3",
+                "load.concurrency=9",
+            ],
+            3,
+        ),
         (["target.system=embedded", "load.concurrency=9"], 0),  # the cache is in the worker
         (
             [
@@ -56,6 +70,7 @@ def test_a_step_resolves_its_default_strategy_options_and_engine() -> None:
     assert (r.system.name, r.strategy.name, r.engine) == ("redis", "native", "native")
     assert r.strategy_options == {"pipeline": 4}
     assert r.system_options["url"] == "redis://127.0.0.1:6379/0"
+    assert _resolved("target.system=embedded").strategy.name == "direct"
     # With no strategy named: the native engine where it is installed (measures the server)
     default = "native" if binary_path() is not None else "multiplexed"
     assert _resolved("target.system=memcached").strategy.name == default

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from workbench.events import StepStarted
 from workbench.live import StepView
@@ -81,3 +82,18 @@ def step_heading(event: StepStarted, steps: int) -> str:
             f"{n['host']} ({n['cpus']} CPUs, {n['workers']} worker(s))" for n in event.nodes
         )
     return line
+
+
+def simulated_lines(results: dict[str, Any]) -> list[str]:
+    """A step's simulated hit rates, each line saying it is simulated."""
+    if "error" in results:
+        return [f"simulated: not simulated: {results['error']}"]
+    out = []
+    for name, figures in results.get("policies", {}).items():
+        rates = " ".join(
+            f"{key} {100 * v:.2f}%"
+            for key in ("hit_rate", "hot", "cold")
+            if isinstance(v := figures.get(key), int | float)
+        )
+        out.append(f"simulated {name} at the same limit (libCacheSim): {rates.replace('_', ' ')}")
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -27,7 +28,7 @@ from workbench.cli.common import (
     out,
     result,
 )
-from workbench.cli.format import live_line, step_heading, step_summary
+from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
 from workbench.events import (
     Event,
     Interval,
@@ -35,10 +36,12 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.live import RunView
 from workbench.profile_files import find_profile
+from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
 from workbench.spec.model import Spec, check_name, spec_to_dict
 
@@ -113,6 +116,27 @@ def run_command(
         ),
     ] = False,
     fail_on: FailOnOption = None,
+    trace_out: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-out",
+            metavar="FILE",
+            help="write what the workers sent in the measured phase as a libCacheSim "
+            "oracleGeneral trace (workload.trace_out); several steps: FILE.stepN each",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
+    simulate: Annotated[
+        str | None,
+        typer.Option(
+            "--simulate",
+            metavar="POLICIES",
+            help="replay each step's requests through these eviction policies at the "
+            "server's limit (libCacheSim) and show them beside the measured hit rates: "
+            f"{', '.join(POLICIES)} or all (simulate.policies)",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
     store: StoreOption = None,
     flags: f.Flags = f.Flags(),
 ) -> None:
@@ -131,6 +155,7 @@ def run_command(
     if print_id:
         only_result_on_stdout()
     remote = ["target.allow_remote=true"] if allow_remote else []
+    remote += simulation_overrides(trace_out, simulate)
     if name is not None:
         check_name(name, "--name")
     spec = with_fail_on(f.load_with_flags(profile, flags, [*(set_ or []), *remote]), fail_on or [])
@@ -161,6 +186,17 @@ def run_command(
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
     if not passed:
         raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
+
+
+def simulation_overrides(trace_out: str | None, simulate: str | None) -> list[str]:
+    """`--trace-out` and `--simulate` as the `--set` texts they stand for."""
+    out = []
+    if trace_out is not None:
+        out.append(f"workload.trace_out={json.dumps(trace_out)}")
+    if simulate is not None:
+        names = parse_policies(simulate, "--simulate")
+        out.append(f"simulate.policies={json.dumps(list(names))}")
+    return out
 
 
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
@@ -273,6 +309,9 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):
         for line in step_summary(view.steps[event.step], ticks):
+            out(line)
+    elif isinstance(event, StepSimulated):
+        for line in simulated_lines(event.results):
             out(line)
     elif isinstance(event, RunFinished):
         pass

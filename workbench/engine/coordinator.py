@@ -34,6 +34,7 @@ from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
+from workbench.oracle_trace import merge_parts, part_path, warmup_path
 from workbench.spec.model import spec_to_dict
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
@@ -215,6 +216,11 @@ class Coordinator:
             async for event in self._collect(step, tally, monitor):
                 yield event
             final_figures = await monitor.refresh()
+            if trace := step.spec.workload.trace_out:
+                parts = [part_path(trace, i) for i in range(n)]
+                await asyncio.to_thread(merge_parts, parts, trace)
+                warm = [warmup_path(p) for p in parts]
+                await asyncio.to_thread(merge_parts, warm, warmup_path(trace))
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
             if self.hosts is not None and self.hosts.task is not None:
@@ -277,6 +283,8 @@ class Coordinator:
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
+        if trace := step.spec.workload.trace_out:  # the workers write their parts there
+            Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
             await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
 

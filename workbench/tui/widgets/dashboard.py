@@ -7,6 +7,7 @@ down) and never fetches anything; every figure comes from `live` and `metrics`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -54,6 +55,8 @@ VERDICT_STYLE = {
     "machine-bound": "magenta",
     "generator-bound": "yellow",
     "fell behind": "red",
+    "server stalled": "red",
+    "too few clients": "yellow",
     "on schedule": "green",
     "latency-bound": "blue",
 }
@@ -146,6 +149,20 @@ def _server_figure(key: str, value: object) -> Row:
     return key.replace("_", " "), shown
 
 
+def simulated_rows(results: dict[str, Any]) -> list[Row]:
+    """The step's simulated hit rates (libCacheSim), each labelled as simulated, dimmed."""
+    if not results:
+        return []
+    if "error" in results:
+        return [("simulated", Text(f"not simulated: {results['error']}", style="dim"))]
+    rows: list[Row] = []
+    for name, figures in results.get("policies", {}).items():
+        # The hit rate alone: hot and cold are in the reports (the column is narrow).
+        text = format_pct(figures.get("hit_rate"))
+        rows.append((f"simulated {name}", Text(text, style="dim italic")))
+    return rows
+
+
 def counter_rows(step: StepView | None) -> list[Row]:
     """Label and value of every counter of a step (dashes before it has figures)."""
     s = step.summary if step else None
@@ -163,6 +180,7 @@ def counter_rows(step: StepView | None) -> list[Row]:
         ("measured", _seconds(s.duration)),
         ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
+        *simulated_rows(step.simulated),
         ("bytes in", format_bytes(t.bytes_in)),
         ("bytes out", format_bytes(t.bytes_out)),
         ("clients", f"{step.clients} on {step.workers} worker(s)"),
