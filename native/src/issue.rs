@@ -235,6 +235,11 @@ impl<'a> Run<'a> {
             Action::Set => (Req::Set, false),
             _ => (Req::Delete, false),
         };
+        if req != Req::Delete {
+            if let Some(trace) = self.trace.as_mut() {
+                trace.add(self.measuring, now, op.index, op.size as u64);
+            }
+        }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
         true
     }

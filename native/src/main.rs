@@ -21,6 +21,7 @@ mod record;
 mod resp;
 mod rng;
 mod step;
+mod trace;
 mod workload;
 
 use serde_json::json;

@@ -7,6 +7,7 @@ use crate::io::{Engine, Mode};
 use crate::order::{Action, StepOrder};
 use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
 use crate::record::Recorder;
+use crate::trace::Capture;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -48,6 +49,10 @@ pub struct Run<'a> {
     pub phase_begin: u64,
     /// When the measured phase ends, once known: no op is due at or after it.
     pub due_before: u64,
+    /// In the measured phase (not warm-up): where a traced op goes.
+    pub measuring: bool,
+    /// The step's op trace, when the order asks for one (`trace.rs`).
+    pub trace: Option<Capture>,
     /// How early the timer is armed ahead of a send (open loop).
     pub tuner: WakeTuner,
 }
@@ -124,6 +129,7 @@ impl<'a> Run<'a> {
                 parked: None,
             })
             .collect();
+        let order_trace = order.trace_part.clone().map(Capture::new);
         Ok(Run {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),
             keys: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),
@@ -150,6 +156,8 @@ impl<'a> Run<'a> {
             load_start: 0,
             phase_begin: 0,
             due_before: u64::MAX,
+            measuring: false,
+            trace: order_trace,
             tuner: WakeTuner::default(),
         })
     }
@@ -188,6 +196,12 @@ impl<'a> Run<'a> {
         }
         let status = self.warm_and_measure(start);
         self.mode = Mode::Idle;
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.write() {
+                self.eng
+                    .error("trace", &format!("cannot write the step's trace: {}", e));
+            }
+        }
         status
     }
 
@@ -331,6 +345,7 @@ impl<'a> Run<'a> {
         self.phase += 1;
         self.remaining = ops.map(|n| n as i64);
         self.budget_stops = measured;
+        self.measuring = measured;
         self.phase_over = false;
         self.take_recorder();
     }

@@ -207,7 +207,13 @@ def test_thresholds_pass_and_fail_with_the_exit_codes_promised(
     ]
     assert len(Store(store_path).list_runs()) == runs
 
-    # Checks on a stored run, from the flag and from the run's [checks].
+    # Checks on a stored run: the --fail-on it ran with are stored and applied again.
+    stored = cli(["check", "last"], store_path)
+    assert stored.returncode == 3 and "p99<1ns (measured" in stored.stdout
+    # ...and the flag's checks are added to them
+    more = cli(["check", "last", "--fail-on", "hit_rate>=0"], store_path)
+    assert more.returncode == 3 and "checks: 2 of 3 passed" in more.stdout
+    assert cli([*base], store_path).returncode == 0  # a run with no checks
     assert cli(["check", "last", "--fail-on", "hit_rate>=0"], store_path).returncode == 0
     again = cli(["check", "last", "--fail-on", "ops_per_s>1M"], store_path)
     assert again.returncode == 3 and "ops_per_s>1M (measured" in again.stdout

@@ -31,6 +31,7 @@ from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream,
 # (every client once) to about TURN_OPS ops.
 YIELD_EVERY = 64
 TURN_OPS = 4096
+TRACED = frozenset({GET, SET, CACHE_ASIDE})  # the ops a captured trace holds
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 _STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
 
@@ -61,6 +62,14 @@ class LoadState:
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
     wakeups: Wakeups | None = None  # open loop: the worker's precise timer (engine/timer.py)
+    # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
+    # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
+    # simulated cache as the real one was); None when not capturing.
+    # Flat lists of ints (send ns, key, size, send ns, ...): the cheapest append measured
+    # (list.extend of a tuple), and ints are not tracked by the garbage collector, as the
+    # tuples of a list of records would be.
+    trace: list[int] | None = None
+    warm_trace: list[int] = field(default_factory=list)
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -141,6 +150,7 @@ async def async_client(
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
+    trace, warm_trace = state.trace, state.warm_trace
     due = last_end = run_began = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
@@ -153,6 +163,8 @@ async def async_client(
         code, index, key, size, ttl = nxt()
         state.in_flight += 1
         t0 = perf()
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)
@@ -249,6 +261,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     lock = state.lock
+    trace, warm_trace = state.trace, state.warm_trace
     due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
@@ -266,6 +279,8 @@ def thread_client(
         off = index % spread
         value = view[off : off + size]
         t0 = perf()
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)

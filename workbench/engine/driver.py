@@ -26,15 +26,16 @@ from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscr
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
 from workbench.metrics import Stats
+from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
     PUBLISH,
     SET,
     ValueBuffer,
     format_key,
     max_value_size,
+    owned_keys,
     parse_mix,
     parse_value_size,
-    partition,
     share,
 )
 
@@ -100,6 +101,8 @@ class StepRun:
         self.clients = [await self.conn.client() for _ in self.plans]
         if spec.load.rate and not resolved.blocking:
             self.state.wakeups = Wakeups.create(self.state.loop)
+        if ctx.trace_part:
+            self.state.trace = []
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
@@ -107,9 +110,14 @@ class StepRun:
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
-        offset, count = partition(wl.keys, self.ctx.workers, self.ctx.worker)
         sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
-        keys = list(range(offset, offset + count))
+        if self.ctx.resolved.shared:  # one server: the workers split the key space in ranges
+            base, extra = divmod(wl.keys, self.ctx.workers)
+            w = self.ctx.worker
+            offset = w * base + min(w, extra)
+            keys = list(range(offset, offset + base + (1 if w < extra else 0)))
+        else:  # a cache in each worker: it fills the keys it owns
+            keys = list(owned_keys(wl.keys, self.ctx.worker, self.ctx.workers))
         lanes = max(1, min(len(self.clients), 64))
 
         async def fill(client: Any, part: list[int]) -> None:
@@ -182,6 +190,10 @@ class StepRun:
         status = await self._warm_and_measure(start)
         if self.subs:
             await self._report_late_deliveries()
+        if self.state.trace is not None:
+            part, state = self.ctx.trace_part, self.state
+            await asyncio.to_thread(write_part, part, triples(state.trace))
+            await asyncio.to_thread(write_part, warmup_path(part), triples(state.warm_trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:

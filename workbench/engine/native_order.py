@@ -85,6 +85,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
+        "trace_part": order.trace_part or None,  # where this worker writes its trace part
     }
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.report import repeats
+from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header, step_sections
 from workbench.report.model import (
     RunData,
@@ -249,6 +249,7 @@ def repeats_table(runs: Sequence[RunData]) -> list[str]:
 def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, options.get("title") or "Cache hit rates")
     lines += ["## Hit rates", "", *summary_table(runs), *repeats_table(runs)]
+    lines += simulated.table(runs)
     embedded = [
         s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
     ]
