@@ -46,6 +46,9 @@ class StepStarted:
     allow_remote: bool = False
     # Machines the workers ran on: {"host", "cpus", "workers"} each; [] for this host only.
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    # How the clients map to connections, in one sentence (`workbench.connections`), said
+    # when the step starts and stored, so a reader never needs the plugin.
+    connections: str = ""
 
     def resolved(self) -> dict[str, Any]:
         """The resolved facts as the store keeps them."""
@@ -58,6 +61,7 @@ class StepStarted:
             "engine": self.engine,
             "allow_remote": self.allow_remote,
             "nodes": self.nodes,
+            "connections": self.connections,
         }
 
 

@@ -60,6 +60,8 @@ class StepView:
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
     simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
+    reason: str = ""  # why the step failed, in one line
+    connections: str = ""  # how its clients map to connections (workbench.connections)
 
     @property
     def verdict(self) -> Verdict:
@@ -110,6 +112,7 @@ class RunView:
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
+                connections=event.connections,
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
@@ -130,6 +133,7 @@ class RunView:
                 status=event.status,
                 totals=event.stats,
                 summary=summarise(event.stats),
+                reason=event.reason,
             )
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, StepSimulated):

@@ -26,18 +26,21 @@ from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
 from workbench.events import (
     Event,
+    Notice,
     RunFinished,
     RunStarted,
     StepFinished,
     StepSimulated,
     StepStarted,
 )
+from workbench.plugins import load_plugin
 from workbench.run_owner import this_runner
 from workbench.simulate.policies import parse_policies
 from workbench.simulate.runner import require as require_simulator
 from workbench.simulate.steps import simulate_step
 from workbench.spec.model import Spec, check_name, spec_to_dict
-from workbench.spec.steps import check_spec
+from workbench.spec.resolve import fallback_notice
+from workbench.spec.steps import Step, check_spec, plan
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -122,6 +125,9 @@ async def run(
     )
     store.record(started)
     yield started
+    for notice in _fallback_notices(run_id, spec, steps):
+        store.record(notice)
+        yield notice
     coordinator = Coordinator(run_id, steps, stop, launcher_log=launcher_log(store, run_id))
     finished: RunFinished | None = None
     step_starts: dict[int, StepStarted] = {}
@@ -165,6 +171,19 @@ async def _simulate(
         except WorkbenchError as exc:
             results = {"error": exc.message}
     return StepSimulated(started.run_id, started.step, results)
+
+
+def _fallback_notices(run_id: str, spec: Spec, steps: list[Step]) -> list[Notice]:
+    """A notice per system whose steps, naming no strategy, fall back to a Python client."""
+    said: dict[str, Notice] = {}
+    for step in plan(spec) if steps else []:  # as written: "" where no strategy is named
+        system = load_plugin(step.spec.target.system)
+        if system.name in said:
+            continue
+        text = fallback_notice(system, step.spec)
+        if text:
+            said[system.name] = Notice(run_id, step.index, "warning", text)
+    return list(said.values())
 
 
 def _limits_checked(next_step: NextStep) -> NextStep:

@@ -188,15 +188,22 @@ impl<'a> Run<'a> {
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was
-        // busy then (coordinated omission corrected), else from the send: a late timer is
-        // the generator's lateness, shown in the send lag (docs/frames.md).
+        // busy then (coordinated omission corrected), but never before its run of
+        // back-to-back ops began; else from the send, which begins a run: a late timer is
+        // the generator's lateness, shown in the send lag (docs/frames.md, "Latency").
         let (t0, due) = match c.schedule.as_mut() {
             Some(s) => {
                 if s.next > now || s.next >= due_before {
                     return false;
                 }
                 let due = s.take();
-                (if c.free_at > due { due } else { now }, due)
+                let t0 = if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                };
+                (t0, due)
             }
             None => (now, now),
         };

@@ -122,6 +122,7 @@ impl<'a> Run<'a> {
                 stream: OpStream::new(&order, &c.mix, c.id, c.sequence_start),
                 inflight: 0,
                 free_at: 0,
+                run_began: 0,
                 timing: c.timing,
                 schedule: None,
                 offered: None,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.connections import describe as describe_connections
 from workbench.events import (
     Event,
     Interval,
@@ -129,7 +130,15 @@ def step_events(run_id: str, step: Step, rng: random.Random, shape: Shape) -> li
             workers=min(2, clients),
             clients=clients,
             server={},
-            **resolved_facts(step.spec),
+            **(facts := resolved_facts(step.spec)),
+            connections=describe_connections(
+                facts["system"],
+                facts["strategy"],
+                facts["strategy_options"],
+                clients,
+                min(2, clients),
+                facts["system_options"],
+            ),
         )
     ]
     stopped = shape.stops_at(step)

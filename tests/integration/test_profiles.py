@@ -63,6 +63,6 @@ async def test_a_profile_runs_in_its_quick_form(name: str, tmp_path: Path) -> No
     steps = finished(events)
     assert len(steps) == len(planned)
     for step in steps:
-        assert step.status == "completed", (step.index, step.stats.first_errors)
+        assert step.status == "completed", (step.step, step.reason, step.stats.first_errors)
         assert step.stats.ops > 0
         assert set(step.stats.errors) <= ALLOWED_ERRORS.get(name, set()), step.stats.first_errors

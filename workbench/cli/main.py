@@ -11,6 +11,7 @@ try:
     from workbench import __version__
     from workbench.cli import (
         check,
+        doctor,
         mrc,
         plugins,
         profiles,
@@ -45,6 +46,7 @@ app.command("check")(check.command)
 app.command("search")(search.command)
 app.command("simulate")(simulate.command)
 app.command("mrc")(mrc.command)
+app.command("doctor")(doctor.command)
 
 
 def _show_version(value: bool) -> None:

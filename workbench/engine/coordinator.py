@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.adapter import ManagedServer
+from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
@@ -271,6 +272,14 @@ class Coordinator:
             ),
             allow_remote=resolved.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
+            connections=describe_connections(
+                resolved.system.name,
+                resolved.strategy.name,
+                resolved.strategy_options,
+                total_clients(step.spec),
+                workers,
+                resolved.system_options,
+            ),
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:

@@ -24,6 +24,7 @@ from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
+from workbench.engine.timer import Wakeups
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -98,6 +99,8 @@ class StepRun:
         )
         self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
+        if spec.load.rate and not resolved.blocking:
+            self.state.wakeups = Wakeups.create(self.state.loop)
         if ctx.trace_part:
             self.state.trace = []
         if spec.workload.prefill:
@@ -290,8 +293,9 @@ class StepRun:
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
+        paced = self.ctx.spec.load.rate is not None
         for buf in span.bufs:
-            stats.merge(await to_stats(buf, 0.0), concurrent=False)
+            stats.merge(await to_stats(buf, 0.0, paced=paced), concurrent=False)
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
@@ -377,6 +381,9 @@ class StepRun:
             await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), CLOSE_WAIT)
         if self.threads is not None:
             self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.state.wakeups is not None:
+            self.state.wakeups.close()
+            self.state.wakeups = None
 
     async def _server_stats(self) -> dict[str, Any]:
         if self.conn is None:

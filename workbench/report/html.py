@@ -32,7 +32,7 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right
 th:first-child, td:first-child { text-align: left; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dt { font-weight: 600; } dd { margin: 0; }
-figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
+figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; overflow-wrap: anywhere; }
 figure svg { max-width: 100%; height: auto; }
 td.verdict { text-align: left; white-space: nowrap; }
 th.simulated, td.simulated { color: #555; font-style: italic; }
