@@ -205,6 +205,16 @@ def max_value_size(dist: Dist) -> int:
     return int(dist.params[-1])
 
 
+def mean_value_size(dist: Dist) -> float:
+    """The mean of a value-size distribution (fixed, uniform or weighted), in bytes."""
+    if dist.kind == "fixed":
+        return dist.params[0]
+    if dist.kind == "uniform":
+        return (dist.params[0] + dist.params[1]) / 2
+    sizes, weights = dist.params[0::2], dist.params[1::2]
+    return sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
+
+
 def _zipf_cdf(n: int, s: float) -> list[float]:
     weights = (1.0 / math.pow(i, s) for i in range(1, n + 1))
     cdf = list(itertools.accumulate(weights))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.workload import Dist
+from workbench.workload import Dist, mean_value_size
 
 MiB = 1024**2
 REPORTED = ("maxmemory", "limit_maxbytes", "limit_bytes")
@@ -27,15 +27,6 @@ class Limit:
         if self.unit == "objects":
             return f"{self.size:,} objects"
         return f"{self.size / MiB:,.0f} MiB" if self.size >= MiB else f"{self.size:,} bytes"
-
-
-def mean_size(dist: Dist) -> float:
-    if dist.kind == "fixed":
-        return dist.params[0]
-    if dist.kind == "uniform":
-        return (dist.params[0] + dist.params[1]) / 2
-    sizes, weights = dist.params[0::2], dist.params[1::2]
-    return sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
 
 
 def _int(value: Any) -> int | None:
@@ -64,7 +55,7 @@ def cache_limit(
         return Limit(size, "bytes")
     if system == "embedded":
         entries, size = _int(options.get("max_entries")), _int(options.get("max_bytes"))
-        if entries and (not size or entries * max(mean_size(value_size), 1) < size):
+        if entries and (not size or entries * max(mean_value_size(value_size), 1) < size):
             return Limit(entries, "objects")
         if size:
             return Limit(size, "bytes")
