@@ -7,6 +7,7 @@ while the next is built. Every figure comes from `metrics.summarise`, as in repo
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from workbench.events import (
     Event,
@@ -15,6 +16,7 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.metrics import (
@@ -57,6 +59,9 @@ class StepView:
     latest: Summary | None = None  # of the last interval
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
+    simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
+    reason: str = ""  # why the step failed, in one line
+    connections: str = ""  # how its clients map to connections (workbench.connections)
 
     @property
     def verdict(self) -> Verdict:
@@ -107,6 +112,7 @@ class RunView:
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
+                connections=event.connections,
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
@@ -127,7 +133,11 @@ class RunView:
                 status=event.status,
                 totals=event.stats,
                 summary=summarise(event.stats),
+                reason=event.reason,
             )
+            return replace(self, steps=_put(self.steps, step))
+        if isinstance(event, StepSimulated):
+            step = replace(self.steps[event.step], simulated=event.results)
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, Notice):
             return replace(self, notices=(*self.notices, f"[{event.level}] {event.message}"))

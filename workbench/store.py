@@ -26,6 +26,7 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.live import RunView
@@ -62,6 +63,7 @@ CREATE TABLE IF NOT EXISTS notices (
 ADDED_COLUMNS = (
     ("runs", "runner", "TEXT"),  # {"host", "pid", "pid_start"} of the process running it
     ("steps", "resolved", "TEXT"),  # StepStarted.resolved(): the facts a reader needs
+    ("steps", "simulated", "TEXT"),  # StepSimulated.results: the simulated hit rates
 )
 
 
@@ -120,6 +122,7 @@ class StoredStep:
     intervals: list[Interval] = field(default_factory=list)
     # StepStarted.resolved(); in runs stored before it was kept, what the spec says.
     resolved: dict[str, Any] = field(default_factory=dict)
+    simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results, if any
 
     @property
     def system(self) -> str:
@@ -149,6 +152,7 @@ class StoredStep:
             engine=dict(r.get("engine") or {}),
             allow_remote=bool(r.get("allow_remote", False)),
             nodes=list(r.get("nodes") or []),
+            connections=str(r.get("connections") or ""),
         )
 
 
@@ -186,6 +190,8 @@ class StoredRun:
                     yield n
             if self.status != "running" or s.status != "running":
                 yield StepFinished(self.id, s.index, s.status, s.stats)
+            if s.simulated:
+                yield StepSimulated(self.id, s.index, s.simulated)
         if self.status != "running":
             yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
 
@@ -224,6 +230,11 @@ class RunRow:
     p99_us: float | None
     hit_rate: float | None
     errors: int
+    # The step every figure of the row comes from (the fastest measured one): its title,
+    # strategy and clients; None / "" when no step measured anything.
+    step: str = ""
+    step_strategy: str = ""
+    clients: int | None = None
 
 
 class Store:
@@ -407,6 +418,12 @@ class Store:
             ),
         )
 
+    def _step_simulated(self, event: StepSimulated, now: float) -> None:
+        self.db.execute(
+            "UPDATE steps SET simulated=? WHERE run_id=? AND idx=?",
+            (json.dumps(event.results), event.run_id, event.step),
+        )
+
     def _run_finished(self, event: RunFinished, now: float) -> None:
         self._close_unfinished_steps(event)
         self.db.execute(
@@ -474,7 +491,7 @@ class Store:
         steps = []
         for row in self.db.execute(
             "SELECT idx, title, label, spec, workers, clients, server, "
-            "status, stats, resolved FROM steps WHERE run_id=? ORDER BY idx",
+            "status, stats, resolved, simulated FROM steps WHERE run_id=? ORDER BY idx",
             (run_id,),
         ):
             intervals = [
@@ -499,6 +516,7 @@ class Store:
                     stats,
                     intervals,
                     json.loads(row[9]) if row[9] else {},
+                    json.loads(row[10]) if row[10] else {},
                 )
             )
         notices = [
@@ -526,21 +544,46 @@ class Store:
         return "abandoned" if run_id in self._gone else status
 
     def list_runs(self, limit: int = 500) -> list[RunRow]:
+        """Runs, newest first; each row's figures all come from one step, its fastest measured
+        one (ops/s, p50, p99, hit rate and errors of the same step, never mixed)."""
         rows = self.db.execute(
-            "SELECT r.id, r.name, r.created_at, r.status, r.spec, COUNT(s.idx), MAX(s.ops_per_s), "
-            "MIN(s.p50_us), MIN(s.p99_us), AVG(s.hit_rate), COALESCE(SUM(s.errors), 0) "
-            "FROM runs r LEFT JOIN steps s ON s.run_id = r.id GROUP BY r.id "
+            "WITH ranked AS (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.run_id ORDER BY "
+            "(s.ops_per_s IS NULL OR s.ops_per_s <= 0), s.ops_per_s DESC, s.idx) AS rn, "
+            "COUNT(*) OVER (PARTITION BY s.run_id) AS n FROM steps s) "
+            "SELECT r.id, r.name, r.created_at, r.status, r.spec, COALESCE(b.n, 0), "
+            "b.ops_per_s, b.p50_us, b.p99_us, b.hit_rate, b.errors, b.title, b.clients, "
+            "b.resolved, b.spec FROM runs r LEFT JOIN ranked b ON b.run_id = r.id AND b.rn = 1 "
             "ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
         ran = self._strategies_ran([r[0] for r in rows])
         out = []
-        for rid, name, created, status, spec, n, ops, p50, p99, hr, errs in rows:
+        for row in rows:
+            rid, name, created, status, spec, n, ops, p50, p99, hr, errs = row[:11]
+            title, clients, resolved, step_spec = row[11:]
             system, strategy = target_and_strategy(json.loads(spec), ran.get(rid, []))
+            measured = bool(ops and ops > 0)
+            facts = json.loads(resolved) if resolved else {}
+            step_strategy = facts.get("strategy") or (
+                json.loads(step_spec).get("strategy", {}).get("name", "") if step_spec else ""
+            )
             out.append(
                 RunRow(
-                    rid, name, created, self._status(rid, status), system, strategy, n, ops,
-                    p50, p99, hr, errs,
+                    rid,
+                    name,
+                    created,
+                    self._status(rid, status),
+                    system,
+                    strategy,
+                    n,
+                    ops if measured else None,
+                    p50 if measured else None,
+                    p99 if measured else None,
+                    hr if measured else None,
+                    (errs or 0) if measured else 0,
+                    title or "" if measured else "",
+                    step_strategy if title else "",
+                    clients if title else None,
                 )
             )
         return out
@@ -598,6 +641,7 @@ _KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
     Interval: Store._interval,
     Notice: Store._notice,
     StepFinished: Store._step_finished,
+    StepSimulated: Store._step_simulated,
     RunFinished: Store._run_finished,
 }
 

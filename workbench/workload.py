@@ -205,6 +205,16 @@ def max_value_size(dist: Dist) -> int:
     return int(dist.params[-1])
 
 
+def mean_value_size(dist: Dist) -> float:
+    """The mean of a value-size distribution (fixed, uniform or weighted), in bytes."""
+    if dist.kind == "fixed":
+        return dist.params[0]
+    if dist.kind == "uniform":
+        return (dist.params[0] + dist.params[1]) / 2
+    sizes, weights = dist.params[0::2], dist.params[1::2]
+    return sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
+
+
 def _zipf_cdf(n: int, s: float) -> list[float]:
     weights = (1.0 / math.pow(i, s) for i in range(1, n + 1))
     cdf = list(itertools.accumulate(weights))
@@ -263,6 +273,38 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
         return min(hot + int(rand() * cold), n - 1)
 
     return hotcold
+
+
+OWNED_TRIES = 64  # draws per worker count before the nearest owned key is taken instead
+
+
+def owned_chooser(pick: Callable[[], int], n: int, worker: int, workers: int) -> Callable[[], int]:
+    """`pick` restricted to the keys worker `worker` of `workers` owns (k % workers ==
+    worker): the global popularity conditioned on them, by rejection, so N workers with
+    their own caches see the key space as one cache would. Bounded: after OWNED_TRIES draws
+    per worker (a distribution with nearly no mass on this worker's keys) the owned key
+    nearest to the last draw is taken."""
+    if workers <= 1:
+        return pick
+    tries = OWNED_TRIES * workers
+    if worker >= n:  # more workers than keys: this one owns none, it shares the first
+        return lambda: worker % n
+
+    def owned() -> int:
+        k = 0
+        for _ in range(tries):
+            k = pick()
+            if k % workers == worker:
+                return k
+        k = k - k % workers + worker
+        return k if k < n else k - workers
+
+    return owned
+
+
+def owned_keys(n: int, worker: int, workers: int) -> range:
+    """The keys worker `worker` of `workers` owns when each holds its own cache."""
+    return range(worker, n, workers) if workers > 1 else range(n)
 
 
 def hot_cold_split(dist: Dist, n: int) -> tuple[int, int]:
@@ -354,7 +396,10 @@ class OpStream:
         ttl: Dist,
         seed: int,
         client_id: int,
+        owner: tuple[int, int] = (0, 1),
     ) -> None:
+        """`owner` = (worker, workers): draw only the keys that worker owns (`owned_chooser`),
+        for systems whose every worker holds its own cache."""
         self.rng = random.Random(f"{seed}:{client_id}")
         self.codes = list(mix)
         total = sum(mix.values())
@@ -365,7 +410,9 @@ class OpStream:
         self.prefix, self.key_length = key_prefix, key_length
         self.key_format = key_template(key_prefix, key_length)
         self.key_table = _key_table(self.key_format, key_offset, keys)
-        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * SEQUENCE_STRIDE)
+        self.next_key = owned_chooser(
+            key_chooser(key_dist, keys, self.rng, start=client_id * SEQUENCE_STRIDE), keys, *owner
+        )
         self.next_size = size_chooser(value_size, self.rng)
         self.next_ttl = ttl_chooser(ttl, self.rng)
         self.next = self._make_next()

@@ -92,6 +92,9 @@ pub struct Client {
     /// When a slot of its pipeline last came free (a reply to a full pipeline): an op due
     /// before then found the client busy.
     pub free_at: u64,
+    /// Open loop: the send that began its current run of back-to-back ops (the last op it
+    /// sent with a free slot); a busy client's stopwatch never starts before it.
+    pub run_began: u64,
     /// Open loop: what its schedule is made of (from the order), its intended starts and
     /// the count of those offered, once the load has started.
     pub timing: Option<Timing>,

@@ -17,7 +17,7 @@ use std::io::{ErrorKind, Read, Write};
 
 const STDIN: Token = Token(0);
 const TIMER: Token = Token(1);
-const FIRST_CONN: usize = 2;
+pub const FIRST_CONN: usize = 2; // then the clients' connections, then subscribers'
 const BACKOFF_MAX: u64 = 250_000_000; // a reconnection's backoff doubles up to this
 const HOUSEKEEPING: u64 = 50_000_000;
 
@@ -199,8 +199,8 @@ impl<'a> Run<'a> {
     pub fn turn(&mut self, deadline: u64) {
         let due = self.next_due();
         let other = self.other_wake(deadline);
-        let armed = other.min(self.tuner.arm_at(due));
         let now = now_ns();
+        let armed = other.min(self.tuner.arm_at(due, now));
         let timeout = if armed > now {
             self.eng.timer.arm(armed);
             None
@@ -238,6 +238,7 @@ impl<'a> Run<'a> {
         if due.saturating_sub(now_ns()) > pacing::SPIN_MAX {
             return;
         }
+        let began = now_ns();
         while now_ns() < due {
             let zero = Some(std::time::Duration::from_millis(0));
             let _ = self.eng.poll.poll(&mut self.eng.events, zero);
@@ -251,6 +252,7 @@ impl<'a> Run<'a> {
             }
             self.dispatch();
         }
+        self.tuner.spent(now_ns().saturating_sub(began));
     }
 
     /// The earliest intended start of an open-loop client with a free slot (MAX: none).
@@ -307,6 +309,8 @@ impl<'a> Run<'a> {
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
+                // Past the clients' connections: a subscriber's (pubsub.rs).
+                self.subscriber_event(t - self.clients.len() * per, closing);
                 continue;
             }
             if writable {

@@ -72,6 +72,17 @@ impl<'a> Run<'a> {
                         .latency(self.kinds.delete, now.saturating_sub(p.t0));
                 }
             }
+            (Req::Publish, _) => {
+                c.inflight -= 1;
+                if in_phase {
+                    let expected = self.pubsub.per_channel();
+                    let r = &mut self.rec;
+                    r.latency(self.kinds.publish, now.saturating_sub(p.t0));
+                    r.bytes_out += p.size as u64;
+                    r.published += 1;
+                    r.expected += expected;
+                }
+            }
             (Req::Hello, _) => {}
         }
     }
@@ -91,13 +102,20 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
-        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
-        let si = self.codec.server_for(key);
-        let value = if req == Req::Set {
-            self.values.value(index, size)
+        let (key, value, size) = if req == Req::Publish {
+            // A channel and a message stamped now (pubsub.rs) in place of key and value.
+            let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
+            (channel, message, message.len())
         } else {
-            &[][..]
+            let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (key, value, size)
         };
+        let si = self.codec.server_for(key);
         let k = &mut self.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
@@ -188,15 +206,22 @@ impl<'a> Run<'a> {
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was
-        // busy then (coordinated omission corrected), else from the send: a late timer is
-        // the generator's lateness, shown in the send lag (docs/frames.md).
+        // busy then (coordinated omission corrected), but never before its run of
+        // back-to-back ops began; else from the send, which begins a run: a late timer is
+        // the generator's lateness, shown in the send lag (docs/frames.md, "Latency").
         let (t0, due) = match c.schedule.as_mut() {
             Some(s) => {
                 if s.next > now || s.next >= due_before {
                     return false;
                 }
                 let due = s.take();
-                (if c.free_at > due { due } else { now }, due)
+                let t0 = if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                };
+                (t0, due)
             }
             None => (now, now),
         };
@@ -226,8 +251,14 @@ impl<'a> Run<'a> {
             Action::Get => (Req::Get, false),
             Action::CacheAside => (Req::Get, true),
             Action::Set => (Req::Set, false),
+            Action::Publish => (Req::Publish, false),
             _ => (Req::Delete, false),
         };
+        if req != Req::Delete {
+            if let Some(trace) = self.trace.as_mut() {
+                trace.add(self.measuring, now, op.index, op.size as u64);
+            }
+        }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
         true
     }

@@ -13,15 +13,18 @@ mod http;
 mod io;
 mod issue;
 mod memcache;
+mod meta;
 mod order;
 mod pacing;
 mod probe;
 mod proto;
+mod pubsub;
 mod record;
 mod resp;
 mod rng;
 mod step;
 mod tls;
+mod trace;
 mod workload;
 
 use serde_json::json;

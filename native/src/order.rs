@@ -7,7 +7,7 @@ use crate::pacing::{Arrivals, Timing};
 use serde_json::Value;
 
 /// The version of the compiled order this binary reads (`native_build.ORDER_VERSION`).
-pub const ORDER_VERSION: u64 = 2;
+pub const ORDER_VERSION: u64 = 3;
 
 /// What an op of the mix does; a mix names operations by their index in the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +107,8 @@ pub struct StepOrder {
     pub pipeline: usize,
     pub timeout_ns: Option<u64>,
     pub connect_timeout_ns: u64,
+    /// Where this worker writes its part of the step's op trace (`trace.rs`), if anywhere.
+    pub trace_part: Option<String>,
 }
 
 type Read<T> = Result<T, String>;
@@ -349,6 +351,7 @@ impl StepOrder {
             pipeline: u64_at(n, "pipeline")?.max(1) as usize,
             timeout_ns: maybe_u64(n, "timeout_ns")?,
             connect_timeout_ns: u64_at(n, "connect_timeout_ns")?,
+            trace_part: n["trace_part"].as_str().map(str::to_string),
         })
     }
 

@@ -60,7 +60,19 @@ def test_runs_list_and_show_read_back_a_run(store: Path) -> None:
         == 0
     )
     listing = run(["runs", "list"], store)
-    assert "mine" in listing.stdout and "embedded/direct" in listing.stdout
+    header, row = listing.stdout.splitlines()[:2]
+    assert header.split()[:9] == [
+        "id",
+        "name",
+        "when",
+        "status",
+        "system",
+        "strategy",
+        "clients",
+        "steps",
+        "best",
+    ]
+    assert "mine" in row and " embedded " in row and " direct " in row
     shown = run(["runs", "show", "mine"], store)
     assert shown.returncode == 0 and "1,000 ops" in shown.stdout
 

@@ -19,17 +19,24 @@ from workbench.adapter import AdapterError, error_kind
 
 @pytest.mark.redis
 async def test_a_connection_the_server_refuses_is_named_as_refused() -> None:
-    with start_redis(extra=["--maxclients", "1"]) as server:
-        holder = socket.create_connection(("127.0.0.1", server.port))  # the one client allowed
+    with start_redis(extra=["--maxclients", "2"]) as server:
+        holders = []
         try:
-            holder.sendall(b"PING\r\n")
-            assert holder.recv(64) == b"+PONG\r\n"
+            for _ in range(5):  # bounded: fill the server (it may hold a connection itself)
+                holder = socket.create_connection(("127.0.0.1", server.port))
+                holders.append(holder)
+                holder.sendall(b"PING\r\n")
+                if holder.recv(64) != b"+PONG\r\n":
+                    break
+            else:
+                raise AssertionError("the server never refused a client")
             target = RedisTarget("127.0.0.1", server.port, 0, None, None, None, 5.0, 5.0)
             # open_resp's PING (its one answered command before the load) meets the refusal.
             with pytest.raises(AdapterError) as refused:
                 await open_resp(target)
         finally:
-            holder.close()
+            for holder in holders:
+                holder.close()
     assert error_kind(refused.value) == "refused"
     assert str(refused.value) == (
         "redis closed the connection after refusing it: ERR max number of clients reached"

@@ -23,7 +23,7 @@ from workbench.report import render
 from workbench.spec.steps import load_spec
 from workbench.store import Store
 
-PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "memory-limit-hit-rate.toml"
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "memory-limit-hit-rate-quick.toml"
 QUICK = ["load.ops=400", "load.warmup_ops=400"]  # as tests/integration/test_profiles.py
 
 

@@ -110,6 +110,7 @@ def test_a_missing_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "./dev setup" in lines[0], res.stderr
+    assert str(tmp_path / "absent") in lines[0]  # the missing path, named
 
 
 @pytest.mark.redis

@@ -126,7 +126,9 @@ class Host:
             )
         return done
 
-    def shell(self, script: str, timeout: float = 120, check: bool = True, **env: str):  # type: ignore[no-untyped-def]
+    def shell(
+        self, script: str, timeout: float = 120, check: bool = True, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         """A sh script run on this host (a documented command, as a person types it)."""
         return self.run(["sh", "-ec", script], timeout=timeout, check=check, **env)
 

@@ -10,6 +10,7 @@ from workbench.engine import limits
 from workbench.engine.frames import STEP, StepOrder
 from workbench.engine.limits import check_limits
 from workbench.errors import SpecError
+from workbench.native_build import binary_path
 from workbench.remote import ALLOW_REMOTE
 from workbench.spec.resolve import ResolvedStep, resolve_step
 from workbench.spec.steps import check_spec, load_spec
@@ -24,14 +25,28 @@ def _resolved(*sets: str) -> ResolvedStep:
 @pytest.mark.parametrize(
     ("sets", "connections"),
     [
-        (["target.system=redis", "load.concurrency=10"], 1),  # multiplexed: one per worker
+        (
+            ["target.system=redis", "strategy.name=multiplexed", "load.concurrency=10"],
+            1,
+        ),  # one per worker
         (["target.system=redis", "strategy.name=multiplexed-k", "load.concurrency=10"], 4),
         (["target.system=redis", "strategy.name=sync-pool", "load.concurrency=10"], 10),
         (["target.system=redis", "strategy.name=sync-pool", "load.concurrency=40"], 16),
         (["target.system=redis", "strategy.name=sync-per-client", "load.concurrency=7"], 7),
         (["target.system=redis", "strategy.name=pipeline", "load.concurrency=50"], 1),
-        (["target.system=http", "load.concurrency=9"], 9),  # keep-alive, pool_size 0: grows
-        (["target.system=http", "strategy.options.pool_size=3", "load.concurrency=9"], 3),
+        (
+            ["target.system=http", "strategy.name=keep-alive", "load.concurrency=9"],
+            9,
+        ),  # pool_size 0: grows
+        (
+            [
+                "target.system=http",
+                "strategy.name=keep-alive",
+                "strategy.options.pool_size=3",
+                "load.concurrency=9",
+            ],
+            3,
+        ),
         (["target.system=embedded", "load.concurrency=9"], 0),  # the cache is in the worker
         (
             [
@@ -55,7 +70,10 @@ def test_a_step_resolves_its_default_strategy_options_and_engine() -> None:
     assert (r.system.name, r.strategy.name, r.engine) == ("redis", "native", "native")
     assert r.strategy_options == {"pipeline": 4}
     assert r.system_options["url"] == "redis://127.0.0.1:6379/0"
-    assert _resolved("target.system=memcached").strategy.name == "multiplexed"
+    assert _resolved("target.system=embedded").strategy.name == "direct"
+    # With no strategy named: the native engine where it is installed (measures the server)
+    default = "native" if binary_path() is not None else "multiplexed"
+    assert _resolved("target.system=memcached").strategy.name == default
 
 
 def test_the_remote_decision_travels_in_the_order_and_reads_back_the_same() -> None:
@@ -94,7 +112,11 @@ def test_a_remote_target_without_the_opt_in_is_refused_when_resolved() -> None:
 
 def test_the_limits_check_reads_the_declared_connections(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "_raise_soft_file_limit", lambda: 100)
-    few = check_spec(load_spec(None, ["target.system=redis", "load.concurrency=500"]))
+    few = check_spec(
+        load_spec(
+            None, ["target.system=redis", "strategy.name=multiplexed", "load.concurrency=500"]
+        )
+    )
     check_limits(few)  # multiplexed: one connection, whatever the clients
     many = check_spec(
         load_spec(

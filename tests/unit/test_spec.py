@@ -157,3 +157,24 @@ def test_a_bare_number_is_a_fixed_value_size_or_ttl() -> None:
     assert parse_value_size(spec.workload.value_size) == parse_value_size("fixed(100)")
     assert parse_ttl(spec.workload.ttl) == parse_ttl("fixed(60)")
     assert parse_value_size("4KiB") == parse_value_size("fixed(4KiB)")
+
+
+def test_a_sweep_sets_other_paths_along_with_its_values() -> None:
+    spec = load_spec(
+        None,
+        [
+            'sweep=[{path="target.system", values=["redis", "memcached"], '
+            'along={"strategy.name"=["pipeline", "multiplexed"]}}]'
+        ],
+    )
+    steps = plan(spec)
+    assert [(s.spec.target.system, s.spec.strategy.name) for s in steps] == [
+        ("redis", "pipeline"),
+        ("memcached", "multiplexed"),
+    ]
+    assert [s.title for s in steps] == ["system=redis", "system=memcached"]
+    with pytest.raises(SpecError) as info:
+        load_spec(None, ['sweep=[{path="target.system", values=["redis"], along={x=[1, 2]}}]'])
+    assert (
+        info.value.where.endswith("sweep[0].along.x") and "expected 1 values" in info.value.message
+    )

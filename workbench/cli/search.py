@@ -16,6 +16,7 @@ import typer
 from workbench.cli import flags as f
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
 from workbench.cli.run import _drive, show_event
+from workbench.errors import SpecError
 from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import format_us
@@ -25,6 +26,7 @@ from workbench.search_session import SearchRun
 
 
 @one_line_errors
+@f.familiar_flags
 def command(
     profile: Annotated[
         Path | None,
@@ -63,6 +65,7 @@ def command(
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
     store: StoreOption = None,
+    flags: f.Flags = f.Flags(),
 ) -> None:
     """Find the highest open-loop rate whose probes meet a latency target.
 
@@ -83,7 +86,13 @@ def command(
         )
         if value is not None
     ]
-    spec = f.load_with_flags(profile, f.Flags(), [*(set_ or []), *extra])
+    if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
+        raise SpecError(
+            "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
+            "-w N (worker processes)",
+            "-t",
+        )
+    spec = f.load_with_flags(profile, flags, [*(set_ or []), *extra])
     spec, checks = search_spec(spec, target or [])
     st = open_store(store)
     searching = SearchRun(spec, checks)

@@ -16,7 +16,6 @@ from workbench.workload import (
     parse_mix,
     parse_ttl,
     parse_value_size,
-    partition,
 )
 
 
@@ -71,14 +70,15 @@ class Workload:
 
     def stream(self, plan: ClientPlan) -> OpStream:
         wl = self.spec.workload
-        offset, count = (
-            (0, wl.keys) if self.shared else partition(wl.keys, self.workers, self.worker)
-        )
+        # A system in each worker (the embedded cache): the worker owns every N-th key and
+        # draws from the global popularity restricted to them, so N caches act as one.
+        owner = (0, 1) if self.shared else (self.worker, self.workers)
         return OpStream(
             mix=plan.mix,
             key_dist=parse_key_distribution(wl.key_distribution),
-            keys=max(count, 1),
-            key_offset=offset,
+            keys=max(wl.keys, 1),
+            key_offset=0,
+            owner=owner,
             key_prefix=wl.key_prefix,
             key_length=wl.key_length,
             value_size=parse_value_size(wl.value_size),

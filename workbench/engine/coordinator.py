@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.adapter import ManagedServer
+from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
@@ -33,6 +34,7 @@ from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
+from workbench.oracle_trace import merge_parts, part_path, warmup_path
 from workbench.spec.model import spec_to_dict
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
@@ -214,6 +216,11 @@ class Coordinator:
             async for event in self._collect(step, tally, monitor):
                 yield event
             final_figures = await monitor.refresh()
+            if trace := step.spec.workload.trace_out:
+                parts = [part_path(trace, i) for i in range(n)]
+                await asyncio.to_thread(merge_parts, parts, trace)
+                warm = [warmup_path(p) for p in parts]
+                await asyncio.to_thread(merge_parts, warm, warmup_path(trace))
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
             if self.hosts is not None and self.hosts.task is not None:
@@ -265,9 +272,19 @@ class Coordinator:
             ),
             allow_remote=resolved.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
+            connections=describe_connections(
+                resolved.system.name,
+                resolved.strategy.name,
+                resolved.strategy_options,
+                total_clients(step.spec),
+                workers,
+                resolved.system_options,
+            ),
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
+        if trace := step.spec.workload.trace_out:  # the workers write their parts there
+            Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
             await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
 

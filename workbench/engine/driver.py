@@ -24,16 +24,18 @@ from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
+from workbench.engine.timer import Wakeups
 from workbench.metrics import Stats
+from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
     PUBLISH,
     SET,
     ValueBuffer,
     format_key,
     max_value_size,
+    owned_keys,
     parse_mix,
     parse_value_size,
-    partition,
     share,
 )
 
@@ -97,6 +99,10 @@ class StepRun:
         )
         self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
+        if spec.load.rate and not resolved.blocking:
+            self.state.wakeups = Wakeups.create(self.state.loop)
+        if ctx.trace_part:
+            self.state.trace = []
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
@@ -104,9 +110,14 @@ class StepRun:
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
-        offset, count = partition(wl.keys, self.ctx.workers, self.ctx.worker)
         sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
-        keys = list(range(offset, offset + count))
+        if self.ctx.resolved.shared:  # one server: the workers split the key space in ranges
+            base, extra = divmod(wl.keys, self.ctx.workers)
+            w = self.ctx.worker
+            offset = w * base + min(w, extra)
+            keys = list(range(offset, offset + base + (1 if w < extra else 0)))
+        else:  # a cache in each worker: it fills the keys it owns
+            keys = list(owned_keys(wl.keys, self.ctx.worker, self.ctx.workers))
         lanes = max(1, min(len(self.clients), 64))
 
         async def fill(client: Any, part: list[int]) -> None:
@@ -179,6 +190,10 @@ class StepRun:
         status = await self._warm_and_measure(start)
         if self.subs:
             await self._report_late_deliveries()
+        if self.state.trace is not None:
+            part, state = self.ctx.trace_part, self.state
+            await asyncio.to_thread(write_part, part, triples(state.trace))
+            await asyncio.to_thread(write_part, warmup_path(part), triples(state.warm_trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:
@@ -278,8 +293,9 @@ class StepRun:
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
+        paced = self.ctx.spec.load.rate is not None
         for buf in span.bufs:
-            stats.merge(await to_stats(buf, 0.0), concurrent=False)
+            stats.merge(await to_stats(buf, 0.0, paced=paced), concurrent=False)
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
@@ -365,6 +381,9 @@ class StepRun:
             await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), CLOSE_WAIT)
         if self.threads is not None:
             self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.state.wakeups is not None:
+            self.state.wakeups.close()
+            self.state.wakeups = None
 
     async def _server_stats(self) -> dict[str, Any]:
         if self.conn is None:

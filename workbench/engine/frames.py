@@ -13,6 +13,7 @@ from typing import Any
 
 from workbench.engine.native_order import compile_order
 from workbench.metrics import STATS_KEYS, Stats
+from workbench.oracle_trace import part_path
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import ResolvedStep
 
@@ -34,6 +35,12 @@ class StepOrder:
     resolved: ResolvedStep
     workers: int
     worker: int
+
+    @property
+    def trace_part(self) -> str:
+        """Where this worker writes its part of the step's op trace ("": none is asked)."""
+        trace = self.spec.workload.trace_out
+        return part_path(trace, self.worker) if trace else ""
 
     @classmethod
     def for_worker(cls, spec: Spec, resolved: ResolvedStep, workers: int, worker: int) -> StepOrder:

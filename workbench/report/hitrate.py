@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.report import repeats
+from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header, step_sections
 from workbench.report.model import (
     RunData,
@@ -26,7 +26,12 @@ from workbench.report.model import (
     target_options,
     target_version,
 )
-from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+from workbench.workload import (
+    DEFAULT_HOT_SHARE,
+    mean_value_size,
+    parse_key_distribution,
+    parse_value_size,
+)
 
 RULE = "=" * 55
 USED_KEYS = ("used_memory", "bytes", "used_bytes", "cached_bytes")
@@ -48,17 +53,12 @@ def hot_share(step: StepData) -> tuple[float, float | None]:
     return DEFAULT_HOT_SHARE, None
 
 
-def mean_value_size(step: StepData) -> float:
+def step_mean_value_size(step: StepData) -> float:
+    """The mean value size the step's spec asked for (0 if it cannot be read)."""
     try:
-        dist = parse_value_size(step.spec["workload"]["value_size"])
+        return mean_value_size(parse_value_size(step.spec["workload"]["value_size"]))
     except Exception:
         return 0.0
-    if dist.kind == "fixed":
-        return dist.params[0]
-    if dist.kind == "uniform":
-        return (dist.params[0] + dist.params[1]) / 2
-    sizes, weights = dist.params[0::2], dist.params[1::2]
-    return sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
 
 
 def _size(value: Any) -> int | None:
@@ -119,7 +119,7 @@ def block(step: StepData) -> list[str]:
     ]
     used, limit = memory(step)
     if used is not None:
-        working_set = keys * mean_value_size(step)
+        working_set = keys * step_mean_value_size(step)
         text = f"cached: {mem(used):>5}({mem(working_set):>6} {_pct(used, working_set):3.0f}%"
         text += f"  - {mem(limit):>6} {_pct(used, limit):3.0f}%)" if limit else ")"
         lines.append(text)
@@ -249,6 +249,7 @@ def repeats_table(runs: Sequence[RunData]) -> list[str]:
 def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, options.get("title") or "Cache hit rates")
     lines += ["## Hit rates", "", *summary_table(runs), *repeats_table(runs)]
+    lines += simulated.table(runs)
     embedded = [
         s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
     ]

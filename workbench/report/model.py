@@ -93,6 +93,11 @@ class StepData:
     def server(self) -> dict[str, Any]:
         return dict(self.view.server)
 
+    @property
+    def simulated(self) -> dict[str, Any]:
+        """The step's simulated hit rates (StepSimulated.results), {} when not simulated."""
+        return dict(self.view.simulated)
+
     @cached_property
     def histogram(self) -> HdrHistogram:
         """Every issued op kind together, as `summarise` reads it."""

@@ -108,6 +108,7 @@ def fold_sweeps(data: dict[str, Any], fold: Callable[[dict[str, Any]], bool]) ->
             isinstance(axis, dict)
             and axis.get("path") in SWEEPABLE
             and not axis.get("labels")
+            and not axis.get("along")
             and fold(axis)
         ):
             set_path(data, axis["path"], list(axis.get("values", [])))

@@ -67,6 +67,9 @@ class Workload:
     ttl: str = "none"
     prefill: bool = False
     pubsub: PubSub = field(default_factory=PubSub)
+    # Capture what the workers send in the measured phase as a libCacheSim oracleGeneral
+    # trace (`workbench.oracle_trace`); with several steps, each its own file. "" : none.
+    trace_out: str = field(default="", metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,11 @@ class SweepAxis:
     path: str
     values: tuple[Any, ...]
     labels: tuple[str, ...] = ()
+    # Other paths set in step with the values, one entry per value (zipped, not crossed):
+    # a target sweep names each target's strategy with {"strategy.name" = [...]}.
+    along: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=dict, metadata={"omit_default": True}
+    )
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,14 @@ class SearchSpec:
 
 
 @dataclass(frozen=True)
+class SimulateSpec:
+    """Eviction policies replayed (libCacheSim, `workbench.simulate`) over each step's trace
+    at the server's own limit, stored beside the measured hit rates."""
+
+    policies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str = "default"
     description: str = ""
@@ -133,6 +149,8 @@ class Spec:
     # Not about what is measured: None unless a profile or --set gives them.
     checks: ChecksSpec | None = None
     search: SearchSpec | None = None
+    # Left out of a spec's data when not given (stored runs from before stay the same).
+    simulate: SimulateSpec | None = field(default=None, metadata={"omit_default": True})
 
 
 def spec_to_dict(obj: Any) -> Any:
@@ -141,13 +159,19 @@ def spec_to_dict(obj: Any) -> Any:
         return {
             f.name: spec_to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
-            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == f.default)
+            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == _default(f))
         }
     if isinstance(obj, Mapping):
         return {str(k): spec_to_dict(v) for k, v in obj.items()}
     if isinstance(obj, tuple | list):
         return [spec_to_dict(v) for v in obj]
     return obj
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def _type_name(tp: Any) -> str:

@@ -86,8 +86,68 @@ class ResolvedStep:
 
 
 def resolve_strategy(system: CacheSystem, spec: Spec) -> Strategy:
-    """The strategy a spec names, or the system's default."""
-    return system.strategy(spec.strategy.name or system.default_strategy)
+    """The strategy a spec names, or for none the default: see `default_strategy`."""
+    if spec.strategy.name:
+        return system.strategy(spec.strategy.name)
+    return default_strategy(system, spec)[0]
+
+
+# Said once when a spec that names no strategy runs a Python client instead of the engine.
+CLIENT_MEASURED = "the client (Python) is part of the measurement"
+
+
+def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
+    """The strategy a spec naming none runs, and why it is not the native engine.
+
+    The native engine measures the server, not a Python client, so a system's native
+    strategy is the default whenever its binary is there and it supports the workload;
+    else the system's declared default runs, with the reason ("" when the system has no
+    native strategy or it was chosen).
+    """
+    declared = system.strategy(system.default_strategy)
+    native = next((s for s in system.strategies if s.engine == "native"), None)
+    if native is None:
+        return declared, ""
+    why = _native_unfit(native, spec)
+    return (declared, why) if why else (native, "")
+
+
+def _native_unfit(native: Strategy, spec: Spec) -> str:
+    """Why the native strategy cannot run the spec ("" when it can)."""
+    from workbench.native_build import binary_path, version_mismatch
+    from workbench.spec.steps import needs, used_operations  # it imports this module
+    from workbench.workload import parse_ttl
+
+    path = binary_path()
+    if path is None:
+        return "the native engine is not installed"
+    if version_mismatch(path):
+        return "the native engine installed is of another version (rebuild it)"
+    tls = [v for v in spec.target.options.values() if str(v).startswith(("rediss://", "https://"))]
+    if tls:
+        return "the native engine speaks no TLS"
+    missing = sorted({n for op in used_operations(spec) for n in needs(op, native)})
+    if missing:
+        return f"the native engine does not do {', '.join(missing)}"
+    if parse_ttl(spec.workload.ttl).kind != "none" and not native.supports_ttl():
+        return "the native engine sets no TTL"
+    foreign = sorted(set(spec.strategy.options) - set(native.options.names()))
+    if foreign:
+        return f"strategy.options {', '.join(foreign)} are not the native engine's"
+    return ""
+
+
+def fallback_notice(system: CacheSystem, spec: Spec) -> str:
+    """One line when a spec naming no strategy falls back to a Python client; else ""."""
+    if spec.strategy.name:
+        return ""
+    strategy, why = default_strategy(system, spec)
+    if not why:
+        return ""
+    return (
+        f"{system.name}: strategy {strategy.name!r}, because {why}: {CLIENT_MEASURED} "
+        '(strategy.name = "native" measures the server alone)'
+    )
 
 
 def total_clients(spec: Spec) -> int:

@@ -12,6 +12,8 @@ from typing import Any
 from workbench.adapter import Strategy
 from workbench.errors import SpecError
 from workbench.native_build import require_binary
+from workbench.oracle_trace import step_path
+from workbench.simulate.policies import parse_policies
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import ARRIVALS, Load, Spec, check_name, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import (
@@ -66,13 +68,27 @@ def plan(spec: Spec) -> list[Step]:
     n = spec.load.repeat
     if n < 1:
         raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
-    if n == 1:
+    if n > 1:
+        steps = [
+            Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
+            for r in range(n)
+            for s in steps
+        ]
+    return _own_traces(steps)
+
+
+def _own_traces(steps: list[Step]) -> list[Step]:
+    """With several steps, each captures its trace to its own file (`step_path`)."""
+    if len(steps) < 2:
         return steps
-    return [
-        Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
-        for r in range(n)
-        for s in steps
-    ]
+    out = []
+    for s in steps:
+        wl = s.spec.workload
+        if wl.trace_out:
+            own = step_path(wl.trace_out, s.index, len(steps))
+            s = replace(s, spec=replace(s.spec, workload=replace(wl, trace_out=own)))
+        out.append(s)
+    return out
 
 
 def _combinations(spec: Spec) -> list[Step]:
@@ -84,6 +100,13 @@ def _combinations(spec: Spec) -> list[Step]:
                 f"expected at least one value to sweep {axis.path or 'over'}",
                 f"sweep[{i}].values",
             )
+        for path, along in axis.along.items():
+            if len(along) != len(axis.values):
+                raise SpecError(
+                    f"expected {len(axis.values)} values, one per value of {axis.path}; "
+                    f"got {len(along)}",
+                    f"sweep[{i}].along.{path}",
+                )
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
@@ -93,6 +116,8 @@ def _combinations(spec: Spec) -> list[Step]:
         for axis, value in zip(axes, combo, strict=True):
             set_path(data, axis.path, value)
             idx = axis.values.index(value)
+            for path, along in axis.along.items():
+                set_path(data, path, along[idx])
             label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
         try:
             steps.append(Step(i, label, spec_from_dict(data)))
@@ -179,6 +204,13 @@ def check_step(spec: Spec) -> ResolvedStep:
             f"{', '.join(missing)}; it supports {', '.join(sorted(strategy.operations))}"
             + _why(strategy, missing),
             "workload.mix",
+        )
+    if spec.simulate is not None:
+        parse_policies(spec.simulate.policies)
+    if wl.trace_out and spec.load.launcher != "local":
+        raise SpecError(
+            'traces are written by workers on this machine: use load.launcher = "local"',
+            "workload.trace_out",
         )
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(

@@ -120,6 +120,8 @@ class WorkbenchApp(App[None]):
             tooltip="toggle the light/dark theme",
             id="theme",
         ),
+        # Not a priority binding: a focused text field takes the q as a letter.
+        Binding("q", "quit", "Quit", show=False, tooltip="quit the workbench", id="quit"),
     ]
 
     live: var[RunView] = var(RunView, always_update=True)

@@ -34,6 +34,7 @@ from ray.exceptions import ActorUnavailableError, RayError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from workbench.engine.serverstats import host_times as machine_times
 from workbench.engine.wire import pack, read_frame
 from workbench.errors import TargetError
 
@@ -76,15 +77,10 @@ class WorkerActor:
         }
 
     async def host_times(self) -> tuple[int, int, int] | None:
-        """(busy, total) jiffies of this node's machine and its CPU count, from /proc/stat."""
-        try:
-            with open("/proc/stat") as f:
-                values = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
-        total = sum(values[:8])
-        return total - idle, total, os.cpu_count() or 1
+        """(busy, total) jiffies of this node's machine and its CPU count, from /proc/stat
+        as the coordinator reads its own (`serverstats.host_times`)."""
+        times = machine_times()
+        return None if times is None else (*times, os.cpu_count() or 1)
 
     def _emit(self, data: bytes) -> None:
         self.out += data
