@@ -181,6 +181,10 @@ def _fallback_notices(run_id: str, spec: Spec, steps: list[Step]) -> list[Notice
         if system.name in said:
             continue
         text = fallback_notice(system, step.spec)
+        if step.spec.target.options.get("tls_insecure"):
+            text = "; ".join(
+                t for t in (text, "TLS certificates are NOT verified (tls_insecure = true)") if t
+            )
         if text:
             said[system.name] = Notice(run_id, step.index, "warning", text)
     return list(said.values())

@@ -50,7 +50,6 @@ def test_native_is_the_default_where_the_engine_runs_the_workload() -> None:
     ("overrides", "why"),
     [
         (["workload.mix={publish=1}"], "does not do publish"),
-        (["target.options.url=rediss://127.0.0.1:6380/0"], "speaks no TLS"),
         (["strategy.options.batch=8"], "strategy.options batch"),
     ],
 )
@@ -60,6 +59,18 @@ def test_what_the_native_engine_cannot_run_falls_back(overrides: list[str], why:
     spec = spec_from_data({}, ["target.system=redis", *overrides], "--set")  # unchecked
     strategy, reason = default_strategy(load_plugin("redis"), spec)
     assert strategy.name == "multiplexed" and why in reason
+
+
+def test_tls_redis_keeps_the_native_default() -> None:
+    if binary_path() is None:
+        pytest.skip("the native engine is not built")
+    spec = spec_from_data(
+        {}, ["target.system=redis", "target.options.url=rediss://127.0.0.1:6380/0"], "--set"
+    )
+    assert default_strategy(load_plugin("redis"), spec) == (
+        load_plugin("redis").strategy("native"),
+        "",
+    )
 
 
 def test_a_run_on_the_native_default_says_no_notice(

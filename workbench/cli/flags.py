@@ -71,6 +71,12 @@ class Flags:
     expiry_range: str | None = None
     print_percentiles: str | None = None
     threads: str | None = None  # memtier's -t: refused with a hint, never run
+    tls: bool | None = None
+    cert: str | None = None
+    key: str | None = None
+    cacert: str | None = None
+    tls_skip_verify: bool | None = None
+    sni: str | None = None
 
 
 def _quoted(text: str) -> str:
@@ -145,13 +151,53 @@ def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
+    """memtier's --tls, --cert, --key, --cacert, --tls-skip-verify and --sni (redis-benchmark's
+    --tls) as the target's TLS options; --tls on a managed server makes it a TLS server."""
+    options = {
+        "tls_cert": flags.cert,
+        "tls_key": flags.key,
+        "tls_ca": flags.cacert,
+        "tls_sni": flags.sni,
+    }
+    out = [f"target.options.{name}={_quoted(v)}" for name, v in options.items() if v is not None]
+    if flags.tls_skip_verify:
+        out.append("target.options.tls_insecure=true")
+    if not flags.tls:
+        return out
+    target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
+    system = (
+        SCHEMES.get(urlsplit(flags.server).scheme.lower(), "")
+        if flags.server
+        else target.get("system", "embedded")
+    )
+    given = target.get("options", {}) if isinstance(target.get("options"), Mapping) else {}
+    if flags.server is None and target.get("managed"):
+        out.append("target.server.tls=true")
+    elif system == "memcached":
+        out.append("target.options.tls=true")
+    elif system == "redis" and flags.server is None:
+        url = str(given.get("url", "redis://127.0.0.1:6379/0"))
+        out.append(f"target.options.url={_quoted(re.sub(r'^redis://', 'rediss://', url))}")
+    elif system == "http" and flags.server is None and "base_url" in given:
+        url = str(given["base_url"])
+        out.append(f"target.options.base_url={_quoted(re.sub(r'^http://', 'https://', url))}")
+    elif system not in ("redis", "http", "memcached"):
+        raise SpecError(f"expected a redis, memcached or http target; got {system}", "--tls")
+    return out
+
+
 def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     """The `--set` texts the flags stand for, in a fixed order (the server first, so the
     others apply to the system it picks). `--pipeline` is resolved later: it needs the
     system's strategies (see `pipeline_overrides`)."""
     out: list[str] = []
     if flags.server is not None:
-        out += server_overrides(flags.server, profile)
+        server = flags.server
+        if flags.tls:  # memtier/redis-benchmark --tls with -s redis://: rediss://
+            server = re.sub(r"^(redis|http)://", lambda m: m.group(1) + "s://", server)
+        out += server_overrides(server, profile)
+    out += tls_overrides(flags, profile)
     simple = (
         ("load.concurrency", flags.clients),
         ("load.workers", flags.workers),
@@ -440,6 +486,39 @@ PRINT_PERCENTILES = _opt(
     help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
 )
 
+TLS = _opt(
+    "--tls",
+    metavar="",
+    help="speak TLS: rediss://, https://, memcached target.options.tls; a managed server "
+    "gets a throw-away CA (target.server.tls); memtier --tls, redis-benchmark --tls",
+)
+CERT = _opt(
+    "--cert",
+    metavar="PEM",
+    help="client certificate for mutual TLS (target.options.tls_cert); memtier --cert",
+)
+KEY = _opt(
+    "--key",
+    metavar="PEM",
+    help="private key of --cert (target.options.tls_key); memtier --key",
+)
+CACERT = _opt(
+    "--cacert",
+    metavar="PEM",
+    help="CA that signed the server (target.options.tls_ca); memtier --cacert",
+)
+TLS_SKIP_VERIFY = _opt(
+    "--tls-skip-verify",
+    metavar="",
+    help="no certificate verification, said in the report (target.options.tls_insecure); "
+    "memtier --tls-skip-verify",
+)
+SNI = _opt(
+    "--sni",
+    metavar="NAME",
+    help="server name sent and verified (target.options.tls_sni); memtier --sni",
+)
+
 
 # Every familiar flag: (parameter name, type, declaration). `run` and `search` take them all
 # through `familiar_flags`, so the two commands can never drift apart.
@@ -462,6 +541,12 @@ FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("expiry_range", str | None, EXPIRY_RANGE),
     ("repeat", int | None, REPEAT),
     ("print_percentiles", str | None, PRINT_PERCENTILES),
+    ("tls", bool | None, TLS),
+    ("cert", str | None, CERT),
+    ("key", str | None, KEY),
+    ("cacert", str | None, CACERT),
+    ("tls_skip_verify", bool | None, TLS_SKIP_VERIFY),
+    ("sni", str | None, SNI),
 )
 
 

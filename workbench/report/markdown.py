@@ -17,6 +17,7 @@ from workbench.report.model import (
     RunData,
     StepData,
     strategy_name,
+    target_options,
     target_version,
 )
 from workbench.spec.load import SWEEPABLE, spec_from_data
@@ -195,11 +196,30 @@ def describe_run(run: RunData) -> str:
     return f"`{run.id}` '{escape_cell(run.name)}', {run.status}, {created}, {steps}"
 
 
+def tls_insecure_banner(runs: Sequence[RunData]) -> list[str]:
+    """Said loudly: a run whose TLS certificates were not verified (tls_insecure)."""
+    insecure = [
+        r.name
+        for r in runs
+        if (r.spec.get("target", {}).get("options") or {}).get("tls_insecure")
+        or any(target_options(s).get("tls_insecure") for s in r.started_steps)
+    ]
+    if not insecure:
+        return []
+    names = ", ".join(f"'{n}'" for n in insecure)
+    return [
+        f"> **TLS certificates NOT verified (tls_insecure = true) in {names}**: the server "
+        "was not authenticated.",
+        "",
+    ]
+
+
 def header(runs: Sequence[RunData], title: str) -> list[str]:
     """The title, the status banner, and what was measured where: one column per run."""
     names = ", ".join(f"'{r.name}'" for r in runs)
     lines = [f"# {title}: {names}", ""]
     lines += status_banner(runs)
+    lines += tls_insecure_banner(runs)
     rows = [
         ("run", describe_run),
         ("target", describe_target),

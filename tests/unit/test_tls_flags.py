@@ -1,0 +1,42 @@
+"""memtier's --tls, --cert, --key, --cacert, --tls-skip-verify and --sni (redis-benchmark's
+--tls) set the target's TLS fields."""
+
+from __future__ import annotations
+
+from workbench.cli.flags import Flags, to_overrides
+
+
+def test_tls_with_a_redis_server_url_makes_it_rediss() -> None:
+    out = to_overrides(Flags(server="redis://127.0.0.1:6380", tls=True), {})
+    assert 'target.options.url="rediss://127.0.0.1:6380"' in out
+
+
+def test_the_certificate_flags_set_the_tls_options() -> None:
+    flags = Flags(
+        server="redis://127.0.0.1:6380",
+        tls=True,
+        cert="c.pem",
+        key="k.pem",
+        cacert="ca.pem",
+        sni="cache.example",
+        tls_skip_verify=True,
+    )
+    out = to_overrides(flags, {})
+    for text in (
+        'target.options.tls_cert="c.pem"',
+        'target.options.tls_key="k.pem"',
+        'target.options.tls_ca="ca.pem"',
+        'target.options.tls_sni="cache.example"',
+        "target.options.tls_insecure=true",
+    ):
+        assert text in out
+
+
+def test_tls_on_memcached_and_on_a_managed_server() -> None:
+    assert "target.options.tls=true" in to_overrides(
+        Flags(server="memcached://127.0.0.1:11211", tls=True), {}
+    )
+    managed = {"target": {"system": "redis", "managed": True}}
+    assert "target.server.tls=true" in to_overrides(Flags(tls=True), managed)
+    plain = {"target": {"system": "redis", "options": {"url": "redis://127.0.0.1:7000/0"}}}
+    assert 'target.options.url="rediss://127.0.0.1:7000/0"' in to_overrides(Flags(tls=True), plain)
