@@ -22,6 +22,7 @@ from workbench.adapter import (
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
 from workbench.tls import TLS_OPTIONS
+from workbench_redis.cluster import connect_cluster, start_cluster
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
@@ -80,6 +81,8 @@ async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) ->
 
 
 def _start(options: dict[str, Any]) -> ServerProcess:
+    if options["cluster"]:
+        return start_cluster(options["cluster_nodes"], binary=options["binary"])
     return start_redis(
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
         policy=options["maxmemory_policy"],
@@ -127,6 +130,7 @@ plugin = CacheSystem(
             Option("connect_timeout", "duration", 5.0, "give up connecting after", minimum=0.001),
             Option("timeout", "duration", 5.0, "fail a command unanswered so long", minimum=0.001),
             *TLS_OPTIONS,
+            Option("cluster", "bool", False, "a Redis Cluster: the cluster strategy follows slots"),
         )
     ),
     strategies=(
@@ -183,6 +187,13 @@ plugin = CacheSystem(
             connections=pool_of("pool_size"),
         ),
         Strategy(
+            "cluster",
+            "redis.asyncio RedisCluster per worker: CLUSTER SLOTS topology, MOVED/ASK followed",
+            connect_cluster,
+            operations=KV,
+            connections=one_per_worker,
+        ),
+        Strategy(
             "native",
             "native engine (Rust): one connection per client, `pipeline` requests in flight; "
             "subscribers on their own connections",
@@ -217,6 +228,10 @@ plugin = CacheSystem(
                 Option("io_threads", "int", 1, "redis I/O threads", minimum=1, maximum=128),
                 Option("binary", "str", "", "redis-server program to run (empty: from PATH)"),
                 Option("tls", "bool", False, "TLS only, with a throw-away CA the client trusts"),
+                Option("cluster", "bool", False, "a Redis Cluster of cluster_nodes servers"),
+                Option(
+                    "cluster_nodes", "int", 3, "servers of a managed cluster", minimum=3, maximum=16
+                ),
                 Option(
                     "tls_auth_clients",
                     "bool",

@@ -22,6 +22,8 @@ LAUNCH: dict[str, Callable[[], dict[str, Any]]] = {
     "http": lambda: {"kind": "kv-store"},
     "umem": lambda: {"source": str(umem_source())},
 }
+# Strategies that need a server of their own kind: redis's cluster strategy, a managed cluster.
+STRATEGY_LAUNCH: dict[tuple[str, str], dict[str, Any]] = {("redis", "cluster"): {"cluster": True}}
 BUILTINS = sorted(
     ep.name for ep in entry_points(group=GROUP) if ep.dist and ep.dist.name == "cache-workbench"
 )
@@ -43,13 +45,19 @@ def launched() -> Iterator[Callable[[CacheSystem], ManagedServer]]:
     """Servers started through a plugin's own launcher, one per plugin, stopped at the end."""
     servers: dict[str, ManagedServer] = {}
 
-    def get(system: CacheSystem) -> ManagedServer:
-        if system.name not in servers:
+    def get(system: CacheSystem, strategy: str = "") -> ManagedServer:
+        key = (
+            f"{system.name}-{strategy}"
+            if (system.name, strategy) in STRATEGY_LAUNCH
+            else system.name
+        )
+        if key not in servers:
             assert system.server is not None
             given = LAUNCH[system.name]() if system.name in LAUNCH else {}
+            given = {**given, **STRATEGY_LAUNCH.get((system.name, strategy), {})}
             opts = system.server.options.resolve(given, "target.server")
-            servers[system.name] = system.server.start(opts)
-        return servers[system.name]
+            servers[key] = system.server.start(opts)
+        return servers[key]
 
     yield get
     for server in servers.values():
@@ -74,7 +82,9 @@ def test_the_plugin_passes_the_kit_against_a_live_target(
     name: str, strategy: str, request: pytest.FixtureRequest, launched: Any
 ) -> None:
     system = _system(name)
-    if name in FIXTURES:
+    if (name, strategy) in STRATEGY_LAUNCH:
+        settings = dict(launched(system, strategy).target_options)
+    elif name in FIXTURES:
         settings = dict(request.getfixturevalue(FIXTURES[name]).target_options)
     elif system.server is not None:
         settings = dict(launched(system).target_options)
@@ -90,6 +100,7 @@ def test_the_plugin_passes_the_kit_against_a_live_target(
 def test_errors_are_classified_when_the_server_goes_away(name: str, strategy: str) -> None:
     system = _system(name)
     given = LAUNCH[name]() if name in LAUNCH else {}
+    given = {**given, **STRATEGY_LAUNCH.get((name, strategy), {})}
     settings = {f"server.{k}": v for k, v in given.items()}
     (result,) = check_plugin(system, strategy, settings, managed=True, only=["server-gone"])
     assert result.status == "pass", result.line()

@@ -105,6 +105,9 @@ def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
     native strategy or it was chosen).
     """
     declared = system.strategy(system.default_strategy)
+    clustered = spec.target.options.get("cluster") or spec.target.server.get("cluster")
+    if clustered and any(s.name == "cluster" for s in system.strategies):
+        return system.strategy("cluster"), "the native engine speaks no Redis Cluster"
     native = next((s for s in system.strategies if s.engine == "native"), None)
     if native is None:
         return declared, ""

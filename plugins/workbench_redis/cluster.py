@@ -1,0 +1,149 @@
+"""Redis Cluster: a managed cluster of throw-away redis-servers, and the `cluster` strategy
+(redis.asyncio.cluster.RedisCluster: topology from CLUSTER SLOTS, CRC16 slots with hash
+tags, -MOVED and -ASK followed by redis-py).
+
+`start_cluster` starts N servers with `cluster-enabled yes` on free loopback ports, joins
+them with `redis-cli --cluster create` and waits (bounded) for `cluster_state:ok` on every
+node. The cluster is one `ServerProcess` (its first node) that stops all of them; each node
+also dies with the workbench (the process toolkit's registry).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+import redis.asyncio as aredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ClusterDownError, RedisClusterException
+
+from workbench.adapter import AdapterError
+from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
+from workbench_redis.pooled import AsyncClient
+from workbench_redis.server import start_redis
+from workbench_redis.target import RedisTarget, no_retries, parse_target
+
+READY_TIMEOUT = 20.0  # seconds for the cluster to agree on cluster_state:ok
+
+
+@dataclass
+class ClusterProcess(ServerProcess):
+    """The cluster as one managed server: node 0's process, and every node to stop."""
+
+    nodes: list[ServerProcess] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _cluster_state(host: str, port: int) -> str:
+    r = redis.Redis(host=host, port=port, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        info = r.execute_command("CLUSTER", "INFO")
+    finally:
+        r.close()
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    for line in text.splitlines():
+        if line.startswith("cluster_state:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def start_cluster(nodes: int = 3, host: str = LOOPBACK, binary: str = "") -> ClusterProcess:
+    """N throw-away cluster nodes joined into one cluster with every slot assigned."""
+    cli = require_program("redis-cli", "redis-tools")
+    started: list[ServerProcess] = []
+    try:
+        for _ in range(nodes):
+            # The bus port given: the default (port + 10000) may not exist.
+            extra = [
+                "--cluster-enabled", "yes",
+                "--cluster-node-timeout", "2000",
+                "--cluster-port", str(free_port(host)),
+            ]  # fmt: skip
+            started.append(start_redis(host=host, binary=binary, extra=extra))
+        addresses = [f"{host}:{s.port}" for s in started]
+        done = subprocess.run(
+            [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-400:]}")
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not all(_cluster_state(host, s.port) == "ok" for s in started):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the cluster did not reach cluster_state:ok in {READY_TIMEOUT:g}s"
+                )
+            time.sleep(0.1)
+    except BaseException:
+        for s in started:
+            s.stop()
+        raise
+    first = started[0]
+    return ClusterProcess(
+        name="redis-cluster",
+        process=first.process,
+        host=first.host,
+        port=first.port,
+        version=f"{first.version} cluster of {nodes}",
+        target_options={"url": f"redis://{host}:{first.port}/0", "cluster": True},
+        log_path=first.log_path,
+        nodes=started,
+    )
+
+
+class ClusterConnection:
+    """One RedisCluster per worker, shared by its clients (connections per node inside)."""
+
+    def __init__(self, target: RedisTarget) -> None:
+        self.target = target
+        kwargs: dict[str, Any] = {
+            "startup_nodes": [ClusterNode(target.host, target.port)],
+            "username": target.username,
+            "password": target.password,
+            "socket_connect_timeout": target.connect_timeout,
+            "socket_timeout": target.timeout,
+            "retry": no_retries(True),
+        }
+        if target.tls:
+            kwargs.update(ssl=True, **target._ssl_kwargs())
+        self.r = RedisCluster(**kwargs)
+
+    async def _call(self, *args: Any) -> Any:
+        try:
+            return await self.r.execute_command(*args)
+        except redis.ResponseError as exc:
+            raise AdapterError("server", str(exc)) from exc
+        except (RedisClusterException, ClusterDownError) as exc:
+            # No node reachable, or the cluster lost slots: a lost connection, said so.
+            raise AdapterError("connection", f"redis cluster: {exc}") from exc
+
+    async def client(self) -> AsyncClient:
+        return AsyncClient(self._call, self.target)
+
+    async def server_stats(self) -> dict[str, Any]:
+        return {}
+
+    async def close(self) -> None:
+        await self.r.aclose()
+
+
+async def connect_cluster(system: dict[str, Any], strategy: dict[str, Any]) -> ClusterConnection:
+    conn = ClusterConnection(parse_target(system))
+    try:
+        await conn.r.initialize()  # CLUSTER SLOTS now: an unreachable cluster says so here
+    except redis.RedisError as exc:
+        await conn.r.aclose()
+        raise ConnectionRefusedError(f"redis cluster at {system['url']}: {exc}") from None
+    return conn
+
+
+__all__ = ["ClusterProcess", "aredis", "connect_cluster", "start_cluster"]

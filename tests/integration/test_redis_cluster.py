@@ -1,0 +1,94 @@
+"""Redis Cluster against real servers: a managed three-node cluster (redis-cli --cluster
+create), the `cluster` strategy spreading keys over every node, and a node killed mid-run
+counted as errors by kind, without a hang."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from support import collect, finished
+from workbench_redis.cluster import start_cluster
+
+from workbench.events import Interval, StepStarted
+from workbench.store import Store
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
+
+
+async def test_a_managed_cluster_gets_keys_on_every_node(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    def on_event(e: Any) -> None:
+        if isinstance(e, StepStarted):
+            seen["started"] = e
+
+    events = await collect(
+        [
+            "target.system=redis",
+            "target.managed=true",
+            "target.server.cluster=true",
+            "load.ops=3000",
+            "load.workers=1",
+            "load.concurrency=8",
+        ],
+        Store(tmp_path / "runs.sqlite"),
+        on_event=on_event,
+    )
+    (step,) = finished(events)
+    assert seen["started"].strategy == "cluster"
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}
+    assert not Path(f"/proc/{seen['started'].server['pid']}").exists()  # stopped with the step
+
+
+async def test_keys_land_on_every_node(tmp_path: Path) -> None:
+    with start_cluster(3) as cluster:
+        events = await collect(
+            [
+                "target.system=redis",
+                f"target.options.url={cluster.target_options['url']}",
+                "target.options.cluster=true",
+                "load.ops=3000",
+                "load.workers=1",
+                "workload.prefill=false",
+            ],
+            Store(tmp_path / "runs.sqlite"),
+        )
+        (step,) = finished(events)
+        assert step.status == "completed", step.reason
+        sizes = [redis.Redis(port=n.port).dbsize() for n in cluster.nodes]
+        pids = [n.pid for n in cluster.nodes]
+    assert all(size > 0 for size in sizes), sizes
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # all stopped
+
+
+async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(tmp_path: Path) -> None:
+    with start_cluster(3) as cluster:
+        victim = cluster.nodes[2]
+
+        def on_event(e: Any) -> None:
+            if isinstance(e, Interval) and e.index == 1 and victim.alive():
+                victim.stop()
+
+        events = await collect(
+            [
+                "target.system=redis",
+                f"target.options.url={cluster.target_options['url']}",
+                "target.options.cluster=true",
+                "target.options.timeout=1",
+                "load.duration=2",
+                "load.workers=1",
+                "load.concurrency=4",
+                "workload.prefill=false",
+            ],
+            Store(tmp_path / "runs.sqlite"),
+            on_event=on_event,
+        )
+    (step,) = finished(events)
+    assert not victim.alive()
+    assert step.stats.errors, "a third of the slots went away: some ops must fail"
+    assert set(step.stats.errors) <= {"connection", "timeout", "server", "refused"}
