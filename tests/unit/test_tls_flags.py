@@ -1,4 +1,5 @@
-"""memtier's --tls, --cert, --key, --cacert, --tls-skip-verify and --sni (redis-benchmark's
+"""memtier's --cluster-mode (redis-benchmark's --cluster) and --tls, --cert, --key,
+--cacert, --tls-skip-verify and --sni (redis-benchmark's
 --tls) set the target's TLS fields."""
 
 from __future__ import annotations
@@ -40,3 +41,10 @@ def test_tls_on_memcached_and_on_a_managed_server() -> None:
     assert "target.server.tls=true" in to_overrides(Flags(tls=True), managed)
     plain = {"target": {"system": "redis", "options": {"url": "redis://127.0.0.1:7000/0"}}}
     assert 'target.options.url="rediss://127.0.0.1:7000/0"' in to_overrides(Flags(tls=True), plain)
+
+
+def test_cluster_mode_sets_the_cluster_fields() -> None:
+    given = to_overrides(Flags(server="redis://127.0.0.1:7000", cluster_mode=True), {})
+    assert "target.options.cluster=true" in given
+    managed = {"target": {"system": "redis", "managed": True}}
+    assert "target.server.cluster=true" in to_overrides(Flags(cluster_mode=True), managed)

@@ -77,6 +77,7 @@ class Flags:
     cacert: str | None = None
     tls_skip_verify: bool | None = None
     sni: str | None = None
+    cluster_mode: bool | None = None
 
 
 def _quoted(text: str) -> str:
@@ -198,6 +199,10 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
             server = re.sub(r"^(redis|http)://", lambda m: m.group(1) + "s://", server)
         out += server_overrides(server, profile)
     out += tls_overrides(flags, profile)
+    if flags.cluster_mode:  # memtier --cluster-mode, redis-benchmark --cluster
+        target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
+        managed = flags.server is None and target.get("managed")
+        out.append("target.server.cluster=true" if managed else "target.options.cluster=true")
     simple = (
         ("load.concurrency", flags.clients),
         ("load.workers", flags.workers),
@@ -519,6 +524,15 @@ SNI = _opt(
     help="server name sent and verified (target.options.tls_sni); memtier --sni",
 )
 
+CLUSTER_MODE = _opt(
+    "--cluster-mode",
+    "--cluster",
+    metavar="",
+    help="a Redis Cluster: the cluster strategy follows CLUSTER SLOTS (target.options.cluster; "
+    "a managed server becomes a 3-node cluster, target.server.cluster); memtier "
+    "--cluster-mode, redis-benchmark --cluster",
+)
+
 
 # Every familiar flag: (parameter name, type, declaration). `run` and `search` take them all
 # through `familiar_flags`, so the two commands can never drift apart.
@@ -547,6 +561,7 @@ FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("cacert", str | None, CACERT),
     ("tls_skip_verify", bool | None, TLS_SKIP_VERIFY),
     ("sni", str | None, SNI),
+    ("cluster_mode", bool | None, CLUSTER_MODE),
 )
 
 
