@@ -1,6 +1,6 @@
 """memtier's --cluster-mode (redis-benchmark's --cluster) and --tls, --cert, --key,
---cacert, --tls-skip-verify and --sni (redis-benchmark's
---tls) set the target's TLS fields."""
+--cacert, --tls-skip-verify and --sni (redis-benchmark's --tls) set the target's cluster and
+TLS fields."""
 
 from __future__ import annotations
 
