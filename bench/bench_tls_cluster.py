@@ -5,8 +5,12 @@ Starts one redis-server with `--tls-port` (certificates from a throw-away CA, as
 `target.server.tls = true` server gets) and interleaves redis-benchmark --tls and the native
 engine A B A B in two shapes: 16 clients at pipeline 1, and 16 clients pipelined 16. Each
 pair prints both rates, the client's and the server's CPU (% of one core) and the ratio
-(target >= 1.0x). GET of 100-byte values that exist. Redis Cluster is not built yet, so
-there is no cluster shape.
+(target >= 1.0x). GET of 100-byte values that exist.
+
+Then a managed three-node Redis Cluster: redis-benchmark --cluster -c 16 against
+`workbench run --cluster-mode -c 16` (the Python `cluster` strategy on redis-py's
+RedisCluster: the native engine has no cluster mode yet, so this shape measures a Python
+client and is not expected to reach 1.0x), rates and the nodes' CPU.
 
 Usage: python bench/bench_tls_cluster.py [seconds per measurement] [pairs]
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
@@ -20,8 +24,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from workbench_redis.cluster import start_cluster
 from workbench_redis.server import start_redis
 
 from workbench.native_build import binary_path
@@ -37,6 +43,7 @@ from bench_native import (  # a sibling script, not a package
     native,
     pair_line,
     reference,
+    workbench_run,
 )
 
 
@@ -92,7 +99,39 @@ def main() -> None:
                     lambda c=c, p=p: native(binary, _spec("redis", options, c, p, seconds, False)),
                 )
                 print(pair_line(label, ref, wb, (sref, swb)) + " (target >= 1.0x)")
-    print("\nRedis Cluster: not built yet (no cluster shape)")
+    cluster_shape(seconds, pairs)
+
+
+def cluster_shape(seconds: float, pairs: int) -> None:
+    with start_cluster(3) as cluster, tempfile.TemporaryDirectory() as scratch:
+        pids = [n.pid for n in cluster.nodes]
+        print(f"\nRedis Cluster of 3 ({cluster.version})")
+        rate = 30_000.0
+        for _ in range(pairs):
+            n = max(int(seconds * rate), 10_000)
+
+            def ref_run(n: int = n) -> tuple[float, float]:
+                out, _wall, cpu = reference(
+                    ["redis-benchmark", "-h", cluster.host, "-p", str(cluster.port), "--cluster",
+                     "-t", "get", "-n", str(n), "-c", "16", "-r", str(KEYS), "-d", str(VALUE),
+                     "--csv"]
+                )  # fmt: skip
+                table = out[out.find('"test"') :]  # --cluster prints the nodes first
+                rows = {r["test"]: float(r["rps"]) for r in csv.DictReader(io.StringIO(table))}
+                return rows.get("GET", 0.0), cpu / (n / rows["GET"]) if rows.get("GET") else 0.0
+
+            ref, sref = measured(pids, ref_run)
+            rate = ref[0] or rate
+            url = cluster.target_options["url"]
+
+            def wb_run(url: str = url) -> tuple[float, float]:
+                flags = ["--cluster-mode", "-c", "16", "-w", "1", "--ratio", "0:1"]
+                got, _ = workbench_run(url, flags, seconds, Path(scratch) / "runs.sqlite")
+                return got, float("nan")  # a Python client: its CPU is not read here
+
+            wb, swb = measured(pids, wb_run)
+            line = pair_line("cluster c=16 vs redis-benchmark --cluster", ref, wb, (sref, swb))
+            print(line.replace("| native ", "| python cluster "))
 
 
 if __name__ == "__main__":
