@@ -37,6 +37,8 @@ PLUGIN_MAY_USE = {
     "workbench.servers",
     "workbench.remote",
     "workbench.errors",
+    "workbench.tls",  # the TLS options, contexts and error lines every client plugin shares
+    "workbench.tls_certs",  # throw-away certificates for managed TLS servers
 }
 
 
