@@ -24,6 +24,7 @@ from typing import Any
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.timer import Wakeups
+from workbench.engine.trace_feed import TraceEnd
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -160,7 +161,10 @@ async def async_client(
         # An op is recorded only if it ends in the phase it began in: one still in
         # flight when warm-up ends is not measured.
         phase = state.phase
-        code, index, key, size, ttl = nxt()
+        try:
+            code, index, key, size, ttl = nxt()
+        except TraceEnd:  # replaying a trace: this client's share is done
+            break
         state.in_flight += 1
         t0 = perf()
         if trace is not None and code in TRACED:
@@ -275,7 +279,12 @@ def thread_client(
                 break
             phase = state.phase
             state.in_flight += 1
-        code, index, key, size, ttl = nxt()
+        try:
+            code, index, key, size, ttl = nxt()
+        except TraceEnd:  # replaying a trace: this client's share is done
+            with lock:
+                state.in_flight -= 1
+            break
         off = index % spread
         value = view[off : off + size]
         t0 = perf()

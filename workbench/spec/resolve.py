@@ -123,6 +123,8 @@ def _native_unfit(native: Strategy, spec: Spec) -> str:
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
+    if spec.workload.trace is not None:
+        return "the native engine does not replay traces yet"
     tls = [v for v in spec.target.options.values() if str(v).startswith(("rediss://", "https://"))]
     if tls:
         return "the native engine speaks no TLS"
