@@ -104,7 +104,8 @@ class StepRun:
             self.feed = self._trace_feed()
         self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
-        if spec.load.rate and not resolved.blocking:
+        timed = spec.workload.trace is not None and spec.workload.trace.speed > 0
+        if (spec.load.rate or timed) and not resolved.blocking:
             self.state.wakeups = Wakeups.create(self.state.loop)
         if ctx.trace_part:
             self.state.trace = []
@@ -321,7 +322,8 @@ class StepRun:
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
-        paced = self.ctx.spec.load.rate is not None
+        trace = self.ctx.spec.workload.trace
+        paced = self.ctx.spec.load.rate is not None or (trace is not None and trace.speed > 0)
         for buf in span.bufs:
             stats.merge(await to_stats(buf, 0.0, paced=paced), concurrent=False)
         stats.duration = span.end - span.begin

@@ -61,6 +61,8 @@ class TraceFeed:
         self.on_skip = on_skip  # (kind, message), called once per request skipped
         self.skipped: Counter[str] = Counter()
         self.finished: set[int] = set()
+        self.speed = tr.speed  # > 0: the trace's timestamps are the schedule
+        self.origin: float | None = None  # the trace's first timestamp
         self.done = threading.Event()  # every client of this worker replayed its share
         self.on_done = on_done
         if not client_ids:  # a worker without clients has no share to replay
@@ -73,6 +75,8 @@ class TraceFeed:
                 r = next(self.requests, None)
                 if r is None:
                     return None
+                if self.origin is None:
+                    self.origin = r.time
                 mine = self.queues.get(owner(r.key, self.all_clients))
                 if mine is not None:
                     mine.append(r)
@@ -118,7 +122,13 @@ class TraceStream:
         self.feed = feed
         self.client = client
 
-    def next(self) -> tuple[int, int, bytes, int, float | None]:
+        self.pending: tuple[Request, int] | None = None  # taken by `take`, issued by `next`
+
+    def _request(self) -> tuple[Request, int]:
+        """The client's next request that is replayed, with its op code."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            return pending
         feed = self.feed
         while True:
             r = feed._take(self.client)
@@ -126,8 +136,34 @@ class TraceStream:
                 feed.finish(self.client)
                 raise TraceEnd
             code = feed._code(r)
-            if code is None:
-                continue
-            key = feed.key(r)
-            index = zlib.crc32(key)
-            return code, index, key, r.value_size, (float(r.ttl) if r.ttl else None)
+            if code is not None:
+                return r, code
+
+    def next(self) -> tuple[int, int, bytes, int, float | None]:
+        r, code = self._request()
+        key = self.feed.key(r)
+        return code, zlib.crc32(key), key, r.value_size, (float(r.ttl) if r.ttl else None)
+
+    def pacer(self, start_ns: int) -> TracePacer | None:
+        """At speed > 0: the schedule of this client's requests, from their timestamps."""
+        return TracePacer(self, start_ns) if self.feed.speed > 0 else None
+
+
+class TracePacer:
+    """`take()` gives the intended start (perf_counter ns) of the client's next request:
+    the load's start plus its trace time since the trace's first request, over the speed.
+    It raises TraceEnd when the client's share is done."""
+
+    __slots__ = ("start_ns", "stream")
+
+    def __init__(self, stream: TraceStream, start_ns: int) -> None:
+        self.stream = stream
+        self.start_ns = start_ns
+
+    def take(self) -> int:
+        stream = self.stream
+        stream.pending = stream._request()
+        feed = stream.feed
+        assert feed.origin is not None
+        offset = (stream.pending[0].time - feed.origin) / feed.speed
+        return self.start_ns + int(offset * 1e9)

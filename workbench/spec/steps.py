@@ -259,11 +259,6 @@ def check_trace(spec: Spec, engine: str) -> None:
             "the native engine does not replay traces yet: name a Python strategy",
             "strategy.name",
         )
-    if tr.speed > 0:
-        raise SpecError(
-            "timed replay (speed > 0) is not built yet: use speed = 0 (closed loop)",
-            f"{where}.speed",
-        )
     if spec.load.launcher != "local":
         raise SpecError(
             'workers read the trace on this machine: use load.launcher = "local"', f"{where}.path"
