@@ -349,10 +349,22 @@ def _checked_steps(spec: Spec) -> list[Step]:
     return checked
 
 
+def _trace_beside(data: dict[str, Any], profile: Path) -> None:
+    """A profile's relative workload.trace.path names a file beside the profile (a --set
+    one stays relative to the current directory)."""
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, dict) else None
+    path = trace.get("path") if isinstance(trace, dict) else None
+    if isinstance(path, str) and path and not Path(path).is_absolute():
+        trace["path"] = str(profile.parent / path)  # type: ignore[index]
+
+
 def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
     """A profile file (or the defaults when None) with overrides applied, fully checked."""
     data = read_profile(path) if path else {}
     source = str(path) if path else "--set" if overrides else ""
+    if path:
+        _trace_beside(data, path)
     spec = spec_from_data(data, overrides, source)
     try:
         check_spec(spec)
