@@ -197,8 +197,8 @@ impl<'a> Run<'a> {
     pub fn turn(&mut self, deadline: u64) {
         let due = self.next_due();
         let other = self.other_wake(deadline);
-        let armed = other.min(self.tuner.arm_at(due));
         let now = now_ns();
+        let armed = other.min(self.tuner.arm_at(due, now));
         let timeout = if armed > now {
             self.eng.timer.arm(armed);
             None
@@ -236,6 +236,7 @@ impl<'a> Run<'a> {
         if due.saturating_sub(now_ns()) > pacing::SPIN_MAX {
             return;
         }
+        let began = now_ns();
         while now_ns() < due {
             let zero = Some(std::time::Duration::from_millis(0));
             let _ = self.eng.poll.poll(&mut self.eng.events, zero);
@@ -249,6 +250,7 @@ impl<'a> Run<'a> {
             }
             self.dispatch();
         }
+        self.tuner.spent(now_ns().saturating_sub(began));
     }
 
     /// The earliest intended start of an open-loop client with a free slot (MAX: none).

@@ -203,20 +203,37 @@ impl Offered {
 /// The most the loop arms its timer ahead of an op's intended start, then spins to it.
 pub const SPIN_MAX: u64 = 50_000;
 
+/// The share of wall-clock time the loop may spend spinning to sends, per window. Spinning
+/// buys send lag in microseconds where wake-ups come late, but it is CPU the verdict reads
+/// as a busy worker and, on a small machine, CPU the server does not get: past this budget
+/// the timer is armed at the intended start itself and a late wake-up shows as send lag.
+pub const SPIN_SHARE_PERCENT: u64 = 5;
+/// The window the spin budget is counted over.
+pub const SPIN_WINDOW: u64 = 100_000_000;
+
 /// How early to arm the timer for an open-loop send: the timer's recent oversleep (how
 /// late a timerfd wake-up came), tracking its high end (up at once, down slowly), at most
 /// `SPIN_MAX`. The loop wakes that much ahead and polls without sleeping for the rest, so
 /// that a send leaves within microseconds of its intended start even when wake-ups come
-/// late.
+/// late, as long as the spinning stays within `SPIN_SHARE_PERCENT` of each window.
 #[derive(Default)]
 pub struct WakeTuner {
     pub early: u64,
+    window_start: u64,
+    spun: u64,
 }
 
 impl WakeTuner {
-    /// When to arm the timer for a send due at `due`.
+    /// When to arm the timer for a send due at `due`, at `now`.
     #[inline]
-    pub fn arm_at(&self, due: u64) -> u64 {
+    pub fn arm_at(&mut self, due: u64, now: u64) -> u64 {
+        if now.saturating_sub(self.window_start) >= SPIN_WINDOW {
+            self.window_start = now;
+            self.spun = 0;
+        }
+        if self.spun * 100 >= SPIN_WINDOW * SPIN_SHARE_PERCENT {
+            return due; // the budget is spent: no spinning until the next window
+        }
         due.saturating_sub(self.early)
     }
 
@@ -228,6 +245,12 @@ impl WakeTuner {
         } else {
             self.early -= self.early / 64;
         }
+    }
+
+    /// The loop spun `ns` to reach a send.
+    #[inline]
+    pub fn spent(&mut self, ns: u64) {
+        self.spun += ns;
     }
 }
 
@@ -288,11 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn spinning_stops_when_its_share_of_the_window_is_spent_and_resumes_in_the_next() {
+        let mut t = WakeTuner::default();
+        t.observe(0, 30_000);
+        assert_eq!(t.arm_at(1_000_000, 0), 970_000);
+        t.spent(SPIN_WINDOW * SPIN_SHARE_PERCENT / 100 - 1);
+        assert_eq!(t.arm_at(2_000_000, 1_000_000), 1_970_000);
+        t.spent(1);
+        assert_eq!(t.arm_at(3_000_000, 2_000_000), 3_000_000);
+        assert_eq!(
+            t.arm_at(SPIN_WINDOW + 9, SPIN_WINDOW + 1),
+            SPIN_WINDOW + 9 - 30_000
+        );
+    }
+
+    #[test]
     fn the_tuner_follows_the_late_wake_ups_and_forgets_them_slowly() {
         let mut t = WakeTuner::default();
         t.observe(1_000, 31_000);
         assert_eq!(t.early, 30_000);
-        assert_eq!(t.arm_at(100_000), 70_000);
+        assert_eq!(t.arm_at(100_000, 0), 70_000);
         t.observe(1_000, 1_500);
         assert!(t.early < 30_000 && t.early > 29_000);
         t.observe(0, 10_000_000);

@@ -95,7 +95,7 @@ def test_every_command_of_the_page_runs_as_written_on_three_machines() -> None:
                     token = done.stdout.strip().splitlines()[-1]
         run = outputs["workbench run profile.toml --allow-remote"]
         # Two nodes of 2 CPUs each (this machine's), named by address, 4 workers spread.
-        assert "-- step 1/1: run on redis/multiplexed, 16 clients, 4 worker(s)" in run, run
+        assert "-- step 1/1: run on redis/native, 16 clients = 16 connections, 4 workers" in run
         (nodes,) = re.findall(r"nodes: (.*)", run)
         assert sorted(nodes.split("; ")) == [
             "10.77.0.2 (2 CPUs, 2 worker(s))",

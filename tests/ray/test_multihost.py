@@ -191,6 +191,7 @@ def test_a_server_in_protected_mode_is_named_as_refusing(hosts: netbed.Bed) -> N
         [
             "run", "--store", str(store_path(a)), "--allow-remote",
             "--set", "target.system=redis", "--set", "target.options.url=redis://10.77.0.1:6380/0",
+            "--set", "strategy.name=multiplexed",
             "--set", "load.duration=1", "--set", "load.workers=1", "--set", "load.warmup=0",
         ],
     )  # fmt: skip
