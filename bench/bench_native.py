@@ -15,9 +15,15 @@ server used (% of one core over the measured time). GET of 100-byte values that 
 - memtier's own command lines through `workbench run`, translated as docs/cli.md says
   (-c per thread x -t = -c in all, -t = -w, warm-up 0), against memtier_benchmark when it is
   on PATH: both rates (the CLI's default strategy, the native engine, does the work).
+- Redis pub/sub: native publishers with 2 subscribers on one channel against
+  redis-benchmark running `PUBLISH wb:ch:0 <1 KiB>` as a command line, with 2 redis-cli
+  subscribers attached; both publish rates, and the native deliveries against expected.
+- memcached's meta protocol (mg/ms/md) against its text protocol, both native, on one
+  server (memtier has no meta mode).
 
 Usage: python bench/bench_native.py [seconds per measurement] [pairs] [sections]
-(sections: a comma list of redis, memcached, http, recording, memtier; default all)
+(sections: a comma list of redis, memcached, http, recording, memtier, pubsub, meta;
+default all)
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
 """
 
@@ -71,10 +77,13 @@ def _frame(message: dict[str, Any]) -> bytes:
 
 
 def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, seconds: float,
-          prefill: bool) -> Spec:  # fmt: skip
+          prefill: bool, protocol: str = "") -> Spec:  # fmt: skip
     data = spec_to_dict(Spec())
     data["target"] = {"system": system, "options": options}
-    data["strategy"] = {"name": "native", "options": {"pipeline": pipeline} if pipeline > 1 else {}}
+    strategy: dict[str, Any] = {"pipeline": pipeline} if pipeline > 1 else {}
+    if protocol:
+        strategy["protocol"] = protocol
+    data["strategy"] = {"name": "native", "options": strategy}
     data["workload"].update(
         mix={"get": 1.0}, keys=KEYS, value_size=str(VALUE), prefill=prefill, key_length=16
     )
@@ -82,8 +91,12 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
     return spec_from_dict(data)
 
 
-def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
-    """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
+def native(
+    binary: Path, spec: Spec, wrap: tuple[str, ...] = (), delivered: list[int] | None = None
+) -> tuple[float, float]:
+    """(ops/s, client CPU seconds per second) of one native worker running `spec`;
+    `delivered` gets the pub/sub deliveries and the expected ones added."""
+    delivered = [0, 0] if delivered is None else delivered
     order = StepOrder.for_worker(spec, resolve_step(spec), workers=1, worker=0).frame()
     proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
@@ -100,8 +113,11 @@ def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float,
             proc.stdin.flush()
         elif msg["type"] == "interval":
             st = msg["stats"]
-            # A GET-only load: hits and misses count ops in the norecord build too.
-            ops += st["hits"] + st["misses"]
+            # A GET-only load: hits and misses count ops in the norecord build too; a
+            # publish-only load counts its publishes.
+            ops += st["hits"] + st["misses"] + st.get("published", 0)
+            delivered[0] += st.get("delivered", 0)
+            delivered[1] += st.get("expected_deliveries", 0)
             duration += st["duration"]
             cpu += sum(st.get("cpu", {}).values())
             if st["errors"]:
@@ -114,6 +130,52 @@ def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float,
     proc.stdin.close()
     proc.wait(timeout=30)
     return ops / duration, cpu / duration
+
+
+PUBSUB_SUBS = 2
+PUBSUB_BYTES = 1024
+
+
+def _pubsub_spec(url: str, clients: int, pipeline: int, seconds: float) -> Spec:
+    data = spec_to_dict(_spec("redis", {"url": url}, clients, pipeline, seconds, False))
+    data["workload"].update(mix={"publish": 1.0})
+    data["workload"]["pubsub"] = {
+        "channels": 1,
+        "subscribers_per_channel": PUBSUB_SUBS,
+        "message_size": PUBSUB_BYTES,
+    }
+    return spec_from_dict(data)
+
+
+def redis_benchmark_publish(
+    server: ServerProcess, clients: int, pipeline: int, requests: int
+) -> tuple[float, float]:
+    """(publishes/s, client CPU share) of redis-benchmark running PUBLISH as a command
+    line, with PUBSUB_SUBS redis-cli subscribers attached (their CPU is the client's too)."""
+    subs = [
+        subprocess.Popen(
+            ["redis-cli", "-h", server.host, "-p", str(server.port), "SUBSCRIBE", "wb:ch:0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(PUBSUB_SUBS)
+    ]
+    try:
+        time.sleep(0.3)  # subscribed before the first publish
+        before = children_cpu([s.pid for s in subs])
+        payload = "x" * PUBSUB_BYTES
+        out, _wall, cpu = reference(
+            ["redis-benchmark", "-h", server.host, "-p", str(server.port), "-n", str(requests),
+             "-c", str(clients), "-P", str(pipeline), "--csv", "PUBLISH", "wb:ch:0", payload]
+        )  # fmt: skip
+        cpu += children_cpu([s.pid for s in subs]) - before
+    finally:
+        for s in subs:
+            s.terminate()
+            s.wait(timeout=10)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    rate = float(rows[-1]["rps"]) if rows else 0.0
+    return rate, cpu / (requests / rate) if rate else 0.0
 
 
 def instructions(binary: Path, url: str, ops: int) -> int:
@@ -283,7 +345,11 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     sections = set(
-        (sys.argv[3] if len(sys.argv) > 3 else "redis,memcached,http,recording,memtier").split(",")
+        (
+            sys.argv[3]
+            if len(sys.argv) > 3
+            else "redis,memcached,http,recording,memtier,pubsub,meta"
+        ).split(",")
     )
     binary = binary_path()
     if binary is None:
@@ -362,6 +428,57 @@ def main() -> None:
                 )
     finally:
         nginx.stop()
+    if "pubsub" in sections:
+        print(
+            f"\nRedis pub/sub: {PUBSUB_BYTES} B messages, one channel, {PUBSUB_SUBS} subscribers;"
+            " rates are publishes/s (deliveries are twice that)"
+        )
+        with start_redis() as redis:
+            url = redis.target_options["url"]
+            shapes = (
+                ("c=16 vs redis-benchmark -c 16 PUBLISH", 16, 1),
+                ("c=4 P=16 vs redis-benchmark -c 4 -P 16 PUBLISH", 4, 16),
+            )
+            for label, c, p in shapes:
+                rate = 30_000.0 if p == 1 else 200_000.0
+                for _ in range(pairs):
+                    n = max(int(seconds * rate), 10_000)
+                    ref, sref = measured(
+                        [redis.pid],
+                        lambda c=c, p=p, n=n: redis_benchmark_publish(redis, c, p, n),
+                    )
+                    rate = ref[0] or rate
+                    got = [0, 0]
+                    wb, swb = measured(
+                        [redis.pid],
+                        lambda c=c, p=p, got=got: native(
+                            binary, _pubsub_spec(url, c, p, seconds), delivered=got
+                        ),
+                    )
+                    print(
+                        pair_line(label, ref, wb, (sref, swb))
+                        + f" (native delivered {got[0]:,} of {got[1]:,})"
+                    )
+    if "meta" in sections:
+        print("\nmemcached meta protocol vs text protocol, both native, one server (-t 1)")
+        with start_memcached(threads=1, memory_mb=256) as memc:
+            mopts = {"servers": memc.target_options["servers"]}
+            native(binary, _spec("memcached", mopts, 16, 1, 0.5, prefill=True))
+            for label, c, p in (("c=16 P=1", 16, 1), ("c=4 P=16", 4, 16)):
+                for _ in range(pairs):
+                    text, stext = measured(
+                        [memc.pid],
+                        lambda c=c, p=p: native(
+                            binary, _spec("memcached", mopts, c, p, seconds, False)
+                        ),
+                    )
+                    meta, smeta = measured(
+                        [memc.pid],
+                        lambda c=c, p=p: native(
+                            binary, _spec("memcached", mopts, c, p, seconds, False, "meta")
+                        ),
+                    )
+                    print(pair_line(f"{label} text (ref) vs meta", text, meta, (stext, smeta)))
     if "memtier" in sections:
         memtier_shapes(seconds, pairs)
     if "recording" not in sections:

@@ -5,6 +5,7 @@
 
 use crate::http::Http;
 use crate::memcache::{Memcache, Rendezvous};
+use crate::meta::Meta;
 use crate::proto::{ParseResult, Req};
 use crate::resp::Resp;
 use serde_json::Value;
@@ -14,6 +15,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 pub enum Codec {
     Resp(Resp),
     Memcache(Memcache, Rendezvous),
+    /// memcached's meta protocol (mg, ms, md), the strategy's `protocol = "meta"`.
+    Meta(Meta, Rendezvous),
     Http(Box<Http>),
 }
 
@@ -42,9 +45,15 @@ impl Codec {
             (Codec::Memcache(m, _), Req::Get) => m.get(out, key),
             (Codec::Memcache(m, _), Req::Set) => m.set(out, key, value, ttl),
             (Codec::Memcache(m, _), Req::Delete) => m.delete(out, key),
+            (Codec::Meta(m, _), Req::Get) => m.get(out, key),
+            (Codec::Meta(m, _), Req::Set) => m.set(out, key, value, ttl),
+            (Codec::Meta(m, _), Req::Delete) => m.delete(out, key),
             (Codec::Http(h), Req::Get) => h.get(out, key),
             (Codec::Http(h), Req::Set) => h.set(out, key, value, ttl),
             (Codec::Http(h), Req::Delete) => return h.delete(out, key),
+            (Codec::Resp(r), Req::Publish) => r.publish(out, key, value),
+            // Pub/sub is Redis's: counted as unsupported, never sent.
+            (_, Req::Publish) => return false,
             (_, Req::Hello) => {}
         }
         true
@@ -54,6 +63,7 @@ impl Codec {
         match self {
             Codec::Resp(r) => r.parse(buf, req),
             Codec::Memcache(m, _) => m.parse(buf, req),
+            Codec::Meta(m, _) => m.parse(buf, req),
             Codec::Http(h) => h.parse(buf, req),
         }
     }
@@ -62,7 +72,7 @@ impl Codec {
     #[inline]
     pub fn server_for(&self, key: &[u8]) -> usize {
         match self {
-            Codec::Memcache(_, hash) => hash.index(key),
+            Codec::Memcache(_, hash) | Codec::Meta(_, hash) => hash.index(key),
             _ => 0,
         }
     }
@@ -73,6 +83,8 @@ impl Codec {
 pub struct Target<'a> {
     pub system: &'a str,
     pub options: &'a Value,
+    /// The strategy's options (memcached's `protocol`); null when there are none.
+    pub strategy: &'a Value,
     pub allow_remote: bool,
     pub placement: Option<&'a [u32]>,
 }
@@ -155,7 +167,15 @@ fn memcached(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
             seeds.len()
         ));
     }
-    Ok((Codec::Memcache(Memcache, Rendezvous::new(seeds)), addrs))
+    let hash = Rendezvous::new(seeds);
+    match t.strategy["protocol"].as_str().unwrap_or("text") {
+        "text" => Ok((Codec::Memcache(Memcache, hash), addrs)),
+        "meta" => Ok((Codec::Meta(Meta, hash), addrs)),
+        other => Err(format!(
+            "strategy.options.protocol: expected \"text\" or \"meta\"; got {:?}",
+            other
+        )),
+    }
 }
 
 pub fn is_loopback(host: &str) -> bool {
@@ -213,9 +233,31 @@ mod tests {
         Target {
             system: "redis",
             options,
+            strategy: &Value::Null,
             allow_remote,
             placement: None,
         }
+    }
+
+    #[test]
+    fn memcached_speaks_the_protocol_its_strategy_names() {
+        let o = json!({"servers": ["127.0.0.1:11211"]});
+        let pick = |strategy: Value| {
+            codec_for(&Target {
+                system: "memcached",
+                options: &o,
+                strategy: &strategy,
+                allow_remote: false,
+                placement: None,
+            })
+            .map(|(c, _)| matches!(c, Codec::Meta(..)))
+        };
+        assert_eq!(pick(Value::Null), Ok(false));
+        assert_eq!(pick(json!({"protocol": "text"})), Ok(false));
+        assert_eq!(pick(json!({"protocol": "meta"})), Ok(true));
+        assert!(pick(json!({"protocol": "binary"}))
+            .unwrap_err()
+            .contains("strategy.options.protocol"));
     }
 
     #[test]

@@ -478,7 +478,7 @@ impl Http {
                     fail()
                 }
             }
-            Req::Set | Req::Hello => {
+            Req::Set | Req::Hello | Req::Publish => {
                 if self.set_ok.contains(&status) {
                     Reply::Done
                 } else {

@@ -17,7 +17,7 @@ use std::io::{ErrorKind, Read, Write};
 
 const STDIN: Token = Token(0);
 const TIMER: Token = Token(1);
-const FIRST_CONN: usize = 2;
+pub const FIRST_CONN: usize = 2; // then the clients' connections, then subscribers'
 const BACKOFF_MAX: u64 = 250_000_000; // a reconnection's backoff doubles up to this
 const HOUSEKEEPING: u64 = 50_000_000;
 
@@ -307,6 +307,8 @@ impl<'a> Run<'a> {
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
+                // Past the clients' connections: a subscriber's (pubsub.rs).
+                self.subscriber_event(t - self.clients.len() * per, closing);
                 continue;
             }
             if writable {

@@ -72,6 +72,17 @@ impl<'a> Run<'a> {
                         .latency(self.kinds.delete, now.saturating_sub(p.t0));
                 }
             }
+            (Req::Publish, _) => {
+                c.inflight -= 1;
+                if in_phase {
+                    let expected = self.pubsub.per_channel();
+                    let r = &mut self.rec;
+                    r.latency(self.kinds.publish, now.saturating_sub(p.t0));
+                    r.bytes_out += p.size as u64;
+                    r.published += 1;
+                    r.expected += expected;
+                }
+            }
             (Req::Hello, _) => {}
         }
     }
@@ -91,13 +102,20 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
-        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
-        let si = self.codec.server_for(key);
-        let value = if req == Req::Set {
-            self.values.value(index, size)
+        let (key, value, size) = if req == Req::Publish {
+            // A channel and a message stamped now (pubsub.rs) in place of key and value.
+            let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
+            (channel, message, message.len())
         } else {
-            &[][..]
+            let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (key, value, size)
         };
+        let si = self.codec.server_for(key);
         let k = &mut self.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
@@ -233,6 +251,7 @@ impl<'a> Run<'a> {
             Action::Get => (Req::Get, false),
             Action::CacheAside => (Req::Get, true),
             Action::Set => (Req::Set, false),
+            Action::Publish => (Req::Publish, false),
             _ => (Req::Delete, false),
         };
         if req != Req::Delete {

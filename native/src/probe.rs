@@ -307,6 +307,7 @@ fn order_target(frame: &Value) -> Result<(StepOrder, Codec, Vec<SocketAddr>), Va
     let (codec, addrs) = codec_for(&Target {
         system: &order.system,
         options: &order.target,
+        strategy: &frame["order"]["native"]["strategy_options"],
         allow_remote: order.allow_remote,
         placement: order.placement.as_deref(),
     })
@@ -358,6 +359,7 @@ fn open(frame: &Value, session: &mut Option<Session>) -> Value {
     let (codec, addrs) = match codec_for(&Target {
         system,
         options,
+        strategy: &frame["strategy_options"],
         allow_remote: frame["allow_remote"].as_bool().unwrap_or(false),
         placement: seeds.as_deref(),
     }) {

@@ -6,6 +6,8 @@ pub enum Req {
     Get,
     Set,
     Delete,
+    /// PUBLISH to a channel (Redis); the reply is how many subscribers got it.
+    Publish,
     /// A reply to the connection's opening commands (AUTH, SELECT), not an operation.
     Hello,
 }

@@ -92,6 +92,10 @@ pub struct Recorder {
     pub bytes_out: u64,
     pub hot_gets: u64,
     pub hot_hits: u64,
+    /// Pub/sub: publishes answered, messages received, deliveries the publishes should cause.
+    pub published: u64,
+    pub delivered: u64,
+    pub expected: u64,
     pub offered: u64,
     pub open_loop: bool,
     pub send_lag: Option<Box<Counts>>,
@@ -109,6 +113,9 @@ impl Recorder {
             bytes_out: 0,
             hot_gets: 0,
             hot_hits: 0,
+            published: 0,
+            delivered: 0,
+            expected: 0,
             offered: 0,
             open_loop,
             send_lag: None,
@@ -172,6 +179,9 @@ impl Recorder {
         self.bytes_out += other.bytes_out;
         self.hot_gets += other.hot_gets;
         self.hot_hits += other.hot_hits;
+        self.published += other.published;
+        self.delivered += other.delivered;
+        self.expected += other.expected;
         self.offered += other.offered;
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
@@ -214,9 +224,9 @@ impl Recorder {
             "first_errors": first,
             "bytes_in": self.bytes_in,
             "bytes_out": self.bytes_out,
-            "published": 0,
-            "delivered": 0,
-            "expected_deliveries": 0,
+            "published": self.published,
+            "delivered": self.delivered,
+            "expected_deliveries": self.expected,
             "hot_gets": self.hot_gets,
             "hot_hits": self.hot_hits,
             "server": {},

@@ -74,6 +74,13 @@ impl Resp {
         }
     }
 
+    /// PUBLISH channel message.
+    pub fn publish(&self, out: &mut Vec<u8>, channel: &[u8], message: &[u8]) {
+        out.extend_from_slice(b"*3\r\n$7\r\nPUBLISH\r\n");
+        bulk(out, channel);
+        bulk(out, message);
+    }
+
     pub fn delete(&self, out: &mut Vec<u8>, key: &[u8]) {
         command(out, &[b"DEL", key]);
     }
@@ -113,6 +120,10 @@ impl Resp {
                 )
             }
             Some(b'+') if req == Req::Set || req == Req::Hello => parsed(Reply::Done, used),
+            Some(b':') if req == Req::Publish => {
+                parse_int(&line[1..]).ok_or_else(|| format!("bad integer {:?}", show(line)))?;
+                parsed(Reply::Done, used)
+            }
             Some(b':') if req == Req::Delete => {
                 let n =
                     parse_int(&line[1..]).ok_or_else(|| format!("bad integer {:?}", show(line)))?;

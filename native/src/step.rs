@@ -6,6 +6,7 @@ use crate::codec::{codec_for, Codec, Target};
 use crate::io::{Engine, Mode};
 use crate::order::{Action, StepOrder};
 use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
+use crate::pubsub::{PubSub, PubSubOrder};
 use crate::record::Recorder;
 use crate::trace::Capture;
 use crate::workload::{KeyTable, OpStream, Values};
@@ -13,12 +14,14 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-/// The histogram indexes of the kinds this engine records (it issues no pub/sub).
+/// The histogram indexes of the kinds this engine records.
 #[derive(Clone, Copy)]
 pub struct Kinds {
     pub get: usize,
     pub set: usize,
     pub delete: usize,
+    pub publish: usize,
+    pub deliver: usize,
 }
 
 /// One step's state.
@@ -49,6 +52,7 @@ pub struct Run<'a> {
     pub phase_begin: u64,
     /// When the measured phase ends, once known: no op is due at or after it.
     pub due_before: u64,
+    pub pubsub: PubSub,
     /// In the measured phase (not warm-up): where a traced op goes.
     pub measuring: bool,
     /// The step's op trace, when the order asks for one (`trace.rs`).
@@ -69,6 +73,7 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
     let target = Target {
         system: &order.system,
         options: &order.target,
+        strategy: &frame["native"]["strategy_options"],
         allow_remote: order.allow_remote,
         placement: order.placement.as_deref(),
     };
@@ -79,7 +84,14 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
-    let mut run = match Run::new(eng, order, codec, &addrs) {
+    let pubsub = match PubSubOrder::from_frame(frame) {
+        Ok(p) => p,
+        Err(e) => {
+            eng.error("spec", &e);
+            return "failed";
+        }
+    };
+    let mut run = match Run::new(eng, order, codec, &addrs, pubsub) {
         Ok(r) => r,
         Err(e) => {
             eng.error("spec", &e);
@@ -88,6 +100,7 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
     };
     let status = run.execute();
     run.close_all();
+    run.close_subscribers();
     status
 }
 
@@ -97,23 +110,31 @@ impl<'a> Run<'a> {
         order: StepOrder,
         codec: Codec,
         addrs: &[SocketAddr],
+        pubsub: Option<PubSubOrder>,
     ) -> Result<Run<'a>, String> {
         let publish = order.code_of(Action::Publish);
-        if order
+        let publishes = order
             .clients
             .iter()
-            .any(|c| c.mix.iter().any(|(code, _)| Some(*code) == publish))
-        {
-            return Err(
-                "workload.mix: the native engine has no pub/sub; use a Python strategy for publish"
-                    .into(),
-            );
+            .any(|c| c.mix.iter().any(|(code, _)| Some(*code) == publish));
+        if publishes && pubsub.is_none() {
+            return Err("step order: publish in the mix but no pubsub part".into());
+        }
+        if publishes && order.system != "redis" {
+            return Err(format!(
+                "workload.mix: the native engine publishes to redis only; got {:?}",
+                order.system
+            ));
         }
         let kinds = Kinds {
             get: order.kind_index("get")?,
             set: order.kind_index("set")?,
             delete: order.kind_index("delete")?,
+            publish: order.kind_index("publish")?,
+            deliver: order.kind_index("deliver")?,
         };
+        let early = Recorder::new(order.open_loop, order.record.len());
+        let pubsub = PubSub::new(pubsub, addrs.first().copied(), early);
         let clients = order
             .clients
             .iter()
@@ -156,6 +177,7 @@ impl<'a> Run<'a> {
             load_start: 0,
             phase_begin: 0,
             due_before: u64::MAX,
+            pubsub,
             measuring: false,
             trace: order_trace,
             tuner: WakeTuner::default(),
@@ -177,6 +199,10 @@ impl<'a> Run<'a> {
                 return status;
             }
         }
+        if let Err(e) = self.subscribe_all() {
+            self.eng.error("connection", &e);
+            return "failed";
+        }
         self.eng.out.send(&json!({"type": "armed"}));
         while self.eng.go.is_none() && !self.eng.stop {
             self.turn(0);
@@ -196,6 +222,7 @@ impl<'a> Run<'a> {
         }
         let status = self.warm_and_measure(start);
         self.mode = Mode::Idle;
+        self.late_deliveries();
         if let Some(trace) = &self.trace {
             if let Err(e) = trace.write() {
                 self.eng
@@ -348,6 +375,14 @@ impl<'a> Run<'a> {
         self.measuring = measured;
         self.phase_over = false;
         self.take_recorder();
+        // Measured deliveries that came during this worker's warm-up open its first
+        // measured interval (the Python engine's `early` buffer).
+        self.pubsub.measuring = measured;
+        if measured {
+            let fresh = Recorder::new(self.order.open_loop, self.order.record.len());
+            let early = std::mem::replace(&mut self.pubsub.early, fresh);
+            self.rec.absorb(early);
+        }
     }
 
     /// A measured phase of a fixed duration on the grid of `pacing::grid`.

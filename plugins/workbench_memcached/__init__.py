@@ -391,6 +391,14 @@ plugin = CacheSystem(
                         minimum=1,
                         maximum=4096,
                     ),
+                    Option(
+                        "protocol",
+                        "choice",
+                        "text",
+                        "text: get/set/delete; meta: mg/ms/md (the protocol memcached's "
+                        "authors recommend)",
+                        choices=("text", "meta"),
+                    ),
                 )
             ),
             engine="native",

@@ -180,9 +180,10 @@ plugin = CacheSystem(
         ),
         Strategy(
             "native",
-            "native engine (Rust): one connection per client, `pipeline` requests in flight",
+            "native engine (Rust): one connection per client, `pipeline` requests in flight; "
+            "subscribers on their own connections",
             runs_in_native_engine,
-            operations=KV,
+            operations=KV_PUBSUB,
             options=OptionSet((PIPELINE,)),
             engine="native",
             connections=per_client,

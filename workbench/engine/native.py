@@ -56,10 +56,17 @@ def _frame(message: dict[str, Any]) -> bytes:
 class ProbeConnection:
     """One ``workbench-native --probe`` process; each client is a connection id in it."""
 
-    def __init__(self, system: CacheSystem, strategy: Strategy, options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        system: CacheSystem,
+        strategy: Strategy,
+        options: dict[str, Any],
+        strategy_options: dict[str, Any] | None = None,
+    ) -> None:
         self.system = system
         self.strategy = strategy
         self.options = options
+        self.strategy_options = strategy_options or {}
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
         self.clients = 0
@@ -80,6 +87,7 @@ class ProbeConnection:
                 "op": "open",
                 "system": self.system.name,
                 "options": self.options,
+                "strategy_options": self.strategy_options,
                 "allow_remote": bool(self.options.get(ALLOW_REMOTE)),
                 "placement": self._seeds(),
             }
@@ -179,6 +187,6 @@ def probe_connect(system: CacheSystem, strategy: Strategy) -> Any:
     """A Strategy.connect for a native `strategy` of `system` (used by the conformance kit)."""
 
     async def connect(system_options: dict[str, Any], strategy_options: dict[str, Any]) -> Any:
-        return await ProbeConnection(system, strategy, system_options).open()
+        return await ProbeConnection(system, strategy, system_options, strategy_options).open()
 
     return connect

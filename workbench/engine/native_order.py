@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.adapter import CacheSystem
-from workbench.engine.client_plans import ClientPlan, client_plans
+from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.metrics import OP_KINDS
 from workbench.native_build import ORDER_VERSION
 from workbench.spec.model import Spec
 from workbench.spec.resolve import total_clients
 from workbench.workload import (
     OP_CODES,
+    PUBLISH,
     SEQUENCE_STRIDE,
     Dist,
     ValueBuffer,
@@ -34,6 +35,7 @@ from workbench.workload import (
     hot_end,
     max_value_size,
     parse_key_distribution,
+    parse_mix,
     parse_ttl,
     parse_value_size,
     partition,
@@ -77,10 +79,13 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "ttl": _ttl(parse_ttl(wl.ttl)),
         "placement": placement(system, system_options),
         "prefill": _prefill(spec, worker, workers),
+        "pubsub": _pubsub(spec, system.shared_state, worker, workers),
         "clients": [_client(p) for p in plans],
         "phases": _phases(spec, len(plans)),
         "open_loop": load.rate is not None,
         "pipeline": max(1, int(strategy_options.get("pipeline", 1))),
+        # The codec reads its own (memcached's `protocol`).
+        "strategy_options": dict(strategy_options),
         "timeout_ns": _ns(system_options.get("timeout")),
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
@@ -150,6 +155,24 @@ def _prefill(spec: Spec, worker: int, workers: int) -> dict[str, int] | None:
         return None
     offset, count = partition(spec.workload.keys, workers, worker)
     return {"offset": offset, "count": count, "client": -1}
+
+
+def _pubsub(spec: Spec, shared: bool, worker: int, workers: int) -> dict[str, Any] | None:
+    """Channels, subscribers and message size when the step publishes, with the channel of
+    each subscriber this worker holds: on a shared server one set of subscribers in all,
+    dealt among the workers (as `driver._start_subscribers` deals them)."""
+    if not any(PUBLISH in parse_mix(m) for m in mixes(spec)):
+        return None
+    ps = spec.workload.pubsub
+    slots = [c for c in range(ps.channels) for _ in range(ps.subscribers_per_channel)]
+    if shared:
+        slots = slots[worker::workers]
+    return {
+        "channels": ps.channels,
+        "subscribers_per_channel": ps.subscribers_per_channel,
+        "message_size": ps.message_size,
+        "slots": slots,
+    }
 
 
 def _client(plan: ClientPlan) -> dict[str, Any]:
