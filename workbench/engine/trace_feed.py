@@ -71,16 +71,24 @@ class TraceFeed:
     def _take(self, client: int) -> Request | None:
         with self.lock:
             queue = self.queues[client]
-            while not queue:
-                r = next(self.requests, None)
-                if r is None:
+            if queue:
+                return queue.popleft()
+            if self.origin is None:
+                first = next(self.requests, None)
+                if first is None:
                     return None
-                if self.origin is None:
-                    self.origin = r.time
-                mine = self.queues.get(owner(r.key, self.all_clients))
+                self.origin = first.time
+                self.requests = itertools.chain((first,), self.requests)
+            # Read on until this client has a request; the hot loop of every worker, which
+            # reads the whole trace: `owner` inlined, names bound locally.
+            queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
+            for r in self.requests:
+                mine = queues.get(crc32(r.key.encode()) % clients)
                 if mine is not None:
                     mine.append(r)
-            return queue.popleft()
+                    if mine is queue:
+                        return queue.popleft()
+            return None
 
     def finish(self, client: int) -> None:
         with self.lock:
