@@ -13,7 +13,7 @@ import typer
 
 from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
-from workbench.live import RunView, StepView
+from workbench.live import StepView
 
 FailOnOption = Annotated[
     list[str] | None,
@@ -70,9 +70,7 @@ def command(
             "no checks: give --fail-on EXPR or a [checks] fail_on list in the profile",
             ExitStatus.BAD_INPUT,
         )
-    view = RunView()
-    for event in stored.events():
-        view = view.apply(event)
+    view = stored.view()
     out(f"run {stored.id} '{stored.name}' {stored.status}")
     if not judge_steps(checks, view.steps):
         raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
