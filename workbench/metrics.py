@@ -16,8 +16,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
-from operator import mul
+from itertools import accumulate, compress, repeat
+from operator import add, lshift, mul, sub
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
@@ -304,42 +304,39 @@ class Recorded:
         return out
 
     def mean_and_stddev(self) -> tuple[float, float]:
-        """hdrh's mean and standard deviation (each bucket counted at its median
-        equivalent value), summed exactly in integers, one HdrHistogram bucket (a power
-        of two, up to 1024 sub-buckets) at a time with C-level sums."""
+        """hdrh's mean and standard deviation, each bucket counted at its median equivalent
+        value, with C-level maps and sums over the buckets (the same arithmetic, in the same
+        order, as a Python loop over them)."""
         if not self.total:
             return 0.0, 0.0
-        h = self.hist
+        n = self.total
+        mids = self._middles()
+        mean = sum(map(mul, mids, self.counts)) / n
+        deviations = map(pow, map(sub, mids, repeat(mean)), repeat(2))
+        var = sum(map(mul, deviations, self.counts)) / n
+        return mean, math.sqrt(var)
+
+    def _middles(self) -> list[int]:
+        """The median equivalent value of each non-empty bucket, one HdrHistogram bucket
+        (a power of two) at a time: indices below 2 x half are bucket 0, then `half` per
+        bucket; in bucket b, index i's middle is ((i - b x half) << (b + unit)) plus half
+        a step."""
+        h, idx = self.hist, self.indices
         shift, half, unit = (
             h.sub_bucket_half_count_magnitude,
             h.sub_bucket_half_count,
             h.unit_magnitude,
         )
-        idx, cnt = self.indices, self.counts
-        s_mid = s_mid2 = 0  # sum of count x middle, of count x middle squared
+        out: list[int] = []
         start = 0
         while start < len(idx):
-            # Indices below 2 x half are bucket 0, then `half` indices per bucket; in
-            # bucket b the sub-bucket of index i is i - b x half, and its middle value
-            # (sub << (b + unit)) + half a step.
             b = max((idx[start] >> shift) - 1, 0)
             end = bisect_left(idx, (b + 2) << shift, start)
-            ii, cc = idx[start:end], cnt[start:end]
-            c = sum(cc)
-            ci = sum(map(mul, cc, ii))
-            cii = sum(map(mul, cc, map(mul, ii, ii)))
-            base = b * half
-            c_sub = ci - base * c
-            c_sub2 = cii - 2 * base * ci + base * base * c
             step = b + unit
-            mid_half = (1 << step) >> 1
-            s_mid += (c_sub << step) + c * mid_half
-            s_mid2 += (c_sub2 << (2 * step)) + 2 * mid_half * (c_sub << step) + c * mid_half**2
+            offset = ((1 << step) >> 1) - ((b * half) << step)
+            out += map(add, map(lshift, idx[start:end], repeat(step)), repeat(offset))
             start = end
-        n = self.total
-        mean = s_mid / n
-        var = (s_mid2 * n - s_mid * s_mid) / (n * n)
-        return mean, math.sqrt(max(var, 0.0))
+        return out
 
 
 def percentile_us(hist: HdrHistogram, p: float) -> float:
