@@ -23,8 +23,8 @@ import time
 from workbench_embedded import DirectClient
 from workbench_embedded.cache import LruCache
 
+from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client
-from workbench.engine.plans import ClientPlan
 from workbench.metrics import fold, new_histogram
 from workbench.workload import (
     GET,

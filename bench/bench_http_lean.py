@@ -33,7 +33,7 @@ from workbench.events import StepFinished
 from workbench.metrics import summarise
 from workbench.plugins import load_plugin
 from workbench.servers import ServerProcess, free_port, launch
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 try:  # the loop the engine's workers use, when installed

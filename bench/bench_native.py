@@ -12,9 +12,12 @@ server used (% of one core over the measured time). GET of 100-byte values that 
   peer is -c 64 threads).
 - HTTP against wrk -t1 on nginx (return 200 of 100 bytes), c=16 and c=64 (>= 1.0x).
 - Recording cost: the native build against one built with --features norecord (<= 3%).
+- memtier's own command lines through `workbench run`, translated as docs/cli.md says
+  (-c per thread x -t = -c in all, -t = -w, warm-up 0), against memtier_benchmark when it is
+  on PATH: both rates (the CLI's default strategy, the native engine, does the work).
 
 Usage: python bench/bench_native.py [seconds per measurement] [pairs] [sections]
-(sections: a comma list of redis, memcached, http, recording; default all)
+(sections: a comma list of redis, memcached, http, recording, memtier; default all)
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
 """
 
@@ -35,10 +38,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench_memcached.server import start_memcached
+from workbench_redis.server import start_redis
+
+from workbench.engine.frames import StepOrder
 from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
-from workbench.servers import LOOPBACK, ServerProcess, free_port, start_memcached, start_redis
+from workbench.servers import LOOPBACK, ServerProcess, free_port
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.resolve import resolve_step
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = 10_000
@@ -77,16 +84,7 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
 
 def native(binary: Path, spec: Spec, wrap: tuple[str, ...] = ()) -> tuple[float, float]:
     """(ops/s, client CPU seconds per second) of one native worker running `spec`."""
-    system = load_plugin(spec.target.system)
-    strategy = system.strategy("native")
-    order = {
-        "type": "step",
-        "spec": spec_to_dict(spec),
-        "system_options": system.options.resolve(dict(spec.target.options), "target.options"),
-        "strategy_options": strategy.options.resolve(dict(spec.strategy.options), "x"),
-        "workers": 1,
-        "worker": 0,
-    }
+    order = StepOrder.for_worker(spec, resolve_step(spec), workers=1, worker=0).frame()
     proc = subprocess.Popen([*wrap, str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(order))
@@ -285,7 +283,7 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     sections = set(
-        (sys.argv[3] if len(sys.argv) > 3 else "redis,memcached,http,recording").split(",")
+        (sys.argv[3] if len(sys.argv) > 3 else "redis,memcached,http,recording,memtier").split(",")
     )
     binary = binary_path()
     if binary is None:
@@ -364,6 +362,8 @@ def main() -> None:
                 )
     finally:
         nginx.stop()
+    if "memtier" in sections:
+        memtier_shapes(seconds, pairs)
     if "recording" not in sections:
         return
     print("\nRecording cost: native vs a build that records nothing (Redis, 64 in flight)")
@@ -403,6 +403,66 @@ def main() -> None:
                 f"  instructions per op (valgrind): norecord {per_op['norecord']:,.0f},"
                 f" recording {per_op['recording']:,.0f}: cost {extra * 100:+.1f}% (target <= 3%)"
             )
+
+
+# memtier command lines (per thread: -c clients, -t threads) and their docs/cli.md translation
+MEMTIER_SHAPES = (
+    (["-c", "50", "-t", "2", "--ratio", "1:10", "-d", "100"],
+     ["-c", "100", "-w", "2", "--ratio", "1:10", "-d", "100"]),
+    (["-c", "4", "-t", "1", "--pipeline", "16", "--ratio", "1:10", "-d", "100"],
+     ["-c", "4", "-w", "1", "--pipeline", "16", "--ratio", "1:10", "-d", "100"]),
+)  # fmt: skip
+
+
+def memtier_run(host: str, port: int, flags: list[str], seconds: float) -> float:
+    """ops/s memtier_benchmark reports (its Totals line)."""
+    out, _wall, _cpu = reference(
+        ["memtier_benchmark", "-s", host, "-p", str(port), *flags, "--key-maximum", str(KEYS),
+         f"--test-time={max(1, int(seconds))}", "--hide-histogram"]
+    )  # fmt: skip
+    m = re.search(r"Totals\s+([\d.]+)", out)
+    return float(m.group(1)) if m else 0.0
+
+
+def workbench_run(url: str, flags: list[str], seconds: float, store: Path) -> tuple[float, str]:
+    """ops/s of `workbench run` with the translated flags, and the strategy it ran."""
+    res = subprocess.run(
+        [sys.executable, "-m", "workbench.cli.main", "run", "-q", "--print-id", "-s", url,
+         *flags, "--key-maximum", str(KEYS), "--test-time", f"{seconds:g}",
+         "--set", "load.warmup=0", "--store", str(store)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if res.returncode != 0:
+        print(f"    workbench run said: {res.stderr.strip().splitlines()[-1:]}")
+        return 0.0, "?"
+    from workbench.store import Store
+
+    st = Store(store)
+    try:
+        run = st.load(res.stdout.strip())
+        stats = run.steps[0].stats
+        return stats.ops / stats.duration if stats.duration else 0.0, run.steps[0].strategy
+    finally:
+        st.close()
+
+
+def memtier_shapes(seconds: float, pairs: int) -> None:
+    have = shutil.which("memtier_benchmark") is not None
+    print("\nmemtier command lines through `workbench run` (docs/cli.md), Redis, 1:10 set:get")
+    if not have:
+        print("  (memtier_benchmark is not on PATH: the workbench's rate alone)")
+    with start_redis() as redis, tempfile.TemporaryDirectory() as tmp:
+        url = f"redis://{redis.host}:{redis.port}"
+        for memtier_flags, flags in MEMTIER_SHAPES:
+            for _ in range(pairs):
+                ref = memtier_run(redis.host, redis.port, memtier_flags, seconds) if have else 0.0
+                rate, strategy = workbench_run(url, flags, seconds, Path(tmp) / "runs.sqlite3")
+                ratio = f" | {rate / ref:.2f}x" if ref else ""
+                memtier = f"memtier {ref:>9,.0f}/s | " if have else ""
+                print(
+                    f"  memtier {' '.join(memtier_flags):<44} {memtier}"
+                    f"workbench ({strategy}) {rate:>9,.0f}/s{ratio}"
+                )
 
 
 if __name__ == "__main__":

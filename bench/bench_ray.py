@@ -12,6 +12,14 @@ machines gains.
 
 Usage: python bench/bench_ray.py [rounds] [--set path=value ...]
 Default spec: the embedded cache, 2 workers, 16 clients, 5 s measured after 1 s warm-up.
+
+Across hosts: python bench/bench_ray.py --hosts [rounds] (root, `ip netns`). The test bed
+of tests/ray (netbed.py) makes three machines of network namespaces: redis-server on
+srv (10.77.0.1), the Ray head on a (10.77.0.2, where `workbench run` runs), a Ray node on
+b (10.77.0.3). The same load against the Redis on srv runs from 2 local worker processes
+on a, then from 2 Ray workers spread over a and b, interleaved. The "hosts" share this
+machine's cores, so on a machine of 2 cores this shows only what Ray and the veth hops
+cost, never what a second load machine gains.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from workbench.engine.launchers import RAY_LOOPBACK_ONLY
 
@@ -32,7 +41,7 @@ import ray
 from workbench import session
 from workbench.events import StepFinished
 from workbench.metrics import Stats, summarise
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 BASE = [
@@ -68,8 +77,92 @@ def describe(name: str, stats: Stats) -> tuple[float, float]:
     return s.ops_per_s, per_s
 
 
+HOSTS_BASE = [
+    "target.system=redis",
+    "target.options.url=redis://10.77.0.1:6379/0",
+    "load.workers=2",
+    "load.concurrency=16",
+    "load.duration=5",
+    "load.warmup=1",
+    "load.interval=1",
+]
+
+
+def hosts_run(host: Any, sets: list[str], store: Path, env: dict[str, str]) -> tuple[float, float]:
+    """One `workbench run` on the bed's head; its throughput and client CPU from the store."""
+    args = ["workbench", "run", "--quiet", "--allow-remote", "--store", str(store)]
+    host.run([*args, *(a for s in sets for a in ("--set", s))], timeout=600, **env)
+    stored = Store(store)
+    try:
+        run = stored.load("last")
+    finally:
+        stored.close()
+    (step,) = run.steps
+    if step.status != "completed":
+        raise SystemExit(f"run {step.status}")
+    return describe("ray" if "load.launcher=ray" in sets else "local", step.stats)
+
+
+def hosts_main(rounds: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ray"))
+    import netbed  # the test bed: only this benchmark and tests/ray use it
+
+    reason = netbed.why_not()
+    if reason:
+        raise SystemExit(reason)
+    bed = netbed.Bed.make(["srv", "a", "b"])
+    try:
+        netbed.redis_on(bed["srv"], 6379, "--protected-mode", "no")
+        netbed.copy_token(netbed.ray_token(bed["a"]), bed["b"])
+        netbed.ray_head(bed["a"])
+        netbed.ray_join(bed["b"], bed["a"])
+        store = bed["a"].home / "runs.sqlite3"
+        print(
+            f"local processes on a vs Ray workers on a and b, {rounds} rounds, "
+            f"{os.cpu_count()} CPUs shared by all hosts: {' '.join(HOSTS_BASE)}",
+            flush=True,
+        )
+        local, remote = [], []
+        for i in range(rounds):
+            print(f"round {i + 1}", flush=True)
+            local.append(hosts_run(bed["a"], HOSTS_BASE, store, netbed.TOKEN))
+            ray_sets = [*HOSTS_BASE, "load.launcher=ray", "load.ray_address=auto"]
+            remote.append(hosts_run(bed["a"], ray_sets, store, netbed.TOKEN))
+    finally:
+        left = bed.remove()
+        if left:
+            print(f"warning: test bed processes still alive: {left}")
+    report(local, remote, "ray on 2 hosts/local on 1", target=False)
+    print(
+        "the hosts share this machine's cores: the ratio is Ray's and the network hops' "
+        "cost, not what a second load machine gains"
+    )
+
+
+def report(
+    local: list[tuple[float, float]],
+    remote: list[tuple[float, float]],
+    what: str,
+    target: bool = True,
+) -> None:
+    """The median throughput ratio; `target`: say whether it meets 0.9x (on one machine)."""
+    ratios = [b[0] / a[0] for a, b in zip(local, remote, strict=True) if a[0]]
+    ratio = statistics.median(ratios)
+    verdict = f"; target >= 0.9x: {'met' if ratio >= 0.9 else 'NOT met'}" if target else ""
+    print(
+        f"{what} throughput: median {ratio:.2f}x (rounds: "
+        f"{', '.join(f'{r:.2f}' for r in ratios)}){verdict}"
+    )
+    cpu_a = statistics.median(a[1] for a in local)
+    cpu_b = statistics.median(b[1] for b in remote)
+    print(f"client CPU (median): local {cpu_a:.2f} cores, ray {cpu_b:.2f} cores")
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args and args[0] == "--hosts":
+        hosts_main(int(args[1]) if len(args) > 1 else 3)
+        return
     rounds = int(args.pop(0)) if args and args[0].isdigit() else 3
     extra = [a for a in args if a != "--set"]
     base = [*BASE, *extra]
@@ -99,16 +192,7 @@ def main() -> None:
             )
     finally:
         ray.shutdown()
-    ratios = [b[0] / a[0] for a, b in zip(local, remote, strict=True) if a[0]]
-    ratio = statistics.median(ratios)
-    print(
-        f"ray/local throughput: median {ratio:.2f}x (rounds: "
-        f"{', '.join(f'{r:.2f}' for r in ratios)}); target >= 0.9x: "
-        f"{'met' if ratio >= 0.9 else 'NOT met'}"
-    )
-    cpu_a = statistics.median(a[1] for a in local)
-    cpu_b = statistics.median(b[1] for b in remote)
-    print(f"client CPU (median): local {cpu_a:.2f} cores, ray {cpu_b:.2f} cores")
+    report(local, remote, "ray/local")
 
 
 if __name__ == "__main__":

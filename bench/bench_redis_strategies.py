@@ -23,11 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workbench_redis.server import start_redis
+
 from workbench import session
 from workbench.events import StepFinished
 from workbench.metrics import summarise
-from workbench.servers import ServerProcess, start_redis
-from workbench.spec.load import load_spec
+from workbench.servers import ServerProcess
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 KEYS = 10_000

@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from workbench_memcached.server import start_memcached
+from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess, start_memcached, start_redis
+from workbench.servers import ServerProcess
 
 
 def _need(program: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from workbench import session
 from workbench.events import Event, StepFinished
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 

@@ -95,6 +95,10 @@ class Connection(Protocol):
 
 
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
+# A system's check of what its protocol can carry, run at spec check before anything starts:
+# given its resolved options and the longest key the workload makes, it raises a SpecError
+# (or TargetError) naming the field and what was expected. Both engines send what it allowed.
+WireCheck = Callable[[dict[str, Any], bytes], None]
 
 
 async def runs_in_native_engine(
@@ -107,6 +111,51 @@ async def runs_in_native_engine(
         "a native strategy runs in the native engine's workers, not through connect",
         "strategy.name",
     )
+
+
+# How many connections one worker opens: given the system's and the strategy's resolved
+# options and that worker's number of virtual clients. The limits check (engine/limits.py)
+# counts open files with it before a step starts.
+ConnectionCount = Callable[[Mapping[str, Any], Mapping[str, Any], int], int]
+
+
+def per_client(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+    """One connection per virtual client (the default)."""
+    return clients
+
+
+def one_per_worker(
+    system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int
+) -> int:
+    """One connection shared by all of a worker's clients."""
+    return 1
+
+
+def no_connections(
+    system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int
+) -> int:
+    """None: the system lives inside the worker."""
+    return 0
+
+
+def pool_of(option: str) -> ConnectionCount:
+    """As many as the strategy option `option` says, at most one per client (0: one per
+    client, a pool that grows with the clients busy at once)."""
+
+    def count(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        size = int(options[option])
+        return min(clients, size) if size > 0 else clients
+
+    return count
+
+
+def count_of(option: str) -> ConnectionCount:
+    """Exactly as many as the strategy option `option` says, whatever the clients."""
+
+    def count(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        return int(options[option])
+
+    return count
 
 
 @dataclass(frozen=True)
@@ -125,6 +174,9 @@ class Strategy:
     # Why it lacks an operation or a feature ("ttl"): the spec error a profile asking for
     # it gets says so.
     lacks: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # How many connections a worker opens (`per_client`, `one_per_worker`, `pool_of(option)`,
+    # `count_of(option)`, `no_connections`, or a function of your own).
+    connections: ConnectionCount = per_client
 
     def supports_ttl(self) -> bool:
         return "set" in self.operations and "ttl" not in self.lacks
@@ -168,6 +220,12 @@ class CacheSystem:
     # bytes): the engine divides them between workers the way it splits the key space, so
     # that N workers together hold what one would.
     split_options: tuple[str, ...] = ()
+    # Where keys go over several servers, for engines that place them themselves (the
+    # native engine): the system options in, one rendezvous seed per server out, in the
+    # order the servers are listed. None: one server takes every key.
+    placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
+    # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
+    check: WireCheck | None = None
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:
@@ -223,6 +281,8 @@ def check_declaration(obj: object, entry_name: str) -> CacheSystem:
             )
         if not callable(s.connect):
             raise PluginError(f"strategy {s.name!r} has no callable connect", entry_name)
+        if not callable(s.connections):
+            raise PluginError(f"strategy {s.name!r} has no callable connections", entry_name)
     for o in (*obj.options.options, *(o for s in obj.strategies for o in s.options.options)):
         if not isinstance(o, Option):
             raise PluginError(f"option {o!r} is not an Option", entry_name)

@@ -28,9 +28,8 @@ from typing import Any
 
 from workbench.errors import SpecError
 from workbench.live import StepView
-from workbench.metrics import Stats, format_us, summarise
+from workbench.metrics import OP_KINDS, Stats, format_us, summarise
 
-OP_KINDS = ("get", "set", "delete", "publish", "deliver")
 LATENCY_UNITS = {"ns": 0.001, "us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}  # -> µs
 COUNT_UNITS = {"": 1.0, "k": 1000.0, "M": 1_000_000.0}
 COMPARISONS: dict[str, Callable[[float, float], bool]] = {

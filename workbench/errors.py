@@ -33,3 +33,7 @@ class StoreError(WorkbenchError):
 
 class RunRefError(StoreError):
     """A run reference matches no run, or more than one."""
+
+
+class RunActiveError(StoreError):
+    """A run cannot be changed that way while its process is still running it."""

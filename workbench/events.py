@@ -46,6 +46,9 @@ class StepStarted:
     allow_remote: bool = False
     # Machines the workers ran on: {"host", "cpus", "workers"} each; [] for this host only.
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    # How the clients map to connections, in one sentence (`workbench.connections`), said
+    # when the step starts and stored, so a reader never needs the plugin.
+    connections: str = ""
 
     def resolved(self) -> dict[str, Any]:
         """The resolved facts as the store keeps them."""
@@ -58,6 +61,7 @@ class StepStarted:
             "engine": self.engine,
             "allow_remote": self.allow_remote,
             "nodes": self.nodes,
+            "connections": self.connections,
         }
 
 
@@ -91,10 +95,23 @@ class StepFinished:
 
 
 @dataclass(frozen=True)
+class StepSimulated:
+    """A step's trace replayed through eviction policies (`workbench.simulate`): simulated
+    figures, stored beside the measured ones and never mistaken for them.
+
+    `results` is {"limit", "unit", "requests", "seconds", "policies": {name: {"hit_rate",
+    "hot", "cold"}}} with rates as shares (0..1), as the measured ones, or {"error": why}."""
+
+    run_id: str
+    step: int
+    results: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RunFinished:
     run_id: str
     status: RunStatus
     error: str | None = None
 
 
-Event = RunStarted | StepStarted | Interval | Notice | StepFinished | RunFinished
+Event = RunStarted | StepStarted | Interval | Notice | StepFinished | StepSimulated | RunFinished

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from workbench.events import (
     Event,
@@ -21,6 +22,7 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.metrics import (
@@ -53,6 +55,9 @@ class StepView:
     latest: Summary | None = None  # of the last interval
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
+    simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
+    reason: str = ""  # why the step failed, in one line
+    connections: str = ""  # how its clients map to connections (workbench.connections)
 
     @property
     def points(self) -> tuple[Point, ...]:
@@ -109,6 +114,7 @@ class RunView:
                 clients=event.clients,
                 server=dict(event.server),
                 context=context_for(event.spec, getattr(event, "server_options", None)),
+                connections=event.connections,
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):
@@ -130,7 +136,11 @@ class RunView:
                 status=event.status,
                 totals=event.stats,
                 summary=summarise(event.stats),
+                reason=event.reason,
             )
+            return replace(self, steps=_put(self.steps, step))
+        if isinstance(event, StepSimulated):
+            step = replace(self.steps[event.step], simulated=event.results)
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, Notice):
             notices = (*self.notices, f"[{event.level}] {event.message}")

@@ -1,10 +1,9 @@
 """Every number the workbench shows comes from here: recording, merging and summarising.
 
 Latencies are kept in nanoseconds. The hot path only appends an int to a list; once per
-interval `fold` quantises the list to the histogram's own precision (3 significant
-digits, so nothing the histogram would keep is lost), counts equal values, and records
-each distinct value once with its count. Histograms travel in the standard HdrHistogram
-compressed encoding.
+interval `fold` counts equal values and adds each distinct value's count to its bucket
+(3 significant digits: the histogram's own precision). Histograms travel in the
+standard HdrHistogram compressed encoding.
 """
 
 from __future__ import annotations
@@ -21,6 +20,11 @@ from operator import add, lshift, mul, sub
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
+
+# The op kinds an interval records a latency histogram for, in the order reports list them:
+# a cache-aside op is recorded as its get and its set, and "deliver" is a pub/sub message
+# received. Both engines record these names (the native engine reads them from the order).
+OP_KINDS = ("get", "set", "delete", "publish", "deliver")
 
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000  # one hour
@@ -73,15 +77,40 @@ def quantise(values: Iterable[int]) -> dict[int, int]:
 
 
 def fold(hist: HdrHistogram, values: list[int]) -> None:
-    """Record a batch of latencies (ns) into `hist`, one record call per distinct bucket.
+    """Record a batch of latencies (ns) into `hist`: equal values counted, then each distinct
+    value's bucket computed here and its count added once.
 
+    This is `record_value(v, n)` per distinct value without its per-call overhead: a
+    worker folds every latency and send lag of an interval on its event loop, and at
+    20,000 ops/s the library's call cost 7% of a core in slices that held paced sends back.
     A negative latency is a bug in whoever measured it: it is refused, never clamped.
     """
-    record = hist.record_value
-    for value, count in quantise(values).items():
-        if value < 0:
-            raise ValueError(f"negative latency {value} ns: the stopwatch is wrong")
-        record(value, count)
+    counts = Counter(values)
+    if not counts:
+        return
+    low, high = min(counts), max(counts)
+    if low < 0:
+        raise ValueError(f"negative latency {low} ns: the stopwatch is wrong")
+    if high > hist.highest_trackable_value:  # beyond the range: dropped, as the library does
+        record = hist.record_value
+        for value, n in counts.items():
+            record(value, n)
+        return
+    mask, unit = hist.sub_bucket_mask, hist.unit_magnitude
+    half_mag, half = hist.sub_bucket_half_count_magnitude, hist.sub_bucket_half_count
+    shift = unit + half_mag + 1
+    by_index: dict[int, int] = {}
+    get = by_index.get
+    for value, n in counts.items():
+        bucket = (value | mask).bit_length() - shift  # as the library's _counts_index_for
+        i = ((bucket + 1) << half_mag) + (value >> (bucket + unit)) - half
+        by_index[i] = get(i, 0) + n
+    hist_counts = hist.counts
+    for i, n in by_index.items():
+        hist_counts[i] += n
+    hist.total_count += len(values)
+    hist.min_value = min(hist.min_value, low)
+    hist.max_value = max(hist.max_value, high)
 
 
 def encode(hist: HdrHistogram) -> str:

@@ -4,7 +4,7 @@ A typo in a URL must not send load to someone else's server, so a target off thi
 machine needs `target.allow_remote = true` (or `workbench run --allow-remote`). The check
 reads the addresses in a system's resolved options before anything connects: URLs
 (``redis://host:6379/0``, ``http://host:8000``) and ``host:port`` strings, alone or in a
-list. Each plugin's own connect code checks again with `servers.require_loopback`, which
+list. Each plugin's own connect code checks again with `require_loopback`, which
 honours the opt-in through the `ALLOW_REMOTE` key the engine adds to the system options
 of a step that allowed it. Hosts are judged by their text, never looked up: a check that
 resolved names would itself reach a DNS server.
@@ -12,18 +12,50 @@ resolved names would itself reach a DNS server.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from workbench.errors import SpecError
-from workbench.servers import ALLOW_REMOTE, is_loopback
+from workbench.errors import SpecError, TargetError
 
 _HOST_PORT = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9][A-Za-z0-9.-]*)):\d+$")
 HOST_KEYS = ("host", "hostname", "address", "server", "servers", "hosts")
 
-__all__ = ["ALLOW_REMOTE", "addresses", "check_remote", "host_of"]
+__all__ = [
+    "ALLOW_REMOTE",
+    "addresses",
+    "check_remote",
+    "host_of",
+    "is_loopback",
+    "require_loopback",
+]
+
+# The key the engine adds to a step's system options when the spec allowed remote targets.
+ALLOW_REMOTE = "allow_remote"
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses that stay on this machine."""
+    if host in ("localhost", "::1", "[::1]"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = None) -> str:
+    """The host, or a TargetError: load goes to this machine unless the step allowed a
+    remote target (the engine then sets `ALLOW_REMOTE` in the system's options)."""
+    if not is_loopback(host) and not (options is not None and options.get(ALLOW_REMOTE)):
+        raise TargetError(
+            f"{host!r} is not a loopback address (127.0.0.1, ::1, localhost); to load a "
+            "remote target, set target.allow_remote = true or pass --allow-remote",
+            where,
+        )
+    return host
 
 
 def host_of(text: str) -> str | None:

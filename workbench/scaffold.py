@@ -132,7 +132,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from workbench.adapter import AdapterError, CacheSystem, Strategy
+from workbench.adapter import AdapterError, CacheSystem, Strategy, no_connections
 from workbench.options import Option, OptionSet
 
 
@@ -266,6 +266,10 @@ plugin = CacheSystem(
             connect_async,
             operations=frozenset({"get", "set", "delete"}),
             options=OptionSet((DELAY,)),
+            # How many connections a worker opens (limits.py checks open files with it):
+            # none here, the store lives in the worker; per_client, one_per_worker,
+            # pool_of("pool_size") or count_of("connections") for a real client.
+            connections=no_connections,
         ),
         Strategy(
             "blocking",
@@ -274,6 +278,7 @@ plugin = CacheSystem(
             operations=frozenset({"get", "set", "delete"}),
             options=OptionSet((DELAY,)),
             blocking=True,
+            connections=no_connections,
         ),
     ),
     default_strategy="async",

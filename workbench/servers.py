@@ -1,9 +1,13 @@
-"""Servers the workbench starts itself: on a free loopback port, stopped by their pid.
+"""The process toolkit for servers the workbench starts: a free loopback port, launch and
+wait until it accepts connections, its memory, stop by its pid.
 
-Used by the adapters' launchers (``target.managed = true``), by ``workbench serve`` and
-by the tests, so that all three start a server the same way. Every server started here
-is stopped at interpreter exit, and dies with the process that started it (the kernel's
-PR_SET_PDEATHSIG), so neither a crashed nor a killed run leaves one behind.
+The recipes (which program, which flags, which defaults) live with their plugins
+(`workbench_redis.server`, `workbench_memcached.server`, the HTTP plugin's reference
+servers); the adapters' launchers (``target.managed = true``), ``workbench serve`` and the
+tests all start servers through them, so all three start a server the same way. Every
+server started here is stopped at interpreter exit, and dies with the process that
+started it (the kernel's PR_SET_PDEATHSIG), so neither a crashed nor a killed run leaves
+one behind.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import atexit
 import contextlib
 import ctypes
 import functools
-import ipaddress
 import os
 import queue
 import shutil
@@ -20,47 +23,23 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.errors import TargetError
+from workbench.remote import is_loopback
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
 
-# The key the engine adds to a step's system options when the spec allowed remote targets.
-ALLOW_REMOTE = "allow_remote"
-
 _running: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def is_loopback(host: str) -> bool:
-    """True for names and addresses that stay on this machine."""
-    if host in ("localhost", "::1", "[::1]"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def require_loopback(host: str, where: str, options: Mapping[str, Any] | None = None) -> str:
-    """The host, or a TargetError: load goes to this machine unless the step allowed a
-    remote target (the engine then sets `ALLOW_REMOTE` in the system's options)."""
-    if not is_loopback(host) and not (options is not None and options.get(ALLOW_REMOTE)):
-        raise TargetError(
-            f"{host!r} is not a loopback address (127.0.0.1, ::1, localhost); to load a "
-            "remote target, set target.allow_remote = true or pass --allow-remote",
-            where,
-        )
-    return host
+_scratch: dict[int, Path] = {}  # pid -> a server's own temporary directory, removed at its stop
 
 
 PR_SET_PDEATHSIG = 1
@@ -217,16 +196,18 @@ class ServerProcess:
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL if it does not go within STOP_TIMEOUT; always reaped."""
     _running.pop(process.pid, None)
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGTERM)
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
+    if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+            os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    scratch = _scratch.pop(process.pid, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @atexit.register
@@ -266,8 +247,31 @@ def launch(
     target_options: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = START_TIMEOUT,
+    scratch: Path | None = None,
 ) -> ServerProcess:
-    """Start ``argv`` and wait until it accepts connections on host:port."""
+    """Start ``argv`` and wait until it accepts connections on host:port. `scratch`, the
+    server's own temporary directory, is removed when the server stops (or fails to start)."""
+    try:
+        server = _launch(name, argv, host, port, version, target_options, env, timeout)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if scratch is not None:
+        _scratch[server.pid] = scratch
+    return server
+
+
+def _launch(
+    name: str,
+    argv: Sequence[str],
+    host: str,
+    port: int,
+    version: str,
+    target_options: dict[str, Any] | None,
+    env: dict[str, str] | None,
+    timeout: float,
+) -> ServerProcess:
     if not is_loopback(host):  # never on another interface, whatever a run may load
         raise TargetError(
             f"servers the workbench starts listen on loopback only (127.0.0.1, ::1, "
@@ -326,77 +330,6 @@ def program_version(argv: Sequence[str]) -> str:
         return ""
     text = (done.stdout or done.stderr).decode(errors="replace").strip()
     return text.splitlines()[0] if text else ""
-
-
-def start_redis(
-    port: int = 0,
-    host: str = LOOPBACK,
-    maxmemory: str = "",
-    policy: str = "allkeys-lru",
-    extra: Sequence[str] = (),
-    binary: str = "",
-) -> ServerProcess:
-    """A throw-away redis-server: no persistence, no protected mode, on loopback."""
-    program = require_program("redis-server", "redis-server", binary)
-    port = port or free_port(host)
-    argv = [
-        program,
-        "--port", str(port),
-        "--bind", host,
-        "--save", "",
-        "--appendonly", "no",
-        "--protected-mode", "no",
-        "--daemonize", "no",
-        "--dir", tempfile.mkdtemp(prefix="workbench-redis-"),
-    ]
-    if maxmemory:
-        argv += ["--maxmemory", maxmemory, "--maxmemory-policy", policy]
-    argv += list(extra)
-    raw = program_version([program, "--version"])
-    version = next((w[2:] for w in raw.split() if w.startswith("v=")), raw)
-    return launch(
-        "redis-server",
-        argv,
-        host,
-        port,
-        version=f"redis {version}" if version else "redis",
-        target_options={"url": f"redis://{host}:{port}/0"},
-    )
-
-
-def start_memcached(
-    port: int = 0,
-    host: str = LOOPBACK,
-    memory_mb: int = 256,
-    max_item_size: str = "2m",
-    threads: int = 4,
-    extra: Sequence[str] = (),
-    binary: str = "",
-) -> ServerProcess:
-    """A throw-away memcached on loopback (UDP off)."""
-    program = require_program("memcached", "memcached", binary)
-    port = port or free_port(host)
-    argv = [
-        program,
-        "-l", host,
-        "-p", str(port),
-        "-U", "0",
-        "-m", str(memory_mb),
-        "-I", max_item_size,
-        "-t", str(threads),
-    ]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]  # memcached refuses to run as root without it
-    argv += list(extra)
-    raw = program_version([program, "-V"])
-    return launch(
-        "memcached",
-        argv,
-        host,
-        port,
-        version=raw or "memcached",
-        target_options={"servers": [f"{host}:{port}"]},
-    )
 
 
 def start_python_server(

@@ -11,19 +11,36 @@ import asyncio
 import os
 import platform
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
 from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
 from workbench.errors import WorkbenchError
-from workbench.events import Event, RunFinished, RunStarted
-from workbench.runner import this_runner
-from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import check_spec
+from workbench.events import (
+    Event,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepSimulated,
+    StepStarted,
+)
+from workbench.plugins import load_plugin
+from workbench.run_owner import this_runner
+from workbench.simulate.policies import parse_policies
+from workbench.simulate.runner import require as require_simulator
+from workbench.simulate.steps import simulate_step
+from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.spec.resolve import fallback_notice
+from workbench.spec.steps import Step, check_spec, plan
 from workbench.store import Store, StoredRun
 
 LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
@@ -31,6 +48,11 @@ LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloo
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def launcher_log(store: Store, run_id: str) -> Path:
+    """The file a run's launcher logs to (Ray's own lines), beside the store."""
+    return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
 def environment() -> dict[str, Any]:
@@ -77,8 +99,19 @@ async def run(
     With `next_step`, the steps are not the spec's sweep: each is asked for in turn,
     given the previous step's StepFinished (None at first), until it returns None.
     """
+    check_name(name or spec.name, "name")
+    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
+    scratch = None
+    if policies:
+        require_simulator()  # one line saying how to install it, before anything runs
+        if not spec.workload.trace_out:  # a trace to simulate, removed after the run
+            scratch = tempfile.mkdtemp(prefix="workbench-trace-")
+            trace = os.path.join(scratch, "trace.oracleGeneral")
+            spec = replace(spec, workload=replace(spec.workload, trace_out=trace))
     steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    check_limits(steps)  # once per step: here for a planned run, as they come for a search
+    if next_step is not None:
+        next_step = _limits_checked(next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -92,13 +125,23 @@ async def run(
     )
     store.record(started)
     yield started
-    coordinator = Coordinator(run_id, steps, stop)
+    for notice in _fallback_notices(run_id, spec, steps):
+        store.record(notice)
+        yield notice
+    coordinator = Coordinator(run_id, steps, stop, launcher_log=launcher_log(store, run_id))
     finished: RunFinished | None = None
+    step_starts: dict[int, StepStarted] = {}
     try:
         stream = coordinator.events() if next_step is None else coordinator.events_from(next_step)
         async for event in stream:
             store.record(event)
             yield event
+            if isinstance(event, StepStarted):
+                step_starts[event.step] = event
+            elif policies and isinstance(event, StepFinished) and event.step in step_starts:
+                simulated = await _simulate(step_starts[event.step], event, policies)
+                store.record(simulated)
+                yield simulated
         finished = RunFinished(run_id, "interrupted" if stop.is_set() else coordinator.status)
     except WorkbenchError as exc:
         finished = RunFinished(run_id, "failed", str(exc))
@@ -107,8 +150,52 @@ async def run(
         raise
     except Exception as exc:
         finished = RunFinished(run_id, "failed", f"{type(exc).__name__}: {exc}")
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     store.record(finished)
     yield finished
+
+
+async def _simulate(
+    started: StepStarted, finished: StepFinished, policies: tuple[str, ...]
+) -> StepSimulated:
+    """The step's trace through the policies (in a thread: the simulator is a subprocess)."""
+    if finished.status not in ("completed", "degraded"):
+        results: dict[str, Any] = {"error": f"the step {finished.status}"}
+    else:
+        try:
+            results = await asyncio.to_thread(
+                simulate_step, started.spec, started.resolved(), finished.stats.server, policies
+            )
+        except WorkbenchError as exc:
+            results = {"error": exc.message}
+    return StepSimulated(started.run_id, started.step, results)
+
+
+def _fallback_notices(run_id: str, spec: Spec, steps: list[Step]) -> list[Notice]:
+    """A notice per system whose steps, naming no strategy, fall back to a Python client."""
+    said: dict[str, Notice] = {}
+    for step in plan(spec) if steps else []:  # as written: "" where no strategy is named
+        system = load_plugin(step.spec.target.system)
+        if system.name in said:
+            continue
+        text = fallback_notice(system, step.spec)
+        if text:
+            said[system.name] = Notice(run_id, step.index, "warning", text)
+    return list(said.values())
+
+
+def _limits_checked(next_step: NextStep) -> NextStep:
+    """Each step asked for, checked against this machine's limits before it runs."""
+
+    def checked(last: Any) -> Any:
+        step = next_step(last)
+        if step is not None:
+            check_limits([step])
+        return step
+
+    return checked
 
 
 def list_runs(store: Store) -> list[Any]:

@@ -13,16 +13,18 @@ every interval's histograms.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import platform
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import RunRefError, StoreError
+from workbench.errors import RunActiveError, RunRefError, StoreError
 from workbench.events import (
     Event,
     Interval,
@@ -30,11 +32,13 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.live import RunView, point
 from workbench.metrics import Stats, merged, summarise
-from workbench.runner import runner_gone
+from workbench.run_owner import runner_gone
+from workbench.spec.model import check_name
 from workbench.timeline import Point
 
 SCHEMA = """
@@ -66,6 +70,7 @@ CREATE TABLE IF NOT EXISTS notices (
 ADDED_COLUMNS = (
     ("runs", "runner", "TEXT"),  # {"host", "pid", "pid_start"} of the process running it
     ("steps", "resolved", "TEXT"),  # StepStarted.resolved(): the facts a reader needs
+    ("steps", "simulated", "TEXT"),  # StepSimulated.results: the simulated hit rates
     # The interval's chart point (`live.point`): charts and views of a long run read these
     # small rows instead of decoding every interval's histograms.
     ("intervals", "point", "TEXT"),
@@ -77,6 +82,40 @@ ADDED_COLUMNS = (
 # in the coordinator's memory. Appends and the streamed reads of a long run gain nothing
 # from a bigger one.
 CACHE_KIB = 512
+
+
+ABANDONED_ERROR = "the process running it ended without finishing it"
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _writable(path: Path) -> bool:
+    """True when this process can write the store file and make files beside it (its
+    journal), or create it (in the nearest folder that exists)."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _cannot_open(exc: BaseException, path: Path) -> str:
+    """Why the store cannot be opened for writing, saying "read-only" when it is that."""
+    text = str(exc)
+    if isinstance(exc, OSError):
+        read_only = exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    else:  # SQLite's "attempt to write a readonly database", or "unable to open" its journal
+        read_only = "readonly" in text or not _writable(path)
+    if read_only:
+        return (
+            f"cannot write the results store: its location is read-only ({text}); "
+            "reading commands (runs list, runs show, report) still work, or give another "
+            "store with --store or WORKBENCH_STORE"
+        )
+    return f"cannot open the results store: {text}"
 
 
 def default_path() -> Path:
@@ -169,6 +208,7 @@ class StoredStep:
     intervals: Sequence[Interval] = field(default_factory=list)  # StoredIntervals when read
     # StepStarted.resolved(); in runs stored before it was kept, what the spec says.
     resolved: dict[str, Any] = field(default_factory=dict)
+    simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results, if any
 
     def samples(self) -> Iterator[tuple[Point, Stats]]:
         """Each interval's chart point and histogram-free counters (`StoredIntervals`)."""
@@ -211,6 +251,7 @@ class StoredStep:
             engine=dict(r.get("engine") or {}),
             allow_remote=bool(r.get("allow_remote", False)),
             nodes=list(r.get("nodes") or []),
+            connections=str(r.get("connections") or ""),
         )
 
 
@@ -250,6 +291,8 @@ class StoredRun:
                     yield n
             if self.status != "running" or s.status != "running":
                 yield StepFinished(self.id, s.index, s.status, s.stats)
+            if s.simulated:
+                yield StepSimulated(self.id, s.index, s.simulated)
         if self.status != "running":
             yield RunFinished(self.id, self.status, self.error)  # type: ignore[arg-type]
 
@@ -299,11 +342,24 @@ class RunRow:
     p99_us: float | None
     hit_rate: float | None
     errors: int
+    # The step every figure of the row comes from (the fastest measured one): its title,
+    # strategy and clients; None / "" when no step measured anything.
+    step: str = ""
+    step_strategy: str = ""
+    clients: int | None = None
 
 
 class Store:
-    def __init__(self, path: Path | str | None = None) -> None:
+    """The results store. `read_only`: for commands that only read (list, show, report):
+    it is opened without write access, never created, and changes nothing."""
+
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         self.path = Path(path) if path else default_path()
+        self.read_only = read_only
+        self._gone: set[str] = set()  # read-only: runs whose process is gone (not marked)
+        if read_only:
+            self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -315,7 +371,59 @@ class Store:
             self._add_columns()
             self.mark_abandoned()
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the results store: {exc}", str(self.path)) from None
+            raise StoreError(_cannot_open(exc, self.path), str(self.path)) from None
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise StoreError("no runs stored yet (there is no results store here)", str(self.path))
+        if self._needs_upgrade() and _writable(self.path):
+            Store(self.path).close()  # one writing open adds the columns newer readers use
+        uri = self.path.resolve().as_uri()
+        try:
+            self.db = _connect(f"{uri}?mode=ro")
+            self._check_schema()
+        except sqlite3.Error:
+            # A WAL store on a read-only location: its -shm cannot be made. Nothing writes
+            # there (this process cannot, so neither can a run), so read the file as it is.
+            try:
+                self.db = _connect(f"{uri}?immutable=1")
+                self._check_schema()
+            except sqlite3.Error as exc:
+                raise StoreError(_cannot_open(exc, self.path), str(self.path)) from None
+        self._gone = {
+            run_id
+            for run_id, runner in self.db.execute(
+                "SELECT id, runner FROM runs WHERE status='running' AND runner IS NOT NULL"
+            ).fetchall()
+            if runner_gone(json.loads(runner))
+        }
+
+    def _needs_upgrade(self) -> bool:
+        try:
+            db = _connect(f"{self.path.resolve().as_uri()}?mode=ro")
+            try:
+                return any(
+                    column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                    for table, column, _ in ADDED_COLUMNS
+                )
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return False
+
+    def _check_schema(self) -> None:
+        """Every table and column a reader selects is there (a store of an older version
+        on a location this process cannot write to cannot be upgraded)."""
+        for table, column, _ in ADDED_COLUMNS:
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                raise StoreError(f"not a results store (it has no {table} table)", str(self.path))
+            if column not in have:
+                raise StoreError(
+                    "written by an older version of the workbench and read-only here: open it "
+                    "once where it can be written to upgrade it",
+                    str(self.path),
+                )
 
     def _add_columns(self) -> None:
         for table, column, declaration in ADDED_COLUMNS:
@@ -336,7 +444,7 @@ class Store:
         for run_id in gone:
             self.db.execute(
                 "UPDATE runs SET status='abandoned', error=? WHERE id=? AND status='running'",
-                ("the process running it ended without finishing it", run_id),
+                (ABANDONED_ERROR, run_id),
             )
         return gone
 
@@ -345,85 +453,98 @@ class Store:
 
     def record(self, event: Event) -> None:
         """Keep one event; called before any face sees it."""
-        now = time.time()
-        db = self.db
-        if isinstance(event, RunStarted):
-            db.execute(
-                "INSERT INTO runs (id, name, created_at, finished_at, status, error, spec, "
-                "environment, plan, runner) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.name,
-                    event.started_at,
-                    None,
-                    "running",
-                    None,
-                    json.dumps(event.spec),
-                    json.dumps(event.environment),
-                    json.dumps(event.steps),
-                    json.dumps(event.runner) if event.runner else None,
-                ),
-            )
-        elif isinstance(event, StepStarted):
-            db.execute(
-                "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
-                "clients, server, status, started_at, resolved) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.step,
-                    event.title,
-                    json.dumps(event.label),
-                    json.dumps(event.spec),
-                    event.workers,
-                    event.clients,
-                    json.dumps(event.server),
-                    "running",
-                    now,
-                    json.dumps(event.resolved()),
-                ),
-            )
-        elif isinstance(event, Interval):
-            db.execute(
-                "INSERT OR REPLACE INTO intervals (run_id, step, idx, elapsed, stats, point) "
-                "VALUES (?,?,?,?,?,?)",
-                (
-                    event.run_id,
-                    event.step,
-                    event.index,
-                    event.elapsed,
-                    json.dumps(event.stats.to_dict()),
-                    json.dumps(point(event).to_dict()),
-                ),
-            )
-        elif isinstance(event, Notice):
-            db.execute(
-                "INSERT INTO notices VALUES (?,?,?,?,?)",
-                (event.run_id, event.step, event.level, event.message, now),
-            )
-        elif isinstance(event, StepFinished):
-            s = summarise(event.stats)
-            db.execute(
-                "UPDATE steps SET status=?, stats=?, ops_per_s=?, p50_us=?, p99_us=?, "
-                "hit_rate=?, errors=?, finished_at=? WHERE run_id=? AND idx=?",
-                (
-                    event.status,
-                    json.dumps(event.stats.to_dict()),
-                    s.ops_per_s,
-                    s.p(50.0),
-                    s.p(99.0),
-                    s.hit_rate,
-                    s.errors,
-                    now,
-                    event.run_id,
-                    event.step,
-                ),
-            )
-        elif isinstance(event, RunFinished):
-            self._close_unfinished_steps(event)
-            db.execute(
-                "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
-                (event.status, event.error, now, event.run_id),
-            )
+        keep = _KEEPERS.get(type(event))
+        if keep is not None:
+            keep(self, event, time.time())
+
+    def _run_started(self, event: RunStarted, now: float) -> None:
+        self.db.execute(
+            "INSERT INTO runs (id, name, created_at, finished_at, status, error, spec, "
+            "environment, plan, runner) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                event.run_id,
+                event.name,
+                event.started_at,
+                None,
+                "running",
+                None,
+                json.dumps(event.spec),
+                json.dumps(event.environment),
+                json.dumps(event.steps),
+                json.dumps(event.runner) if event.runner else None,
+            ),
+        )
+
+    def _step_started(self, event: StepStarted, now: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO steps (run_id, idx, title, label, spec, workers, "
+            "clients, server, status, started_at, resolved) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                event.run_id,
+                event.step,
+                event.title,
+                json.dumps(event.label),
+                json.dumps(event.spec),
+                event.workers,
+                event.clients,
+                json.dumps(event.server),
+                "running",
+                now,
+                json.dumps(event.resolved()),
+            ),
+        )
+
+    def _interval(self, event: Interval, now: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO intervals (run_id, step, idx, elapsed, stats, point) "
+            "VALUES (?,?,?,?,?,?)",
+            (
+                event.run_id,
+                event.step,
+                event.index,
+                event.elapsed,
+                json.dumps(event.stats.to_dict()),
+                json.dumps(point(event).to_dict()),
+            ),
+        )
+
+    def _notice(self, event: Notice, now: float) -> None:
+        self.db.execute(
+            "INSERT INTO notices VALUES (?,?,?,?,?)",
+            (event.run_id, event.step, event.level, event.message, now),
+        )
+
+    def _step_finished(self, event: StepFinished, now: float) -> None:
+        s = summarise(event.stats)
+        self.db.execute(
+            "UPDATE steps SET status=?, stats=?, ops_per_s=?, p50_us=?, p99_us=?, "
+            "hit_rate=?, errors=?, finished_at=? WHERE run_id=? AND idx=?",
+            (
+                event.status,
+                json.dumps(event.stats.to_dict()),
+                s.ops_per_s,
+                s.p(50.0),
+                s.p(99.0),
+                s.hit_rate,
+                s.errors,
+                now,
+                event.run_id,
+                event.step,
+            ),
+        )
+
+    def _step_simulated(self, event: StepSimulated, now: float) -> None:
+        self.db.execute(
+            "UPDATE steps SET simulated=? WHERE run_id=? AND idx=?",
+            (json.dumps(event.results), event.run_id, event.step),
+        )
+
+    def _run_finished(self, event: RunFinished, now: float) -> None:
+        self._close_unfinished_steps(event)
+        self.db.execute(
+            "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
+            (event.status, event.error, now, event.run_id),
+        )
 
     def _close_unfinished_steps(self, event: RunFinished) -> None:
         """A run that ends with a step still running (abandoned by a second Ctrl-C) keeps
@@ -478,7 +599,7 @@ class Store:
         steps = []
         for row in self.db.execute(
             "SELECT idx, title, label, spec, workers, clients, server, "
-            "status, stats, resolved FROM steps WHERE run_id=? ORDER BY idx",
+            "status, stats, resolved, simulated FROM steps WHERE run_id=? ORDER BY idx",
             (run_id,),
         ):
             intervals = StoredIntervals(self, run_id, row[0])
@@ -496,6 +617,7 @@ class Store:
                     stats,
                     intervals,
                     json.loads(row[9]) if row[9] else {},
+                    json.loads(row[10]) if row[10] else {},
                 )
             )
         notices = [
@@ -509,8 +631,8 @@ class Store:
             r[1],
             r[2],
             r[3],
-            r[4],
-            r[5],
+            self._status(r[0], r[4]),
+            ABANDONED_ERROR if r[0] in self._gone else r[5],
             json.loads(r[6]),
             json.loads(r[7]),
             json.loads(r[8]),
@@ -519,20 +641,51 @@ class Store:
             json.loads(r[9]) if r[9] else {},
         )
 
+    def _status(self, run_id: str, status: str) -> str:
+        return "abandoned" if run_id in self._gone else status
+
     def list_runs(self, limit: int = 500) -> list[RunRow]:
+        """Runs, newest first; each row's figures all come from one step, its fastest measured
+        one (ops/s, p50, p99, hit rate and errors of the same step, never mixed)."""
         rows = self.db.execute(
-            "SELECT r.id, r.name, r.created_at, r.status, r.spec, COUNT(s.idx), MAX(s.ops_per_s), "
-            "MIN(s.p50_us), MIN(s.p99_us), AVG(s.hit_rate), COALESCE(SUM(s.errors), 0) "
-            "FROM runs r LEFT JOIN steps s ON s.run_id = r.id GROUP BY r.id "
+            "WITH ranked AS (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.run_id ORDER BY "
+            "(s.ops_per_s IS NULL OR s.ops_per_s <= 0), s.ops_per_s DESC, s.idx) AS rn, "
+            "COUNT(*) OVER (PARTITION BY s.run_id) AS n FROM steps s) "
+            "SELECT r.id, r.name, r.created_at, r.status, r.spec, COALESCE(b.n, 0), "
+            "b.ops_per_s, b.p50_us, b.p99_us, b.hit_rate, b.errors, b.title, b.clients, "
+            "b.resolved, b.spec FROM runs r LEFT JOIN ranked b ON b.run_id = r.id AND b.rn = 1 "
             "ORDER BY r.created_at DESC LIMIT ?",
             (limit,),
         ).fetchall()
         ran = self._strategies_ran([r[0] for r in rows])
         out = []
-        for rid, name, created, status, spec, n, ops, p50, p99, hr, errs in rows:
+        for row in rows:
+            rid, name, created, status, spec, n, ops, p50, p99, hr, errs = row[:11]
+            title, clients, resolved, step_spec = row[11:]
             system, strategy = target_and_strategy(json.loads(spec), ran.get(rid, []))
+            measured = bool(ops and ops > 0)
+            facts = json.loads(resolved) if resolved else {}
+            step_strategy = facts.get("strategy") or (
+                json.loads(step_spec).get("strategy", {}).get("name", "") if step_spec else ""
+            )
             out.append(
-                RunRow(rid, name, created, status, system, strategy, n, ops, p50, p99, hr, errs)
+                RunRow(
+                    rid,
+                    name,
+                    created,
+                    self._status(rid, status),
+                    system,
+                    strategy,
+                    n,
+                    ops if measured else None,
+                    p50 if measured else None,
+                    p99 if measured else None,
+                    hr if measured else None,
+                    (errs or 0) if measured else 0,
+                    title or "" if measured else "",
+                    step_strategy if title else "",
+                    clients if title else None,
+                )
             )
         return out
 
@@ -554,10 +707,44 @@ class Store:
         return ran
 
     def rename(self, ref: str, name: str) -> None:
+        check_name(name)
         self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
 
     def delete(self, ref: str) -> None:
-        self.db.execute("DELETE FROM runs WHERE id=?", (self.resolve(ref),))
+        """Delete a run and all it measured; refused while its process is still running it
+        (it would go on writing to a run that is gone)."""
+        run_id = self.resolve(ref)
+        row = self.db.execute("SELECT status, runner FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is not None and row[0] == "running":
+            runner = json.loads(row[1]) if row[1] else {}
+            if _alive_here(runner):
+                raise RunActiveError(
+                    f"is still running (pid {runner['pid']}); expected a finished run: stop it "
+                    "first (Ctrl-C, or F8 in the TUI), or delete it once its process is gone",
+                    run_id,
+                )
+        self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+
+
+def _alive_here(runner: dict[str, Any]) -> bool:
+    """The run's process is on this host and still the same process (see `runner_gone`)."""
+    return (
+        runner.get("host") == platform.node()
+        and isinstance(runner.get("pid"), int)
+        and not runner_gone(runner)
+    )
+
+
+# How each kind of event is kept: one writer per event type.
+_KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
+    RunStarted: Store._run_started,
+    StepStarted: Store._step_started,
+    Interval: Store._interval,
+    Notice: Store._notice,
+    StepFinished: Store._step_finished,
+    StepSimulated: Store._step_simulated,
+    RunFinished: Store._run_finished,
+}
 
 
 def _last(intervals: Sequence[Interval]) -> Stats | None:

@@ -7,27 +7,48 @@ Every step gets one of:
   workload.
 - **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
   (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or it was
-  that busy with other processes (a starved worker looks idle) and the load did not fall
-  behind for want of replies (next rule). The figure is a lower bound of both sides.
+  that busy with other processes (a starved worker looks idle, and reads replies late)
+  and the step shows no server stall. The figure is a lower bound of both sides.
 - **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
   headroom. The figure is a lower bound of the server's capacity.
-- **fell behind** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops were issued
-  (the clients waited on replies: a slow or stopped server, too few clients), or the send
-  lag's p99 (actual send minus intended start) exceeded `SEND_LAG_P99_NS`. The latencies
-  include queueing in the clients.
+- **fell behind** (open loop): the generator could not keep its schedule — fewer than
+  `KEPT_SCHEDULE` of the offered ops were issued, or the send lag (actual send minus
+  intended start) was large against the latency (`lagged`) — and a worker was busy.
+  The latencies include queueing in the clients. (A worker starved by other processes
+  is machine-bound.)
+- **server stalled** (open loop): the clients waited on replies while the workers idled
+  (fewer than `KEPT_SCHEDULE` of the offered ops issued, or sends late by about as much
+  as the latency, which for a busy client runs from the intended start), and one wait
+  was at least `STALL_FACTOR` times the p50 (or ops went unanswered: timed out or
+  abandoned, `UNANSWERED_KINDS`) while a typical op left the clients room
+  (rate x p50 latency below `STALL_ROOM` times the clients). Ops due meanwhile went out
+  late or never; the latencies include the wait (coordinated omission corrected).
+- **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
+  while the workers idled on a machine with CPUs to spare, with no such stall: each
+  client has one op in flight, and at this latency they cannot carry the rate (rate x
+  p50 latency says how many it needs).
 - **on schedule** (open loop): the offered rate was kept and neither side was busy. The
-  latencies are the server's at this rate.
+  latencies are the server's and the network's at this rate (an idle client's latency
+  runs from its send, so a late timer does not inflate them; the send lag says how late).
 - **latency-bound** (closed loop): neither side was busy; throughput is clients divided by
   latency.
 - **unknown**: the step recorded no CPU figures and no offered rate (runs of an older
   workbench); every face then leaves the verdict out.
 
 The rules are tried in that order: a busy server explains a figure before a busy machine,
-and a busy machine before a busy worker (adding workers to a full machine helps nothing);
-a schedule missed for want of replies comes before a machine other processes fill.
+and a busy machine before a busy worker (adding workers to a full machine helps nothing).
+A machine other processes fill comes next when idle clients sent late (starved), then a
+server stall (its signature is plain even on a full machine), then the full machine
+again (a starved worker's clients seem to wait on replies), then too few clients. No
+verdict of a step that kept its schedule advises a lower rate.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
+
+With workers on several machines (a Ray cluster), each load machine's busy share is read
+on that machine (``stats.server["hosts"]``, see engine/hostload.py) apart from the
+coordinator's own: *machine-bound* then names the machine that was full, e.g.
+``machine-bound: host 10.77.0.3 98% busy on 4 CPUs (3.70 of them ours), ...``.
 
 Figures come from the step's intervals: worker CPU (``stats.cpu``, seconds per worker),
 the offered op count and the send-lag histogram (open loop), and from ``stats.server``
@@ -46,20 +67,34 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workbench.metrics import Recorded, Stats, format_us, merged
+from workbench.metrics import Recorded, Stats, format_us, merged, new_histogram
 
 # --- thresholds: the one place they are set ------------------------------------------------
 WORKER_BUSY = 0.85  # share of one core at which a worker process counts as saturated
 SERVER_BUSY = 0.85  # share of its usable cores at which the server counts as saturated
 MACHINE_BUSY = 0.90  # busy share of all the load machine's CPUs at which it counts as full
 MACHINE_OURS = 0.50  # ...provided our workers and server used at least this share of them
-KEPT_SCHEDULE = 0.95  # open loop: issued / offered below this means the load fell behind
-SEND_LAG_P99_NS = 1_000_000  # open loop: send lag p99 above 1 ms means it fell behind
+KEPT_SCHEDULE = 0.95  # open loop: issued / offered below this means the schedule was missed
+# Open loop: the sends were late when the send lag's p99 is above SEND_LAG_FLOOR_NS and at
+# least SEND_LAG_SHARE of the latency's p99 (late against what is measured, not absolutely).
+SEND_LAG_FLOOR_NS = 100_000
+SEND_LAG_SHARE = 0.5
+# Open loop, clients that waited on replies while the workers idled: a stall when the
+# longest wait is at least STALL_FACTOR times the p50 and a typical op left the clients
+# room (rate x p50 latency, the ops in flight it needs, below STALL_ROOM of them: at one
+# op in flight each, the clients could carry the rate at the typical latency).
+STALL_FACTOR = 100
+# Error kinds of ops whose answer never came (a timeout; still in flight at the end): a
+# wait at least as long as the reply timeout, which the latencies do not hold.
+UNANSWERED_KINDS = ("timeout", "abandoned")
+STALL_ROOM = 1.0
 
 SERVER_BOUND = "server-bound"
 MACHINE_BOUND = "machine-bound"
 GENERATOR_BOUND = "generator-bound"
 FELL_BEHIND = "fell behind"
+SERVER_STALLED = "server stalled"
+TOO_FEW_CLIENTS = "too few clients"
 ON_SCHEDULE = "on schedule"
 LATENCY_BOUND = "latency-bound"
 UNKNOWN = "unknown"
@@ -68,12 +103,14 @@ KINDS = (
     MACHINE_BOUND,
     GENERATOR_BOUND,
     FELL_BEHIND,
+    SERVER_STALLED,
+    TOO_FEW_CLIENTS,
     ON_SCHEDULE,
     LATENCY_BOUND,
     UNKNOWN,
 )
 # A generator that fails, not the target: a search stops there rather than report a knee.
-GENERATOR_KINDS = (GENERATOR_BOUND, MACHINE_BOUND)
+GENERATOR_KINDS = (GENERATOR_BOUND, MACHINE_BOUND, FELL_BEHIND)
 
 ADVICE = {
     SERVER_BOUND: "the figure is the server's capacity for this workload",
@@ -86,10 +123,21 @@ ADVICE = {
         "the figure is a lower bound of the server's capacity: add workers or use the native engine"
     ),
     FELL_BEHIND: (
-        "the load did not keep its schedule, so latencies include queueing in the clients: "
-        "add clients (load.concurrency) or lower the rate"
+        "the generator did not keep its schedule, so latencies include queueing in the "
+        "clients: add workers or use the native engine"
     ),
-    ON_SCHEDULE: "the offered rate was kept: the latencies are the server's at this rate",
+    SERVER_STALLED: (
+        "the server stalled: the clients waited on its answers, so ops due meanwhile went out "
+        "late or never, and the latencies include the wait; look at the server, not the load"
+    ),
+    TOO_FEW_CLIENTS: (
+        "each client has one op in flight, and at this latency the clients cannot issue the "
+        "offered rate: add clients (load.concurrency)"
+    ),
+    ON_SCHEDULE: (
+        "the offered rate was kept with neither side busy: the latencies are the server's and "
+        "the network's at this rate"
+    ),
     LATENCY_BOUND: (
         "neither side is busy: throughput is clients divided by latency; add clients to "
         "load the server harder"
@@ -101,6 +149,8 @@ BADGES = {
     MACHINE_BOUND: "machine-bound",
     GENERATOR_BOUND: "generator-bound",
     FELL_BEHIND: "fell behind",
+    SERVER_STALLED: "server stalled",
+    TOO_FEW_CLIENTS: "too few clients",
     ON_SCHEDULE: "on schedule",
     LATENCY_BOUND: "latency-bound",
     UNKNOWN: "",
@@ -115,6 +165,7 @@ class Context:
     open_loop: bool = False
     server_cores: float | None = None  # known from the system; None: ask the figures
     single_threaded: bool = False
+    clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
 
 
 def context_for(
@@ -136,8 +187,12 @@ def context_for(
     elif system == "http" and managed:
         # The managed HTTP servers (caching proxy, key-value store) are one asyncio process.
         cores, single = 1.0, True
-    rate = spec.get("load", {}).get("rate")
-    return Context(system, bool(rate), cores, single)
+    load = spec.get("load", {})
+    groups = spec.get("workload", {}).get("groups") or []
+    clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
+    return Context(
+        system, bool(load.get("rate")), cores, single, clients if _positive(clients) else None
+    )
 
 
 def _positive(value: Any) -> float | None:
@@ -164,6 +219,9 @@ class Usage:
     host_busy: float = 0.0  # busy share x seconds
     host_span: float = 0.0
     host_cpus: int | None = None
+    # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
+    # its workers), from ``stats.server["hosts"]``.
+    hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
 
     def plus(self, stats: Stats) -> Usage:
         """This usage with one more interval added."""
@@ -195,6 +253,16 @@ class Usage:
             )
         if _positive(server.get("host_cpus")):
             out = replace(out, host_cpus=int(server["host_cpus"]))
+        if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
+            hosts = dict(out.hosts)
+            for name, figure in server["hosts"].items():
+                if not (isinstance(figure, Mapping) and _number(figure.get("busy"))):
+                    continue
+                busy, span, _, _ = hosts.get(name, (0.0, 0.0, 0, ()))
+                workers = tuple(str(w) for w in figure.get("workers", ()))
+                cpus = int(figure.get("cpus") or 0)
+                hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
+            out = replace(out, hosts=hosts)
         return out
 
     @classmethod
@@ -220,6 +288,24 @@ class Usage:
 
     def machine_share(self) -> float | None:
         return self.host_busy / self.host_span if self.host_span else None
+
+    def host_shares(self) -> dict[str, tuple[float, int, float]]:
+        """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
+        workers = self.worker_shares()
+        out = {
+            name: (busy / span, cpus, sum(workers.get(w, 0.0) for w in ws))
+            for name, (busy, span, cpus, ws) in self.hosts.items()
+            if span > 0
+        }
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+    def full_host(self, ours_needed: bool) -> str | None:
+        """The busiest load machine that was full (with our workers using at least
+        `MACHINE_OURS` of it, if `ours_needed`), or None."""
+        for name, (share, cpus, ours) in self.host_shares().items():
+            if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
+                return name
+        return None
 
 
 def _number(value: Any) -> bool:
@@ -291,6 +377,8 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         "machine_busy": machine,
         "machine_cpus": usage.host_cpus,
     }
+    if usage.hosts:
+        figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
     if open_loop:
         d = totals.duration
         figures |= {
@@ -302,34 +390,103 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     if not usage.recorded and not totals.offered:
         return Verdict(UNKNOWN, "no CPU figures and no offered rate recorded", figures)
 
+    latency = _latency(totals)
+    lat_p50, lat_p99, lat_max = latency if latency else (0, 0, 0)
+    if open_loop:
+        figures |= {"latency_p50_us": lat_p50 / 1000, "latency_max_us": lat_max / 1000}
     cpu = _cpu_text(workers, server_used, cores, server_share, context, usage)
     schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
     both = "; ".join(t for t in (schedule, cpu) if t)
     ours = sum(workers.values()) + (server_used or 0.0)
     full = machine is not None and machine >= MACHINE_BUSY and bool(usage.host_cpus)
     behind = kept is not None and kept < KEPT_SCHEDULE
-    lagged = lag_p99 is not None and lag_p99 > SEND_LAG_P99_NS
+    lagged = (
+        lag_p99 is not None and lag_p99 > SEND_LAG_FLOOR_NS and lag_p99 >= SEND_LAG_SHARE * lat_p99
+    )
+    busy = bool(workers) and max(workers.values()) >= WORKER_BUSY
     if server_share is not None and server_share >= SERVER_BUSY:
         return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
     if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
-    if workers and max(workers.values()) >= WORKER_BUSY:
-        return Verdict(GENERATOR_BOUND, _join(cpu, schedule), figures)
-    if open_loop and behind:  # ops never sent for want of replies: the server set the pace
-        return Verdict(FELL_BEHIND, both, figures)
-    if full:  # other processes fill the machine: our load and server waited for CPUs
+    if host := usage.full_host(ours_needed=True):  # a load machine of its own was full
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+    if busy:  # the generator's own doing: it missed its schedule or set the pace
+        kind = FELL_BEHIND if open_loop and (behind or lagged) else GENERATOR_BOUND
+        return Verdict(kind, _join(cpu, schedule), figures)
+    # A busy client sends late by as much as it waited on the answer before, which its
+    # latency (run from the intended start) holds too; an idle client woken late does not
+    # (its latency runs from the send: far below the lag).
+    waited = lagged and lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99
+    if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
+        stall = _stall(totals, context, (lat_p50, lat_max), (schedule, cpu), figures)
+        if stall is not None:
+            return stall
+    if full:  # a starved worker reads replies late too: nothing here is the server's alone
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=False):  # a load machine full of others
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+    if open_loop and behind:
+        need = f"rate x p50 latency needs {figures['in_flight_needed']:,.1f} ops in flight"
+        if context.clients is not None:
+            need += f", {context.clients} clients"
+        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
     if open_loop and totals.offered:
-        return Verdict(FELL_BEHIND if lagged else ON_SCHEDULE, both, figures)
+        return Verdict(ON_SCHEDULE, both, figures)
     if not usage.recorded:
         return Verdict(UNKNOWN, "no CPU figures recorded", figures)
     return Verdict(LATENCY_BOUND, both, figures)
+
+
+def _stall(
+    totals: Stats,
+    context: Context,
+    latency: tuple[int, int],
+    texts: tuple[str, str],
+    figures: dict[str, Any],
+) -> Verdict | None:
+    """Clients that waited on replies while the workers idled: a stalled server, or None.
+
+    Little's law tells a stall from a shortage of clients: a typical op (p50) at the
+    offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
+    spare, and the shortfall came from a few waits far longer than a typical op.
+    """
+    p50, longest = latency
+    schedule, cpu = texts
+    rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
+    needed = rate * p50 / 1e9
+    figures["in_flight_needed"] = needed
+    clients = context.clients
+    if clients is not None and needed >= STALL_ROOM * clients:
+        return None
+    # Waits that never ended: ops that timed out, or were still unanswered at the end.
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
+    if longest >= STALL_FACTOR * max(p50, 1):
+        wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    elif unanswered:
+        wait = f"{unanswered:,} ops unanswered (timed out or abandoned)"
+    else:
+        return None
+    return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
 
 
 def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:
     """The verdict of a step from its recorded intervals (the pure form of `judge`)."""
     parts = list(intervals)
     return judge(Usage.of(parts), merged(parts, concurrent=False), context)
+
+
+def _latency(totals: Stats) -> tuple[int, int, int] | None:
+    """p50, p99 and max (ns) over every issued op kind (deliveries are not issued)."""
+    hists = [h for k, h in totals.hist.items() if k != "deliver" and h.get_total_count()]
+    if not hists:
+        return None
+    every = new_histogram()
+    for h in hists:
+        every.add(h)
+    at = Recorded(every).values_at((50.0, 99.0))
+    return at[50.0], at[99.0], every.get_max_value()
 
 
 def _p99_ns(hist: Any) -> int | None:
@@ -377,6 +534,8 @@ def _cpu_text(
         parts.append(
             f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
         )
+    for name, (share, cpus, mine) in usage.host_shares().items():
+        parts.append(f"host {name} {share:.0%} busy on {cpus} CPUs ({mine:.2f} of them ours)")
     return ", ".join(parts)
 
 

@@ -54,6 +54,9 @@ VALUE_SIZE_FORMS: dict[str, tuple[str, ...]] = {
 TTL_FORMS: dict[str, tuple[str, ...]] = {"none": (), "fixed": ("seconds",), "range": ("min", "max")}
 
 DEFAULT_HOT_SHARE = 0.2
+# A sequential stream starts client c at key c * SEQUENCE_STRIDE, so clients do not march
+# over the same keys in step.
+SEQUENCE_STRIDE = 7919
 _CALL = re.compile(r"\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 
 
@@ -88,15 +91,20 @@ def _numbers(args: list[str], count: int, where: str, what: str) -> tuple[float,
     return numbers
 
 
+# Past this exponent nearly every draw is the hottest key already, and the weights 1/i**s
+# would overflow a float for large key spaces.
+MAX_ZIPF = 20.0
+
+
 def parse_key_distribution(text: str, where: str = "workload.key_distribution") -> Dist:
     kind, args = _parse_call(text, where, KEY_DISTRIBUTIONS, "zipf(0.99) or hotcold(0.8,0.2)")
     if kind in ("uniform", "sequential"):
         _numbers(args, 0, where, f"{kind} without arguments")
         return Dist(kind)
     if kind == "zipf":
-        (s,) = _numbers(args, 1, where, "zipf(s) with s > 0")
-        if s <= 0:
-            raise SpecError(f"expected zipf(s) with s > 0; got {s:g}", where)
+        (s,) = _numbers(args, 1, where, f"zipf(s) with 0 < s <= {MAX_ZIPF:g}")
+        if not 0 < s <= MAX_ZIPF:
+            raise SpecError(f"expected zipf(s) with 0 < s <= {MAX_ZIPF:g}; got {s:g}", where)
         return Dist(kind, (s,))
     if kind == "gaussian":
         mean, sd = _numbers(args, 2, where, "gaussian(mean, stddev) as shares of the key space")
@@ -235,7 +243,7 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
 
         return zipf
     if dist.kind == "gaussian":
-        mean, sd = dist.params[0] * n, dist.params[1] * n
+        mean, sd = gaussian_keys(dist, n)
         gauss = rng.gauss
 
         def gaussian() -> int:
@@ -246,9 +254,8 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
             return min(max(int(mean), 0), n - 1)
 
         return gaussian
-    access, share = dist.params
-    hot = max(1, int(n * share))
-    cold = max(1, n - hot)
+    access = dist.params[0]
+    hot, cold = hot_cold_split(dist, n)
 
     def hotcold() -> int:
         if rand() < access:
@@ -256,6 +263,55 @@ def key_chooser(dist: Dist, n: int, rng: random.Random, start: int = 0) -> Calla
         return min(hot + int(rand() * cold), n - 1)
 
     return hotcold
+
+
+OWNED_TRIES = 64  # draws per worker count before the nearest owned key is taken instead
+
+
+def owned_chooser(pick: Callable[[], int], n: int, worker: int, workers: int) -> Callable[[], int]:
+    """`pick` restricted to the keys worker `worker` of `workers` owns (k % workers ==
+    worker): the global popularity conditioned on them, by rejection, so N workers with
+    their own caches see the key space as one cache would. Bounded: after OWNED_TRIES draws
+    per worker (a distribution with nearly no mass on this worker's keys) the owned key
+    nearest to the last draw is taken."""
+    if workers <= 1:
+        return pick
+    tries = OWNED_TRIES * workers
+    if worker >= n:  # more workers than keys: this one owns none, it shares the first
+        return lambda: worker % n
+
+    def owned() -> int:
+        k = 0
+        for _ in range(tries):
+            k = pick()
+            if k % workers == worker:
+                return k
+        k = k - k % workers + worker
+        return k if k < n else k - workers
+
+    return owned
+
+
+def owned_keys(n: int, worker: int, workers: int) -> range:
+    """The keys worker `worker` of `workers` owns when each holds its own cache."""
+    return range(worker, n, workers) if workers > 1 else range(n)
+
+
+def hot_cold_split(dist: Dist, n: int) -> tuple[int, int]:
+    """hotcold(access, share) over n keys: how many keys are hot, how many cold."""
+    hot = max(1, int(n * dist.params[1]))
+    return hot, max(1, n - hot)
+
+
+def gaussian_keys(dist: Dist, n: int) -> tuple[float, float]:
+    """gaussian(mean, stddev) over n keys: its mean and deviation as key indexes."""
+    return dist.params[0] * n, dist.params[1] * n
+
+
+def hot_end(dist: Dist, keys: int, key_offset: int) -> int:
+    """Keys below this index are the hot ones (index 0 is the hottest in every distribution)."""
+    share = dist.params[1] if dist.kind == "hotcold" else DEFAULT_HOT_SHARE
+    return key_offset + max(1, int(keys * share))
 
 
 def size_chooser(dist: Dist, rng: random.Random) -> Callable[[], int]:
@@ -330,20 +386,23 @@ class OpStream:
         ttl: Dist,
         seed: int,
         client_id: int,
+        owner: tuple[int, int] = (0, 1),
     ) -> None:
+        """`owner` = (worker, workers): draw only the keys that worker owns (`owned_chooser`),
+        for systems whose every worker holds its own cache."""
         self.rng = random.Random(f"{seed}:{client_id}")
         self.codes = list(mix)
         total = sum(mix.values())
         self.cum = [c / total for c in itertools.accumulate(mix.values())]
         self.cum[-1] = 1.0
         self.key_offset = key_offset
-        hot_share = key_dist.params[1] if key_dist.kind == "hotcold" else DEFAULT_HOT_SHARE
-        # Keys below this index are the hot ones (index 0 is the hottest in every distribution).
-        self.hot_end = key_offset + max(1, int(keys * hot_share))
+        self.hot_end = hot_end(key_dist, keys, key_offset)
         self.prefix, self.key_length = key_prefix, key_length
         self.key_format = key_template(key_prefix, key_length)
         self.key_table = _key_table(self.key_format, key_offset, keys)
-        self.next_key = key_chooser(key_dist, keys, self.rng, start=client_id * 7919)
+        self.next_key = owned_chooser(
+            key_chooser(key_dist, keys, self.rng, start=client_id * SEQUENCE_STRIDE), keys, *owner
+        )
         self.next_size = size_chooser(value_size, self.rng)
         self.next_ttl = ttl_chooser(ttl, self.rng)
         self.next = self._make_next()
@@ -390,3 +449,11 @@ def partition(keys: int, workers: int, worker: int) -> tuple[int, int]:
     base, extra = divmod(keys, workers)
     offset = worker * base + min(worker, extra)
     return offset, base + (1 if worker < extra else 0)
+
+
+def share(total: int | None, plans: int, all_clients: int) -> int | None:
+    """A worker's part of an op budget: `total` split by its share of the clients
+    (rounded half to even, at least 1), 0 for a worker without clients; None: no budget."""
+    if total is None:
+        return None
+    return max(1, round(total * plans / max(all_clients, 1))) if plans else 0

@@ -159,6 +159,52 @@ fn request(text: &str, base_path: &str) -> Result<Request, String> {
     })
 }
 
+/// What a response's header lines say about its body and its connection.
+struct Head {
+    close: bool,
+    length: Option<usize>,
+    chunked: bool,
+    is_json: bool,
+}
+
+fn head(lines: &[u8], http10: bool) -> Result<Head, String> {
+    let mut h = Head {
+        close: http10,
+        length: None,
+        chunked: false,
+        is_json: false,
+    };
+    for line in lines.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = match line.iter().position(|&b| b == b':') {
+            Some(c) => c,
+            None => continue,
+        };
+        let name = String::from_utf8_lossy(&line[..colon])
+            .trim()
+            .to_ascii_lowercase();
+        let value = String::from_utf8_lossy(&line[colon + 1..])
+            .trim()
+            .to_ascii_lowercase();
+        match name.as_str() {
+            "content-length" => {
+                h.length = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("a bad Content-Length: {:?}", value))?,
+                )
+            }
+            "transfer-encoding" => h.chunked = value.contains("chunked"),
+            "content-type" => {
+                h.is_json = value.split(';').next().unwrap_or("").trim() == "application/json"
+            }
+            "connection" => h.close = value == "close" || (h.close && value != "keep-alive"),
+            _ => {}
+        }
+    }
+    Ok(h)
+}
+
 impl Http {
     pub fn from_options(o: &Value) -> Result<Http, String> {
         let base = opt_str(o, "base_url");
@@ -346,38 +392,15 @@ impl Http {
             .ok()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("not an HTTP/1.x status line: {:?}", show(status_line)))?;
-        let mut close = status_line.starts_with(b"HTTP/1.0");
-        let mut length: Option<usize> = None;
-        let mut chunked = false;
-        let mut is_json = false;
-        for line in buf[first + 2..head_end].split(|&b| b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let colon = match line.iter().position(|&b| b == b':') {
-                Some(c) => c,
-                None => continue,
-            };
-            let name = String::from_utf8_lossy(&line[..colon])
-                .trim()
-                .to_ascii_lowercase();
-            let value = String::from_utf8_lossy(&line[colon + 1..])
-                .trim()
-                .to_ascii_lowercase();
-            match name.as_str() {
-                "content-length" => {
-                    length = Some(
-                        value
-                            .parse()
-                            .map_err(|_| format!("a bad Content-Length: {:?}", value))?,
-                    )
-                }
-                "transfer-encoding" => chunked = value.contains("chunked"),
-                "content-type" => {
-                    is_json = value.split(';').next().unwrap_or("").trim() == "application/json"
-                }
-                "connection" => close = value == "close" || (close && value != "keep-alive"),
-                _ => {}
-            }
-        }
+        let Head {
+            close,
+            mut length,
+            mut chunked,
+            is_json,
+        } = head(
+            &buf[first + 2..head_end],
+            status_line.starts_with(b"HTTP/1.0"),
+        )?;
         if self.method(req) == "HEAD"
             || status == 204
             || status == 304

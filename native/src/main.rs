@@ -4,16 +4,24 @@
 //!   workbench-native            serve one coordinator (stdin/stdout frames)
 //!   workbench-native --version  print the engine's name and version
 //!   workbench-native --probe    one request at a time, for the conformance kit
+//!   workbench-native --order-version  the version of the compiled step order it reads
 
-mod engine;
+mod client;
+mod codec;
 mod frames;
 mod http;
+mod io;
+mod issue;
 mod memcache;
+mod order;
 mod pacing;
 mod probe;
 mod proto;
 mod record;
 mod resp;
+mod rng;
+mod step;
+mod trace;
 mod workload;
 
 use serde_json::json;
@@ -27,13 +35,17 @@ fn main() {
             println!("workbench-native {}", VERSION);
             return;
         }
+        "--order-version" => {
+            println!("{}", order::ORDER_VERSION);
+            return;
+        }
         "--probe" => {
             std::process::exit(probe::run());
         }
         "" => {}
         other => {
             eprintln!(
-                "workbench-native: unknown argument {:?}; expected --version or --probe",
+                "workbench-native: unknown argument {:?}; expected --version, --order-version or --probe",
                 other
             );
             std::process::exit(2);
@@ -54,7 +66,7 @@ fn main() {
         std::process::exit(3);
     }
     let out = frames::Out::private_stdout();
-    let mut eng = engine::Engine::new(out);
+    let mut eng = io::Engine::new(out);
     eng.out.send(&json!({
         "type": "ready",
         "pid": std::process::id(),

@@ -1,5 +1,6 @@
 //! memcached's text protocol: get, set with exptime, delete; keys spread over several
-//! servers by the same rendezvous hashing as `plugins/workbench_memcached/protocol.py`.
+//! servers by highest-random-weight scores against the servers' seeds, which the step
+//! order carries (`plugins/workbench_memcached/protocol.py` makes them).
 
 use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
 
@@ -132,15 +133,15 @@ fn fmix32(mut h: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-/// Highest-random-weight hashing over the servers' "host:port" names.
+/// Highest-random-weight hashing: a key goes to the server whose seed scores highest.
 pub struct Rendezvous {
     seeds: Vec<u32>,
 }
 
 impl Rendezvous {
-    pub fn new(nodes: &[String]) -> Rendezvous {
+    pub fn new(seeds: &[u32]) -> Rendezvous {
         Rendezvous {
-            seeds: nodes.iter().map(|n| crc32(n.as_bytes())).collect(),
+            seeds: seeds.to_vec(),
         }
     }
 

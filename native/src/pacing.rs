@@ -1,6 +1,7 @@
 //! Time: the monotonic clock in ns, a precise wake-up (timerfd), the start the
 //! coordinator names, the open-loop schedule and the interval grid.
 
+use crate::rng::SplitMix64;
 use std::os::unix::io::RawFd;
 
 #[inline]
@@ -97,6 +98,139 @@ impl Drop for Timer {
     }
 }
 
+/// How an open-loop client's gaps are drawn (`load.arrivals`, compiled into the order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// A constant gap of one period (wrk2).
+    Uniform,
+    /// Exponential gaps of mean one period, from the client's splitmix64 stream.
+    Poisson,
+}
+
+/// What a client's schedule is made from (all from the order).
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub period: u64,
+    pub offset: u64,
+    pub arrivals: Arrivals,
+    pub seed: u64,
+}
+
+/// An exponential gap of mean `period` from a uniform draw `u` in [0, 1), as
+/// `arrivals.exponential_gap` computes it.
+#[inline]
+pub fn exponential_gap(period: u64, u: f64) -> u64 {
+    (period as f64 * -(1.0 - u).ln()) as u64
+}
+
+/// One client's intended starts (monotonic ns), in order: start + offset, then its gaps
+/// (`workbench/engine/arrivals.py`'s `Schedule`, to the ns).
+#[derive(Clone)]
+pub struct Schedule {
+    pub next: u64,
+    period: u64,
+    rng: Option<SplitMix64>,
+}
+
+impl Schedule {
+    pub fn new(start: u64, t: &Timing) -> Schedule {
+        Schedule {
+            next: start + t.offset,
+            period: t.period,
+            rng: match t.arrivals {
+                Arrivals::Uniform => None,
+                Arrivals::Poisson => Some(SplitMix64::new(t.seed)),
+            },
+        }
+    }
+
+    /// The next intended start, the schedule moved past it.
+    #[inline]
+    pub fn take(&mut self) -> u64 {
+        let due = self.next;
+        self.next += match self.rng.as_mut() {
+            None => self.period,
+            Some(r) => exponential_gap(self.period, r.random()),
+        };
+        due
+    }
+}
+
+/// How many of a schedule's intended starts lie before t (t asked in growing order).
+pub struct Offered {
+    start: u64,
+    timing: Timing,
+    schedule: Schedule,
+    count: u64,
+    upto: u64,
+}
+
+impl Offered {
+    pub fn new(start: u64, timing: Timing) -> Offered {
+        Offered {
+            start,
+            timing,
+            schedule: Schedule::new(start, &timing),
+            count: 0,
+            upto: 0,
+        }
+    }
+
+    pub fn before(&mut self, t: u64) -> u64 {
+        let first = self.start + self.timing.offset;
+        if self.timing.arrivals == Arrivals::Uniform {
+            let p = self.timing.period.max(1);
+            return if t <= first {
+                0
+            } else {
+                (t - first + p - 1) / p
+            };
+        }
+        if t < self.upto {
+            // Asked about the past: count again from the start.
+            self.schedule = Schedule::new(self.start, &self.timing);
+            self.count = 0;
+        }
+        self.upto = t;
+        while self.schedule.next < t {
+            self.schedule.take();
+            self.count += 1;
+        }
+        self.count
+    }
+}
+
+/// The most the loop arms its timer ahead of an op's intended start, then spins to it.
+pub const SPIN_MAX: u64 = 50_000;
+
+/// How early to arm the timer for an open-loop send: the timer's recent oversleep (how
+/// late a timerfd wake-up came), tracking its high end (up at once, down slowly), at most
+/// `SPIN_MAX`. The loop wakes that much ahead and polls without sleeping for the rest, so
+/// that a send leaves within microseconds of its intended start even when wake-ups come
+/// late.
+#[derive(Default)]
+pub struct WakeTuner {
+    pub early: u64,
+}
+
+impl WakeTuner {
+    /// When to arm the timer for a send due at `due`.
+    #[inline]
+    pub fn arm_at(&self, due: u64) -> u64 {
+        due.saturating_sub(self.early)
+    }
+
+    /// A timer armed for `armed` woke the loop at `woke`.
+    pub fn observe(&mut self, armed: u64, woke: u64) {
+        let late = woke.saturating_sub(armed).min(SPIN_MAX);
+        if late > self.early {
+            self.early = late;
+        } else {
+            self.early -= self.early / 64;
+        }
+    }
+}
+
 /// Ends of the intervals of a measured phase of `duration`, as offsets from its start:
 /// boundaries at k*I for k = 1..floor(D/I), the phase ending at D; a tail shorter than
 /// I/2 is folded into the last interval, a longer one is an interval of its own.
@@ -130,6 +264,40 @@ pub fn cpu_seconds() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_arrival_processes_count_what_they_schedule() {
+        for arrivals in [Arrivals::Uniform, Arrivals::Poisson] {
+            let t = Timing {
+                period: 1000,
+                offset: 300,
+                arrivals,
+                seed: 42,
+            };
+            let mut s = Schedule::new(10_000, &t);
+            let times: Vec<u64> = (0..500).map(|_| s.take()).collect();
+            assert_eq!(times[0], 10_300);
+            assert!(times.windows(2).all(|w| w[0] <= w[1]));
+            let mut o = Offered::new(10_000, t);
+            let end = times[499] + 1;
+            assert_eq!(o.before(10_300), 0);
+            assert_eq!(o.before(end), 500);
+            let mean = (times[499] - times[0]) as f64 / 499.0;
+            assert!((mean - 1000.0).abs() < 150.0, "{}", mean);
+        }
+    }
+
+    #[test]
+    fn the_tuner_follows_the_late_wake_ups_and_forgets_them_slowly() {
+        let mut t = WakeTuner::default();
+        t.observe(1_000, 31_000);
+        assert_eq!(t.early, 30_000);
+        assert_eq!(t.arm_at(100_000), 70_000);
+        t.observe(1_000, 1_500);
+        assert!(t.early < 30_000 && t.early > 29_000);
+        t.observe(0, 10_000_000);
+        assert_eq!(t.early, SPIN_MAX);
+    }
 
     #[test]
     fn grid_folds_short_tails_and_keeps_long_ones() {

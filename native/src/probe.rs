@@ -1,66 +1,103 @@
 //! Probe mode: one request at a time through this engine's own encoders and parsers, for
-//! the conformance kit (`workbench/engine/native.py`). Frames in, frames out, like a worker:
-//!   {"op":"open","system":S,"options":{...}}              -> {"ok":true} or {"error":...}
+//! the conformance kit (`workbench/engine/native.py`) and the tests that compare the two
+//! engines. Frames in, frames out, like a worker:
+//!   {"op":"open","system":S,"options":{...},"allow_remote":B,"placement":[seeds]|null}
+//!   -> {"ok":true} or {"error":...}
 //!   {"op":"get"|"set"|"delete","client":N,"key":B64,"value":B64,"ttl":T}
 //!   -> {"ok":true,"value":B64|null,"deleted":bool} or {"error":{"kind":K,"message":M}}
 //!   {"op":"stream","order":{step order},"client":N,"count":C}
-//!   -> {"codes":[...],"keys":[...],"sizes":[...]}: the first C ops of that client's stream
+//!   -> {"codes":[...],"keys":[...],"sizes":[...],"ttls":[...]}: the first C ops of a client
+//!   {"op":"map","order":{step order},"uniforms":[...]} -> {"sizes":[...],"ttls":[...]}:
+//!   the value size and TTL each uniform draw stands for
+//!   {"op":"schedule","order":{step order},"start_ns":S,"count":C} -> {"times":[...]}: the
+//!   first C intended starts of the order's clients together, in order, from S
+//!   {"op":"target","order":{step order}} -> {"servers":["host:port",...]}: the addresses
+//!   the step would connect to (nothing is connected), or {"error":...}
+//!   {"op":"place","order":{step order},"indexes":[...]} -> {"servers":[...]}: the server
+//!   each key goes to
 //! Each client id is one blocking connection (per server), opened on first use and after
 //! a loss, as the engine's clients are.
 
-use crate::engine::{codec_for, Codec};
+use crate::codec::{codec_for, Codec, Target};
 use crate::frames::{In, Out};
+use crate::order::StepOrder;
+use crate::pacing::Schedule;
 use crate::proto::{Reply, Req};
 use crate::record::{base64, base64_decode};
+use crate::workload::{format_key_into, size_at, ttl_at, OpStream};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+type Conns = HashMap<(u64, usize), (TcpStream, Vec<u8>)>;
+
 struct Session {
     codec: Codec,
     addrs: Vec<SocketAddr>,
     timeout: Duration,
-    conns: HashMap<(u64, usize), (TcpStream, Vec<u8>)>,
+    conns: Conns,
 }
 
 fn fail(kind: &str, message: &str) -> Value {
     json!({"error": {"kind": kind, "message": message}})
 }
 
-impl Session {
-    fn conn(&mut self, client: u64, si: usize) -> Result<&mut (TcpStream, Vec<u8>), Value> {
-        if !self.conns.contains_key(&(client, si)) {
-            let addr = self.addrs[si];
-            let s = TcpStream::connect_timeout(&addr, self.timeout)
-                .map_err(|e| fail("connection", &format!("cannot connect to {}: {}", addr, e)))?;
-            let _ = s.set_nodelay(true);
-            let _ = s.set_read_timeout(Some(self.timeout));
-            let mut hello = Vec::new();
-            let n = self.codec_hello(&mut hello);
-            let mut entry = (s, Vec::new());
-            if n > 0 {
-                entry
-                    .0
-                    .write_all(&hello)
-                    .map_err(|e| fail("connection", &e.to_string()))?;
-                for _ in 0..n {
-                    match read_reply(&self.codec, &mut entry, Req::Hello)? {
-                        (Reply::Failed(k, m), _) => return Err(fail(&k, &m)),
-                        _ => continue,
-                    }
-                }
+/// Client `client`'s connection to server `si`, opened (with its hello) when missing.
+fn connection<'c>(
+    codec: &Codec,
+    conns: &'c mut Conns,
+    addr: SocketAddr,
+    timeout: Duration,
+    id: (u64, usize),
+) -> Result<&'c mut (TcpStream, Vec<u8>), Value> {
+    if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(id) {
+        slot.insert(open_connection(codec, addr, timeout)?);
+    }
+    Ok(conns.get_mut(&id).expect("just inserted"))
+}
+
+fn open_connection(
+    codec: &Codec,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<(TcpStream, Vec<u8>), Value> {
+    let s = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| fail("connection", &format!("cannot connect to {}: {}", addr, e)))?;
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(timeout));
+    let mut hello = Vec::new();
+    let n = codec.hello(&mut hello);
+    let mut entry = (s, Vec::new());
+    if n > 0 {
+        entry
+            .0
+            .write_all(&hello)
+            .map_err(|e| fail("connection", &e.to_string()))?;
+        for _ in 0..n {
+            if let (Reply::Failed(k, m), _) = read_reply(codec, &mut entry, Req::Hello)? {
+                return Err(fail(&k, &m));
             }
-            self.conns.insert((client, si), entry);
         }
-        Ok(self.conns.get_mut(&(client, si)).expect("just inserted"))
     }
+    Ok(entry)
+}
 
-    fn codec_hello(&self, out: &mut Vec<u8>) -> usize {
-        crate::engine::hello(&self.codec, out)
+fn answer(reply: Reply) -> Value {
+    match reply {
+        Reply::Failed(k, m) => fail(&k, &m),
+        Reply::Miss => json!({"ok": true, "value": null, "deleted": false}),
+        Reply::Deleted(d) => json!({"ok": true, "deleted": d}),
+        Reply::Done => json!({"ok": true}),
+        Reply::Hit {
+            decoded: Some(v), ..
+        } => json!({"ok": true, "value": base64(&v)}),
+        Reply::Hit { .. } => json!({"ok": true}),
     }
+}
 
+impl Session {
     fn request(&mut self, frame: &Value) -> Value {
         let op = frame["op"].as_str().unwrap_or("");
         let client = frame["client"].as_u64().unwrap_or(0);
@@ -73,50 +110,38 @@ impl Session {
             "delete" => Req::Delete,
             _ => return fail("protocol", &format!("unknown probe op {:?}", op)),
         };
-        let si = crate::engine::server_for(&self.codec, &key);
+        let si = self.codec.server_for(&key);
         let mut out = Vec::new();
-        if !crate::engine::encode(&self.codec, &mut out, req, &key, &value, ttl) {
+        if !self.codec.encode(&mut out, req, &key, &value, ttl) {
             return fail(
                 "unsupported",
                 "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
             );
         }
-        let result = (|| {
-            let conn = self.conn(client, si)?;
+        let id = (client, si);
+        let result = connection(
+            &self.codec,
+            &mut self.conns,
+            self.addrs[si],
+            self.timeout,
+            id,
+        )
+        .and_then(|conn| {
             conn.0
                 .write_all(&out)
                 .map_err(|e| fail("connection", &e.to_string()))?;
-            let codec = std::mem::replace(
-                &mut self.codec,
-                Codec::Memcache(
-                    crate::memcache::Memcache,
-                    crate::memcache::Rendezvous::new(&[]),
-                ),
-            );
-            let conn = self.conns.get_mut(&(client, si)).expect("open");
-            let r = read_reply(&codec, conn, req);
-            self.codec = codec;
-            r
-        })();
+            read_reply(&self.codec, conn, req)
+        });
         match result {
             Err(e) => {
-                self.conns.remove(&(client, si));
+                self.conns.remove(&id);
                 e
             }
             Ok((reply, close)) => {
                 if close {
-                    self.conns.remove(&(client, si));
+                    self.conns.remove(&id);
                 }
-                match reply {
-                    Reply::Failed(k, m) => fail(&k, &m),
-                    Reply::Miss => json!({"ok": true, "value": null, "deleted": false}),
-                    Reply::Deleted(d) => json!({"ok": true, "deleted": d}),
-                    Reply::Done => json!({"ok": true}),
-                    Reply::Hit {
-                        decoded: Some(v), ..
-                    } => json!({"ok": true, "value": base64(&v)}),
-                    Reply::Hit { .. } => json!({"ok": true}),
-                }
+                answer(reply)
             }
         }
     }
@@ -130,7 +155,7 @@ fn read_reply(
 ) -> Result<(Reply, bool), Value> {
     let mut chunk = vec![0u8; 256 * 1024];
     loop {
-        match crate::engine::parse(codec, &conn.1, req) {
+        match codec.parse(&conn.1, req) {
             Ok(Some(p)) => {
                 let reply = match p.reply {
                     Reply::Hit {
@@ -189,6 +214,14 @@ pub fn run() -> i32 {
             open(&frame, &mut session)
         } else if frame["op"] == "stream" {
             stream(&frame)
+        } else if frame["op"] == "schedule" {
+            schedule(&frame)
+        } else if frame["op"] == "map" {
+            map(&frame)
+        } else if frame["op"] == "target" {
+            target(&frame)
+        } else if frame["op"] == "place" {
+            place(&frame)
         } else if frame["op"] == "close" {
             session = None;
             json!({"ok": true})
@@ -203,30 +236,131 @@ pub fn run() -> i32 {
 }
 
 /// The op sequence the engine would draw for one client of a step (tests compare the
-/// distributions with the Python engine's).
+/// distributions, and the draws where they are deterministic, with the Python engine's).
 fn stream(frame: &Value) -> Value {
-    let order = match crate::frames::StepOrder::from_frame(&frame["order"]) {
+    let order = match StepOrder::from_frame(&frame["order"]) {
         Ok(o) => o,
-        Err(e) => return fail("spec", &e.0),
+        Err(e) => return fail("spec", &e),
     };
-    let client = frame["client"].as_i64().unwrap_or(0);
+    let id = frame["client"].as_i64().unwrap_or(0);
     let count = frame["count"].as_u64().unwrap_or(0);
-    let mut ops = crate::engine::client_stream(&order, client as usize);
-    let (mut codes, mut keys, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    let client = match order.clients.iter().find(|c| c.id == id) {
+        Some(c) => c,
+        None => return fail("spec", &format!("the order has no client {}", id)),
+    };
+    let mut ops = OpStream::new(&order, &client.mix, id, client.sequence_start);
+    let (mut codes, mut keys, mut sizes, mut ttls) = (vec![], vec![], vec![], vec![]);
     for _ in 0..count {
         let op = ops.next_op();
         codes.push(op.code);
         keys.push(op.index);
         sizes.push(op.size);
+        ttls.push(op.ttl);
     }
-    json!({"codes": codes, "keys": keys, "sizes": sizes})
+    json!({"codes": codes, "keys": keys, "sizes": sizes, "ttls": ttls})
+}
+
+/// The value size and TTL of each given uniform draw, under the order's distributions.
+fn map(frame: &Value) -> Value {
+    let order = match StepOrder::from_frame(&frame["order"]) {
+        Ok(o) => o,
+        Err(e) => return fail("spec", &e),
+    };
+    let uniforms: Vec<f64> = frame["uniforms"]
+        .as_array()
+        .map(|l| l.iter().filter_map(|u| u.as_f64()).collect())
+        .unwrap_or_default();
+    let sizes: Vec<usize> = uniforms
+        .iter()
+        .map(|&u| size_at(&order.value_size, u))
+        .collect();
+    let ttls: Vec<Option<f64>> = uniforms.iter().map(|&u| ttl_at(&order.ttl, u)).collect();
+    json!({"sizes": sizes, "ttls": ttls})
+}
+
+/// The first intended starts of all the order's open-loop clients, merged in time order.
+fn schedule(frame: &Value) -> Value {
+    let order = match StepOrder::from_frame(&frame["order"]) {
+        Ok(o) => o,
+        Err(e) => return fail("spec", &e),
+    };
+    let start = frame["start_ns"].as_u64().unwrap_or(0);
+    let count = frame["count"].as_u64().unwrap_or(0);
+    let mut all: Vec<Schedule> = order
+        .clients
+        .iter()
+        .filter_map(|c| c.timing.map(|t| Schedule::new(start, &t)))
+        .collect();
+    let mut times = Vec::new();
+    while (times.len() as u64) < count && !all.is_empty() {
+        let first = (0..all.len())
+            .min_by_key(|&i| all[i].next)
+            .expect("not empty");
+        times.push(all[first].take());
+    }
+    json!({ "times": times })
+}
+
+/// The codec and addresses a step order names, without connecting.
+fn order_target(frame: &Value) -> Result<(StepOrder, Codec, Vec<SocketAddr>), Value> {
+    let order = StepOrder::from_frame(&frame["order"]).map_err(|e| fail("spec", &e))?;
+    let (codec, addrs) = codec_for(&Target {
+        system: &order.system,
+        options: &order.target,
+        allow_remote: order.allow_remote,
+        placement: order.placement.as_deref(),
+    })
+    .map_err(|e| fail("target", &e))?;
+    Ok((order, codec, addrs))
+}
+
+/// The servers a step would load (its remote decision applied), nothing connected.
+fn target(frame: &Value) -> Value {
+    match order_target(frame) {
+        Ok((_, _, addrs)) => {
+            let names: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+            json!({ "servers": names })
+        }
+        Err(e) => e,
+    }
+}
+
+/// The server index each key index of `indexes` goes to.
+fn place(frame: &Value) -> Value {
+    let (order, codec, _) = match order_target(frame) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let mut key = Vec::new();
+    let servers: Vec<usize> = frame["indexes"]
+        .as_array()
+        .map(|l| l.iter().filter_map(|i| i.as_u64()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| {
+            format_key_into(&mut key, &order.keys.prefix, i, order.keys.length);
+            codec.server_for(&key)
+        })
+        .collect();
+    json!({ "servers": servers })
 }
 
 /// The "open" order: the codec and addresses from the options, each server reachable.
 fn open(frame: &Value, session: &mut Option<Session>) -> Value {
     let system = frame["system"].as_str().unwrap_or("");
     let options = &frame["options"];
-    let (codec, addrs) = match codec_for(system, options) {
+    let seeds: Option<Vec<u32>> = frame["placement"].as_array().map(|l| {
+        l.iter()
+            .filter_map(|s| s.as_u64())
+            .map(|s| s as u32)
+            .collect()
+    });
+    let (codec, addrs) = match codec_for(&Target {
+        system,
+        options,
+        allow_remote: frame["allow_remote"].as_bool().unwrap_or(false),
+        placement: seeds.as_deref(),
+    }) {
         Ok(x) => x,
         Err(e) => return fail("target", &e),
     };

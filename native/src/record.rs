@@ -7,7 +7,6 @@ use serde_json::{json, Map, Value};
 
 pub const LOWEST_NS: u64 = 1;
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
-pub const KINDS: [&str; 5] = ["get", "set", "delete", "publish", "deliver"];
 const FIRST_ERROR_CHARS: usize = 300;
 
 pub fn new_histogram() -> Histogram<u64> {
@@ -100,10 +99,10 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(open_loop: bool) -> Recorder {
+    /// A recorder with one histogram per op kind the order names (`StepOrder::record`).
+    pub fn new(open_loop: bool, kinds: usize) -> Recorder {
         Recorder {
-            // get, set, delete: the kinds this engine issues (no pub/sub)
-            hist: (0..3).map(|_| Counts::new()).collect(),
+            hist: (0..kinds).map(|_| Counts::new()).collect(),
             hits: 0,
             misses: 0,
             bytes_in: 0,
@@ -117,13 +116,13 @@ impl Recorder {
         }
     }
 
-    /// A latency in ns of an op of `kind` (GET, SET, DELETE...).
+    /// A latency in ns of an op of the kind at index `kind` of the order's kinds.
     #[inline(always)]
-    pub fn latency(&mut self, kind: u8, ns: u64) {
+    pub fn latency(&mut self, kind: usize, ns: u64) {
         if cfg!(feature = "norecord") {
             return;
         }
-        self.hist[kind as usize].record(ns);
+        self.hist[kind].record(ns);
     }
 
     #[inline]
@@ -180,9 +179,16 @@ impl Recorder {
     }
 
     /// The STATS object of `metrics.Stats.to_dict()`, plus cpu, offered and send_lag.
-    pub fn to_json(&self, duration: f64, worker: usize, cpu_seconds: f64) -> Value {
+    /// `kinds` names the histograms, in the order the recorder was made with.
+    pub fn to_json(
+        &self,
+        duration: f64,
+        worker: usize,
+        cpu_seconds: f64,
+        kinds: &[String],
+    ) -> Value {
         let mut hist = Map::new();
-        for (name, h) in KINDS.iter().zip(self.hist.iter()) {
+        for (name, h) in kinds.iter().zip(self.hist.iter()) {
             if !h.is_empty() {
                 hist.insert(name.to_string(), Value::String(encode(&h.histogram())));
             }
@@ -329,7 +335,7 @@ mod tests {
 
     #[test]
     fn errors_keep_the_first_message() {
-        let mut r = Recorder::new(false);
+        let mut r = Recorder::new(false, 3);
         r.error("connection", "first");
         r.error("connection", "second");
         assert_eq!(

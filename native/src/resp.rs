@@ -85,10 +85,9 @@ impl Resp {
         };
         match line.first() {
             Some(b'-') => {
+                // An opening command refused (WRONGPASS, NOPERM) is the server's answer too:
+                // the connection is dropped with it, and the step says it.
                 let msg = format!("redis: {}", show(&line[1..]));
-                if req == Req::Hello {
-                    return Err(msg);
-                }
                 parsed(Reply::Failed("server".into(), msg), used)
             }
             Some(b'$') if req == Req::Get => {

@@ -1,9 +1,10 @@
 """The embedded cache: an in-process LRU with TTLs and pub/sub, needing no server.
 
 Each worker process holds its own cache (``shared_state=False``), so the engine splits
-the key space between workers and, with it, the capacity (``max_entries`` and
-``max_bytes`` are totals: each of N workers holds 1/N), so every hit rate means what it
-says whatever the number of workers. It is the
+the key space between workers (each owns every N-th key and draws from the global
+popularity restricted to them) and, with it, the capacity (``max_entries`` and
+``max_bytes`` are totals: each of N workers holds 1/N), so N workers act as one cache and
+every hit rate means what it says whatever the number of workers. It is the
 "simplistic cache" of the client-strategy document: get, set, delete, publish, subscribe.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy
+from workbench.adapter import CacheSystem, Strategy, no_connections
 from workbench.options import Option, OptionSet
 from workbench_embedded.cache import LockedCache, LruCache
 
@@ -118,12 +119,14 @@ plugin = CacheSystem(
             "clients call the cache on the worker's event loop",
             _connect_direct,
             operations=frozenset({"get", "set", "delete", "publish", "subscribe"}),
+            connections=no_connections,
         ),
         Strategy(
             "threads",
             "one thread per client, the cache behind a lock",
             _connect_threads,
             blocking=True,
+            connections=no_connections,
         ),
     ),
     default_strategy="direct",

@@ -46,9 +46,17 @@ redis-server unless ``redis_url`` is given, or ``kv-store``) and points the temp
 
 from __future__ import annotations
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
+from workbench.adapter import (
+    CacheSystem,
+    ServerLauncher,
+    Strategy,
+    per_client,
+    pool_of,
+    runs_in_native_engine,
+)
 from workbench.options import Option, OptionSet
 from workbench_http.client import connect_keep_alive, connect_new
+from workbench_http.config import check_target
 from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
@@ -108,24 +116,29 @@ plugin = CacheSystem(
                     ),
                 )
             ),
+            connections=pool_of("pool_size"),
         ),
         Strategy(
             "new-connection",
             "a new TCP connection for every request (Connection: close)",
             connect_new,
+            connections=per_client,
         ),
         Strategy(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             connect_lean,
+            connections=per_client,
         ),
         Strategy(
             "native",
             "native engine (Rust): one keep-alive connection per client, as wrk",
             runs_in_native_engine,
             engine="native",
+            connections=per_client,
         ),
     ),
     default_strategy="keep-alive",
     server=ServerLauncher(options=SERVER_OPTIONS, start=start_server),
+    check=check_target,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
 
@@ -24,8 +25,50 @@ def check_base_url(url: str, options: dict[str, Any] | None = None) -> str:
             f"expected an http:// URL such as http://127.0.0.1:8000; got {url!r}",
             option_where("base_url"),
         )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port < 65536:  # 0 is not "the default": name a port
+        raise TargetError(
+            f"expected a port from 1 to 65535 in {url!r}", option_where("base_url")
+        )
     require_loopback(parts.hostname, option_where("base_url"), options)
     return url.rstrip("/")
+
+
+# An HTTP header name is a token (RFC 9110 5.6.2); a value holds no CR, LF or other
+# control character but the tab, so no header can end early and start another.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_REQUEST_TARGET_BAD = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
+_TEMPLATES = ("get", "set", "delete")
+_PATHS = ("base_url", "stats_path")  # the whole text is part of the request target
+
+
+def check_target(options: dict[str, Any], longest_key: bytes) -> None:
+    """The spec check's: every option compiles, and nothing in the templates or headers
+    can break the request line or a header. Keys travel percent-encoded in URLs and
+    JSON-escaped in bodies, so any key can be sent."""
+    Config.from_options(options)
+    for name in (*_TEMPLATES, *_PATHS):
+        text = str(options[name]).strip()
+        target = text.partition(" ")[2].strip() if name in _TEMPLATES else text
+        bad = _REQUEST_TARGET_BAD.search(target)
+        if bad:
+            raise TargetError(
+                "expected a request target of printable ASCII (percent-encode the rest); "
+                f"got {bad.group()!r} in {text[:80]!r}",
+                option_where(name),
+            )
+    for line in options["headers"]:
+        name, _, value = line.partition(":")
+        if not _TOKEN.fullmatch(name.strip()) or _CONTROL.search(value):
+            raise TargetError(
+                "expected 'Name: value' with a token as the name and no control characters "
+                f"(CR, LF...) in the value; got {line[:80]!r}",
+                option_where("headers"),
+            )
 
 
 @dataclass

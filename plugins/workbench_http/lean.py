@@ -138,7 +138,8 @@ class LeanConnection:
         self.config = config
         parts = urlsplit(config.base_url)
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        default = 443 if parts.scheme == "https" else 80
+        self.port = default if parts.port is None else parts.port  # 0 is refused, not 80
         self.ssl: ssl.SSLContext | None = (
             ssl.create_default_context() if parts.scheme == "https" else None
         )

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workbench_redis.server import start_redis
+
 from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, process_memory, start_python_server, start_redis
+from workbench.servers import ServerProcess, process_memory, start_python_server
 
 
 @dataclass

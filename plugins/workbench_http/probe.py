@@ -14,7 +14,7 @@ from workbench_http.templates import option_where
 async def probe(config: Config) -> None:
     """One TCP connection to the server, so that a server that is not there is one line."""
     parts = urlsplit(config.base_url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = (443 if parts.scheme == "https" else 80) if parts.port is None else parts.port
     try:
         _, writer = await asyncio.wait_for(
             asyncio.open_connection(parts.hostname, port), timeout=config.connect_timeout or 5

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pymemcache.client.base import Client as PymemcacheClient
@@ -50,23 +50,29 @@ from pymemcache.exceptions import (
 from workbench.adapter import (
     AdapterError,
     CacheSystem,
+    ConnectionCount,
     ServerLauncher,
     Strategy,
+    count_of,
     error_kind,
+    per_client,
+    pool_of,
     runs_in_native_engine,
 )
 from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, start_memcached
+from workbench.servers import ServerProcess
 from workbench_memcached.protocol import (
     Address,
     Links,
     MultiplexedClient,
     Rendezvous,
     address_text,
+    check_target,
     exptime,
     parse_servers,
     to_stats,
 )
+from workbench_memcached.server import MAX_ITEM_SIZE, MEMORY_MB, THREADS, start_memcached
 
 
 def _translate(exc: Exception, server: str) -> AdapterError:
@@ -285,10 +291,25 @@ def start_server(options: dict[str, Any]) -> ServerProcess:
     """A throw-away memcached on a free loopback port."""
     return start_memcached(
         memory_mb=options["memory_mb"],
-        max_item_size=str(options["max_item_size"]),
+        max_item_size=options["max_item_size"],
         threads=options["threads"],
         binary=options["binary"],
     )
+
+
+def _on_each_server(count: ConnectionCount) -> ConnectionCount:
+    """`count` connections to each server the `servers` option lists (keys hash over them)."""
+
+    def each(system_options: Mapping[str, Any], options: Mapping[str, Any], clients: int) -> int:
+        return count(system_options, options, clients) * max(1, len(system_options["servers"]))
+
+    return each
+
+
+def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
+    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
+    servers = parse_servers(system["servers"], options=system)
+    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
 
 
 plugin = CacheSystem(
@@ -312,6 +333,7 @@ plugin = CacheSystem(
             Option("no_delay", "bool", True, "set TCP_NODELAY (send small requests at once)"),
         )
     ),
+    placement=_placement,
     strategies=(
         Strategy(
             "multiplexed",
@@ -328,12 +350,14 @@ plugin = CacheSystem(
                     ),
                 )
             ),
+            connections=_on_each_server(count_of("connections")),
         ),
         Strategy(
             "client-per-client",
             "one pymemcache Client (its own connection) per client, one thread each",
             _connect_per_client,
             blocking=True,
+            connections=_on_each_server(per_client),
         ),
         Strategy(
             "pooled",
@@ -351,6 +375,7 @@ plugin = CacheSystem(
                 )
             ),
             blocking=True,
+            connections=_on_each_server(pool_of("pool_size")),
         ),
         Strategy(
             "native",
@@ -369,25 +394,27 @@ plugin = CacheSystem(
                 )
             ),
             engine="native",
+            connections=_on_each_server(per_client),
         ),
     ),
     default_strategy="multiplexed",
     server=ServerLauncher(
         options=OptionSet(
             (
-                Option("memory_mb", "int", 256, "memory for items in MiB (-m)", minimum=1),
+                Option("memory_mb", "int", MEMORY_MB, "memory for items in MiB (-m)", minimum=1),
                 Option(
                     "max_item_size",
                     "size",
-                    2 * 1024 * 1024,
+                    MAX_ITEM_SIZE,
                     "largest item, e.g. 1m or 2m (-I)",
                     minimum=1024,
                     maximum=1024**3,
                 ),
-                Option("threads", "int", 4, "server threads (-t)", minimum=1),
+                Option("threads", "int", THREADS, "server threads (-t)", minimum=1),
                 Option("binary", "str", "", "memcached program to run (empty: from PATH)"),
             )
         ),
         start=start_server,
     ),
+    check=check_target,
 )

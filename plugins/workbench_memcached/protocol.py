@@ -26,7 +26,7 @@ from typing import Any
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3
 DEFAULT_PORT = 11211
@@ -78,6 +78,33 @@ def parse_servers(
         require_loopback(host or text, where, options)
         out.append((host, port))
     return out
+
+
+MAX_KEY = 250  # bytes, the text protocol's limit
+
+
+def check_key(key: bytes, where: str = "workload.key_prefix") -> None:
+    """A key the text protocol can carry: a space or a control character would end it
+    (or the command) early, so a prefix could inject commands of its own."""
+    if len(key) > MAX_KEY:
+        raise TargetError(
+            f"expected memcached keys of at most {MAX_KEY} bytes; the longest would be "
+            f"{len(key)} bytes",
+            where,
+        )
+    bad = next((b for b in key if b <= 0x20 or b == 0x7F), None)
+    if bad is not None:
+        raise TargetError(
+            "expected a memcached key without spaces or control characters; "
+            f"got {chr(bad)!r} in {key[:60]!r}",
+            where,
+        )
+
+
+def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
+    """The spec check's: the servers parse, and every key fits the text protocol."""
+    parse_servers(options["servers"], options=options)
+    check_key(longest_key)
 
 
 def exptime(ttl: float | None) -> int:

@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy, runs_in_native_engine
+from workbench.adapter import (
+    CacheSystem,
+    ServerLauncher,
+    Strategy,
+    count_of,
+    one_per_worker,
+    per_client,
+    pool_of,
+    runs_in_native_engine,
+)
 from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
-from workbench_redis.target import parse_target
+from workbench_redis.server import POLICY, start_redis
+from workbench_redis.target import check_target, parse_target
 
 KV = frozenset({"get", "set", "delete"})
 KV_PUBSUB = KV | {"publish", "subscribe"}
@@ -121,6 +131,7 @@ plugin = CacheSystem(
             "one connection per worker shared by all its clients, commands auto-pipelined",
             _connect_multiplexed,
             operations=KV_PUBSUB,
+            connections=one_per_worker,
         ),
         Strategy(
             "multiplexed-k",
@@ -130,6 +141,7 @@ plugin = CacheSystem(
             options=OptionSet(
                 (Option("connections", "int", 4, "connections per worker", minimum=1, maximum=256),)
             ),
+            connections=count_of("connections"),
         ),
         Strategy(
             "async-pool",
@@ -137,6 +149,7 @@ plugin = CacheSystem(
             _connect_async_pool,
             operations=KV_PUBSUB,
             options=OptionSet((POOL_SIZE,)),
+            connections=pool_of("pool_size"),
         ),
         Strategy(
             "pipeline",
@@ -146,6 +159,7 @@ plugin = CacheSystem(
             options=OptionSet(
                 (Option("batch", "int", 16, "commands per pipeline", minimum=1, maximum=100_000),)
             ),
+            connections=one_per_worker,
         ),
         Strategy(
             "sync-per-client",
@@ -153,6 +167,7 @@ plugin = CacheSystem(
             _connect_sync_per_client,
             operations=KV,
             blocking=True,
+            connections=per_client,
         ),
         Strategy(
             "sync-pool",
@@ -161,6 +176,7 @@ plugin = CacheSystem(
             operations=KV,
             options=OptionSet((POOL_SIZE,)),
             blocking=True,
+            connections=pool_of("pool_size"),
         ),
         Strategy(
             "native",
@@ -169,6 +185,7 @@ plugin = CacheSystem(
             operations=KV,
             options=OptionSet((PIPELINE,)),
             engine="native",
+            connections=per_client,
         ),
     ),
     default_strategy="multiplexed",
@@ -179,7 +196,7 @@ plugin = CacheSystem(
                 Option(
                     "maxmemory_policy",
                     "choice",
-                    "allkeys-lru",
+                    POLICY,
                     "what Redis evicts at the limit",
                     choices=(
                         "noeviction",
@@ -198,4 +215,5 @@ plugin = CacheSystem(
         ),
         start=_start,
     ),
+    check=check_target,
 )

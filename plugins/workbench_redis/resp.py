@@ -47,6 +47,23 @@ def check(reply: Any) -> Any:
     return reply
 
 
+def _refusal(reply: hiredis.ReplyError) -> bool:
+    """An error Redis sends before closing a connection it will not serve."""
+    return str(reply).startswith(("DENIED", "ERR max number of clients"))
+
+
+def unasked(reply: Any) -> Exception:
+    """Why a reply came that no command asked for, or a refusal ahead of the replies.
+    Redis speaks first only to refuse a connection (protected mode, too many clients),
+    and closes it after the error: the connection's every command fails with that."""
+    if isinstance(reply, hiredis.ReplyError):
+        first = str(reply).split(". ", 1)[0].rstrip(".")  # protected mode's advice runs on
+        return AdapterError("refused", f"redis closed the connection after refusing it: {first}")
+    return ConnectionError(
+        f"bad reply stream from redis: a reply no command asked for ({reply!r:.80})"
+    )
+
+
 class RespProtocol(asyncio.Protocol):
     """One TCP connection: a write buffer flushed once per loop turn, FIFO reply futures."""
 
@@ -77,10 +94,13 @@ class RespProtocol(asyncio.Protocol):
                 reply = self.reader.gets()
                 if reply is False:
                     return
+                if not pending or (type(reply) is hiredis.ReplyError and _refusal(reply)):
+                    self._abort(unasked(reply))
+                    return
                 fut = pending.popleft()
                 if not fut.done():
                     fut.set_result(reply)
-        except (hiredis.ProtocolError, IndexError) as exc:
+        except hiredis.ProtocolError as exc:
             self._abort(ConnectionError(f"bad reply stream from redis: {exc!r}"))
 
     def connection_lost(self, exc: BaseException | None) -> None:

@@ -16,7 +16,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 
 
 def no_retries(asyncio: bool) -> Any:
@@ -75,6 +75,14 @@ class RedisTarget:
         }
 
 
+DEFAULT_PORT = 6379
+
+
+def check_target(options: dict[str, Any], longest_key: bytes) -> None:
+    """The spec check's: the URL parses (RESP is binary-safe: any key can be sent)."""
+    parse_target(options)
+
+
 def parse_target(options: dict[str, Any]) -> RedisTarget:
     url = str(options["url"])
     where = "target.options.url"
@@ -84,11 +92,15 @@ def parse_target(options: dict[str, Any]) -> RedisTarget:
     host = parts.hostname or "127.0.0.1"
     require_loopback(host, where, options)
     try:
-        port = parts.port or 6379
+        port = DEFAULT_PORT if parts.port is None else parts.port
         path = parts.path.strip("/")
         db = int(path) if path else 0
     except ValueError as exc:
         raise TargetError(f"expected redis://HOST:PORT/DB; got {url!r} ({exc})", where) from None
+    if port == 0:  # not "the default": the run must load the server it names
+        raise TargetError(f"expected a port from 1 to 65535; got 0 in {url!r}", where)
+    if db < 0:
+        raise TargetError(f"expected a database number of 0 or more; got {url!r}", where)
     if parts.password:
         raise TargetError(
             "a password in the URL would be stored with the run; put it in the environment "

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy
+from workbench.adapter import CacheSystem, ServerLauncher, Strategy, per_client
 from workbench.options import Option, OptionSet
 from workbench_umem.protocol import (
     Link,
     UmemClient,
+    check_target,
     open_links,
     parse_address,
     probe_threads,
@@ -126,6 +127,7 @@ plugin = CacheSystem(
             _connect,
             operations=frozenset({"cache_aside", "delete"}),
             lacks=LACKS,
+            connections=per_client,
         ),
     ),
     default_strategy="conn-per-thread",
@@ -172,4 +174,5 @@ plugin = CacheSystem(
         ),
         start=start_umem,
     ),
+    check=check_target,
 )

@@ -32,7 +32,7 @@ import mmh3
 
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
-from workbench.servers import require_loopback
+from workbench.remote import require_loopback
 
 GET_OR_SET, DEL = 0, 1
 SEED = 74
@@ -73,6 +73,17 @@ def parse_address(
         ) from None
     require_loopback(host, where, options)
     return host, port
+
+
+def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
+    """The spec check's: the address parses, and every key fits the key-size byte."""
+    parse_address(options["address"], options=options)
+    if len(longest_key) > MAX_KEY:
+        raise TargetError(
+            f"expected umem-cache keys of at most {MAX_KEY} bytes; the longest would be "
+            f"{len(longest_key)} bytes",
+            "workload.key_prefix",
+        )
 
 
 def address_text(address: Address) -> str:

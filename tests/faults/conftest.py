@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 

@@ -13,7 +13,7 @@ import pytest
 from faults_support import cli
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 
 
 def one_line(res_stderr: str) -> str:

@@ -57,6 +57,6 @@ def test_an_empty_sweep_is_refused(tmp_path: Path) -> None:
 
 
 def test_values_just_below_the_limit_are_accepted() -> None:
-    from workbench.spec.load import load_spec
+    from workbench.spec.steps import load_spec
 
     load_spec(None, ["workload.value_size=fixed(255MiB)", "workload.mix={set=1}"])

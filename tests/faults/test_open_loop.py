@@ -27,6 +27,7 @@ async def _redis_step(server: ServerProcess, store: Store, *more: str) -> Stats:
     events = await collect(
         [
             "target.system=redis",
+            "strategy.name=multiplexed",  # the Python driver's open loop
             f"target.options.url={server.target_options['url']}",
             "workload.mix={get=1}",
             "workload.keys=100",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished, stopped
+from workbench_redis.server import start_redis
 
 from workbench.events import Event, Interval
-from workbench.servers import start_redis
 from workbench.store import Store
 
 OUTAGE = 1.0  # seconds the server is stopped

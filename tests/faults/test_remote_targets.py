@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 from faults_support import cli
+from workbench_redis.server import start_redis
 
 from workbench.errors import SpecError, TargetError
-from workbench.servers import ALLOW_REMOTE, require_loopback, start_redis
-from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec
+from workbench.remote import ALLOW_REMOTE, require_loopback
+from workbench.spec.steps import check_spec, load_spec
 from workbench.store import Store
 
 REMOTE = {  # documentation addresses (RFC 5737) and a reserved name: never anyone's server

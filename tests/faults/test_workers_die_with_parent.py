@@ -17,7 +17,7 @@ COORDINATOR = textwrap.dedent(
     import asyncio, sys
     from workbench import session
     from workbench.events import Interval
-    from workbench.spec.load import load_spec
+    from workbench.spec.steps import load_spec
     from workbench.store import Store
 
     async def main():

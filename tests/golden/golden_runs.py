@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.connections import describe as describe_connections
 from workbench.events import (
     Event,
     Interval,
@@ -20,13 +21,14 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.metrics import Stats, fold, merged, new_histogram
 from workbench.plugins import load_plugin
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.spec.plan import Step, plan, resolve_strategy
+from workbench.spec.steps import Step, plan, resolve_strategy
 from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0
@@ -128,7 +130,15 @@ def step_events(run_id: str, step: Step, rng: random.Random, shape: Shape) -> li
             workers=min(2, clients),
             clients=clients,
             server={},
-            **resolved_facts(step.spec),
+            **(facts := resolved_facts(step.spec)),
+            connections=describe_connections(
+                facts["system"],
+                facts["strategy"],
+                facts["strategy_options"],
+                clients,
+                min(2, clients),
+                facts["system_options"],
+            ),
         )
     ]
     stopped = shape.stops_at(step)
@@ -169,6 +179,7 @@ def build(
     errors_from: int | None = None,
     server: dict[str, Any] | None = None,
     notices: dict[int, str] | None = None,
+    simulated: dict[str, Any] | None = None,
 ) -> StoredRun:
     """Record a run of the spec `overrides` describe; `stop_after=(step, intervals)` stops
     it there, as Ctrl-C would."""
@@ -189,6 +200,8 @@ def build(
     status = "completed"
     for step in steps:
         events += step_events(run_id, step, rng, shape)
+        if simulated is not None:  # libCacheSim's figures for the step, as the session adds
+            events.append(StepSimulated(run_id, step.index, simulated))
         if shape.stops_at(step):
             status = "interrupted"
             break
@@ -245,7 +258,36 @@ def scenarios(path: Path) -> dict[str, list[StoredRun]]:
         server={"used_memory": 400_000, "curr_items": 400, "peak_rss_bytes": 2_161_553_408},
         notices={1: "worker died: pid 4242 killed by SIGKILL"},
     )
+    policies = {
+        "lru": {"hit_rate": 0.682712, "hot": 0.827601, "cold": 0.107453},
+        "s3fifo": {"hit_rate": 0.795611, "hot": 0.980229, "cold": 0.062917},
+        "belady": {"hit_rate": 0.829712, "hot": 0.972994, "cold": 0.260812},
+    }
+    simulated = build(
+        store,
+        "20231114-221320-0005",
+        overrides=[
+            "name=simulated",
+            "strategy.name=direct",
+            "workload.mix={cache_aside=1}",
+            "workload.key_distribution=hotcold(0.8,0.2)",
+            "target.options={max_entries=400}",
+            'simulate.policies=["lru", "s3fifo", "belady"]',
+        ],
+        seed=5,
+        server={"curr_items": 400},
+        simulated={
+            "limit": 400,
+            "unit": "objects",
+            "requests": 50_000,
+            "seconds": 0.31,
+            "trace": "/tmp/t.oracleGeneral",
+            "warmed": True,
+            "policies": policies,
+        },
+    )
     return {
+        "simulated": [simulated],
         "single": [single],
         "sweep": [sweep],
         "comparison": [sweep, other],

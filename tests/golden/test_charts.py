@@ -156,3 +156,30 @@ def test_one_chart_alone(runs: dict[str, list[StoredRun]]) -> None:
     assert re.findall(r'<g id="([a-z-]+)"', alone) == ["latency-vs-throughput"]
     with pytest.raises(ReportError, match="expected one of percentiles"):
         render(sweep, "svg", chart="pie")
+
+
+def test_latency_against_throughput_reads_at_any_spread(
+    runs: dict[str, list[StoredRun]],
+) -> None:
+    """Series far apart in ops/s get a log axis; point labels never overlap one another;
+    one legend entry per series plus p50 and p99."""
+    from workbench.report.charts import figure
+
+    (sweep,) = runs["sweep"]
+    data = read_runs([sweep])
+    (chart,) = [c for c in charts(data) if c.id == "latency-vs-throughput"]
+    fig = figure([chart])
+    ax = fig.axes[0]
+    xs = [x for line in ax.get_lines() for x in line.get_xdata()]
+    assert ax.get_xscale() == ("log" if max(xs) / min(xs) > 5 else "linear")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert boxes, "the steps' points are labelled"
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), "two point labels overlap"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    series = {s.label.get("strategy.name") for s in sweep.steps}
+    assert legend[-2:] == ["p50", "p99"] and len(legend) == len(series) + 2

@@ -13,6 +13,7 @@ import pytest
 
 from workbench.cli.flags import Flags, load_with_flags
 from workbench.errors import SpecError
+from workbench.native_build import binary_path
 from workbench.servers import ServerProcess
 from workbench.store import Store
 
@@ -125,7 +126,21 @@ def test_server_of_another_system_drops_the_profiles_target_and_strategy(
     assert spec.strategy.name == "lean"
 
 
-def test_pipeline_picks_the_pipelining_strategy_or_sets_its_depth() -> None:
+def test_pipeline_sets_the_native_engines_depth_by_default() -> None:
+    if binary_path() is None:
+        pytest.skip("the native engine is not built")
+    spec = load_with_flags(None, Flags(server="redis://127.0.0.1:7001", pipeline=32), [])
+    assert spec.strategy.name == "native"  # N in flight per connection, as memtier
+    assert dict(spec.strategy.options) == {"pipeline": 32}
+    spec = load_with_flags(None, Flags(server="memcached://127.0.0.1:7002", pipeline=4), [])
+    assert (spec.strategy.name, dict(spec.strategy.options)) == ("native", {"pipeline": 4})
+
+
+def test_pipeline_picks_the_pipelining_strategy_or_sets_its_depth(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Without the native engine, the system's Python strategy that pipelines.
+    monkeypatch.setenv("WORKBENCH_NATIVE", str(tmp_path / "absent"))
     spec = load_with_flags(None, Flags(server="redis://127.0.0.1:7001", pipeline=32), [])
     assert spec.strategy.name == "pipeline"
     assert spec.strategy.options["batch"] == 32
@@ -154,6 +169,15 @@ def test_pipeline_picks_the_pipelining_strategy_or_sets_its_depth() -> None:
         (Flags(test_time="soon"), [], "load.duration", "a duration such as"),
         (Flags(clients="0"), [], "load.concurrency", "at least 1"),
         (Flags(repeat=0), [], "load.repeat", "1 or more"),
+        (Flags(threads="4"), [], "-t", "use -w N"),
+        (Flags(data_size_range="100"), [], "--data-size-range", "MIN-MAX"),
+        (Flags(data_size="100", data_size_range="1-2"), [], "--data-size-range", "one of"),
+        (Flags(data_size_list="32"), [], "--data-size-list", "SIZE:WEIGHT"),
+        (Flags(key_minimum=5), [], "--key-minimum", "--key-maximum"),
+        (Flags(key_minimum=50, key_maximum="10"), [], "--key-minimum", "MIN <= MAX"),
+        (Flags(expiry_range="x"), [], "--expiry-range", "MIN-MAX"),
+        (Flags(print_percentiles="50,200"), [], "--print-percentiles", "up to 100"),
+        (Flags(data_size_range="1-300MiB"), [], "--data-size-range", "256 MiB"),
     ],
 )
 def test_bad_flags_name_the_flag_or_field(
@@ -203,9 +227,101 @@ def test_memtier_command_in_one_line_against_real_redis(
     stored = Store(store).load("last")
     step = stored.steps[0].spec
     assert step["target"]["system"] == "redis"
-    assert step["strategy"] == {"name": "pipeline", "options": {"batch": 4}}
+    if binary_path() is not None:  # the native engine: 4 in flight on each client's connection
+        assert step["strategy"] == {"name": "native", "options": {"pipeline": 4}}
+        assert "4 clients = 4 connections x 4 in flight, 1 worker" in res.stdout
+        assert stored.name == f"redis {redis_server.host}:{redis_server.port} native c4 p4"
+        assert stored.steps[0].stats.ops > 0
+    else:
+        assert step["strategy"] == {"name": "pipeline", "options": {"batch": 4}}
     assert step["workload"]["mix"] == {"set": 1, "get": 10}
     assert step["load"]["duration"] == 1.0
+
+
+def test_pipeline_keeps_n_in_flight_on_a_real_redis_server(
+    redis_server: ServerProcess, store: Path
+) -> None:
+    """--pipeline 16 on the native engine: the server sees one connection per client, and
+    the run goes faster than with one request in flight (memtier's meaning of --pipeline)."""
+    if binary_path() is None:
+        pytest.skip("the native engine is not built")
+    url = f"redis://{redis_server.host}:{redis_server.port}"
+    rates = {}
+    for depth in (1, 16):
+        res = run(
+            ["run", "-q", "-s", url, "-c", "2", "-w", "1", "-n", "40000", "--pipeline",
+             str(depth), *QUICK],
+            store,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        stored = Store(store).load("last")
+        assert stored.steps[0].spec["strategy"]["options"] == {"pipeline": depth}
+        assert stored.steps[0].stats.ops == 40000
+        rates[depth] = Store(store).list_runs()[0].ops_per_s
+    assert rates[16] > rates[1]
+
+
+def test_memtier_spellings_of_sizes_keys_and_expiry() -> None:
+    spec = load_with_flags(
+        None,
+        Flags(data_size_range="32-1KiB", key_minimum=1, key_maximum="1000", expiry_range="5-10"),
+        [],
+    )
+    assert spec.workload.value_size == "uniform(32,1KiB)"
+    assert spec.workload.keys == 1000  # 1..1000
+    assert spec.workload.ttl == "range(5,10)"
+    spec = load_with_flags(None, Flags(data_size_list="32:7,1024:3"), [])
+    assert spec.workload.value_size == "weighted(32:7,1024:3)"
+
+
+def test_memtiers_threads_flag_gives_a_hint_and_exits_2(store: Path) -> None:
+    res = run(["run", "-c", "50", "-t", "4"], store)
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1  # one line
+    assert "use -w N" in res.stderr and "-c 200 -w 4" in res.stderr
+    assert not store.exists() or not Store(store).list_runs()
+
+
+def test_run_and_search_take_the_same_familiar_flags() -> None:
+    """One definition: every familiar flag is a parameter of both commands."""
+    import inspect
+
+    from workbench.cli import run as run_cli
+    from workbench.cli import search as search_cli
+    from workbench.cli.flags import FLAG_PARAMETERS
+
+    names = {name for name, _, _ in FLAG_PARAMETERS}
+    for command in (run_cli.run_command, search_cli.command):
+        assert names <= set(inspect.signature(command).parameters), command
+    assert "threads" in inspect.signature(run_cli.run_command).parameters  # -t: the hint
+
+
+def test_print_percentiles_lists_those_percentiles(store: Path) -> None:
+    res = run(
+        ["run", "-q", "-n", "500", "-c", "1", "-w", "1", "--print-percentiles", "50,99.5",
+         *QUICK], store,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    listed = res.stdout.split("Response times percentiles:")[1].split("max")[0]
+    assert "50% <" in listed and "99.5% <" in listed and "99.9%" not in listed
+
+
+def test_fail_on_is_stored_and_check_reapplies_it(store: Path) -> None:
+    res = run(
+        ["run", "-q", "-n", "500", "-c", "1", "-w", "1", *QUICK, "--fail-on", "ops_per_s>1"],
+        store,
+    )
+    assert res.returncode == 0, res.stderr
+    stored = Store(store).load("last")
+    assert stored.spec["checks"] == {"fail_on": ["ops_per_s>1"]}
+    shown = json.loads(run(["runs", "show", "last", "--json"], store).stdout)
+    assert shown["runs"][0]["spec"]["checks"] == {"fail_on": ["ops_per_s>1"]}
+    again = run(["check", stored.id], store)
+    assert again.returncode == 0, again.stderr
+    assert "checks: 1 of 1 passed" in again.stdout
+    failing = run(["check", stored.id, "--fail-on", "ops_per_s>1e12"], store)
+    assert failing.returncode == 3
+    assert "checks: 1 of 2 passed" in failing.stdout
 
 
 def test_requests_flag_runs_the_given_number_of_ops_on_memcached(
@@ -248,6 +364,7 @@ def test_files_from_the_run_equal_the_reports_of_the_stored_run(
 ) -> None:
     json_out, csv_out, hlog_out = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.hlog"
     crit = tmp_path / "out" / "crit.md"
+    crit.parent.mkdir()  # a run creates no folder (issue 25 item 11)
     res = run(
         [
             "run", "-q", "-n", "3000", "-c", "2", "-w", "1", *QUICK,
@@ -332,7 +449,24 @@ def test_every_workbench_command_in_docs_cli_md_loads() -> None:
         given = Flags(**{k: v for k, v in ctx.params.items() if k in names})
         spec = load_with_flags(ctx.params["profile"], given, ctx.params["set_"] or [])
         assert spec.target.system in ("redis", "memcached", "http"), line
-    for flag in ("--clients", "--workers", "--data-size", "--requests", "--test-time", "--ratio",
-                 "--key-pattern", "--key-maximum", "--pipeline", "--rate", "--ttl", "--server",
-                 "--repeat", "--json-out", "--csv-out", "--hlog-out", "--report", "--print-id"):
+    for flag in (
+        "--clients",
+        "--workers",
+        "--data-size",
+        "--requests",
+        "--test-time",
+        "--ratio",
+        "--key-pattern",
+        "--key-maximum",
+        "--pipeline",
+        "--rate",
+        "--ttl",
+        "--server",
+        "--repeat",
+        "--json-out",
+        "--csv-out",
+        "--hlog-out",
+        "--report",
+        "--print-id",
+    ):
         assert f"`{flag}" in doc or f", `{flag}" in doc, flag  # fmt: skip

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from workbench import session
 from workbench.events import RunFinished, StepFinished, StepStarted
-from workbench.spec.load import load_spec
-from workbench.spec.plan import Step
+from workbench.spec.steps import Step, load_spec
 from workbench.store import Store
 
 

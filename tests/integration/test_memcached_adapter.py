@@ -14,11 +14,12 @@ import pytest
 from support import collect, stopped
 from workbench_memcached import plugin
 from workbench_memcached.protocol import THIRTY_DAYS, Rendezvous, exptime, parse_servers
+from workbench_memcached.server import start_memcached
 
 from workbench.adapter import AdapterError, Strategy, error_kind
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, StepFinished, StepStarted
-from workbench.servers import ServerProcess, free_port, start_memcached
+from workbench.servers import ServerProcess, free_port
 from workbench.store import Store
 
 # The Python strategies; the native one runs in the native engine (tests/native and the

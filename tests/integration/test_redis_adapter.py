@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 from support import collect, finished
+from workbench_redis.server import start_redis
 
 from workbench.adapter import error_kind
 from workbench.errors import TargetError
 from workbench.events import Interval, StepStarted
 from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess, start_redis
+from workbench.servers import ServerProcess
 from workbench.store import Store
 
 STRATEGIES = [

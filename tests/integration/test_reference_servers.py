@@ -18,8 +18,9 @@ import aiohttp
 import pytest
 import redis
 from workbench_http.servers.caching_proxy import LruCache, TokenBuckets
+from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess, free_port, start_python_server, start_redis
+from workbench.servers import ServerProcess, free_port, start_python_server
 
 PROXY = "workbench_http.servers.caching_proxy"
 KV = "workbench_http.servers.kv_store"

@@ -14,11 +14,11 @@ from support import collect, stopped
 
 from workbench.events import Event, Interval, StepStarted
 from workbench.live import RunView
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
-from workbench.spec.load import load_spec
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
+from workbench.spec.steps import load_spec
 from workbench.store import Store
-from workbench.verdict import FELL_BEHIND, GENERATOR_KINDS
+from workbench.verdict import GENERATOR_KINDS, SERVER_STALLED
 
 pytestmark = pytest.mark.timeout(240)
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
@@ -38,9 +38,11 @@ def view_of(events: list[Event]) -> RunView:
     return view
 
 
-def test_a_stopped_server_makes_an_open_loop_step_fall_behind(store_path: Path) -> None:
+def test_a_stopped_server_reads_as_a_stalled_server_not_a_load_that_fell_behind(
+    store_path: Path,
+) -> None:
     """SIGSTOP the managed Redis after the first interval: the clients wait on replies, the
-    ops due meanwhile are never sent."""
+    ops due meanwhile are never sent. The workers idle: the verdict names the server."""
     pid: dict[str, int] = {}
 
     def on_event(e: Event) -> None:
@@ -70,10 +72,11 @@ def test_a_stopped_server_makes_an_open_loop_step_fall_behind(store_path: Path) 
     )
     step = view_of(events).steps[0]
     verdict = step.verdict
-    assert verdict.kind == FELL_BEHIND, verdict.line
+    assert verdict.kind == SERVER_STALLED, verdict.line
     # The clients waited on replies: the ops due while it was stopped were never sent.
     assert verdict.figures["kept_share"] < 0.95
     assert verdict.evidence.startswith("issued ")
+    assert "add clients" not in verdict.line and "lower the rate" not in verdict.line
     # Stored: a report of the run says the same.
     stored = view_of(list(store.load("last").events())).steps[0].verdict
     assert stored == verdict
@@ -204,7 +207,13 @@ def test_thresholds_pass_and_fail_with_the_exit_codes_promised(
     ]
     assert len(Store(store_path).list_runs()) == runs
 
-    # Checks on a stored run, from the flag and from the run's [checks].
+    # Checks on a stored run: the --fail-on it ran with are stored and applied again.
+    stored = cli(["check", "last"], store_path)
+    assert stored.returncode == 3 and "p99<1ns (measured" in stored.stdout
+    # ...and the flag's checks are added to them
+    more = cli(["check", "last", "--fail-on", "hit_rate>=0"], store_path)
+    assert more.returncode == 3 and "checks: 2 of 3 passed" in more.stdout
+    assert cli([*base], store_path).returncode == 0  # a run with no checks
     assert cli(["check", "last", "--fail-on", "hit_rate>=0"], store_path).returncode == 0
     again = cli(["check", "last", "--fail-on", "ops_per_s>1M"], store_path)
     assert again.returncode == 3 and "ops_per_s>1M (measured" in again.stdout

@@ -9,13 +9,14 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
+from workbench.engine.frames import StepOrder
 from workbench.metrics import Stats
 from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
-from workbench.spec.plan import resolve_strategy
+from workbench.spec.resolve import resolve_step
 
 _HEADER = struct.Struct(">I")
 
@@ -47,16 +48,12 @@ def spec(**changes: Any) -> Spec:
 
 
 def order(s: Spec, worker: int = 0, workers: int = 1) -> dict[str, Any]:
-    system = load_plugin(s.target.system)
-    strategy = resolve_strategy(system, s)
-    return {
-        "type": "step",
-        "spec": spec_to_dict(s),
-        "system_options": system.options.resolve(dict(s.target.options), "target.options"),
-        "strategy_options": strategy.options.resolve(dict(s.strategy.options), "strategy.options"),
-        "workers": workers,
-        "worker": worker,
-    }
+    """The step order the coordinator sends: the spec and what it resolved to. The remote
+    check is left to the worker, so that its own guard can be tested: the step is resolved
+    as if the remote target were allowed, then given the spec's own remote decision."""
+    allowed = replace(s, target=replace(s.target, allow_remote=True))
+    resolved = replace(resolve_step(allowed), allow_remote=s.target.allow_remote)
+    return StepOrder.for_worker(s, resolved, workers, worker).frame()
 
 
 def run_worker(

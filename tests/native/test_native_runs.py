@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from support import collect, finished
+from workbench_redis.server import start_redis
 
 from workbench.events import Interval, StepStarted
-from workbench.servers import ServerProcess, free_port, start_redis
+from workbench.servers import ServerProcess, free_port
 from workbench.store import Store
 
 
@@ -109,6 +110,7 @@ def test_a_missing_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "./dev setup" in lines[0], res.stderr
+    assert str(tmp_path / "absent") in lines[0]  # the missing path, named
 
 
 @pytest.mark.redis

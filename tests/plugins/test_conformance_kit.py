@@ -254,6 +254,10 @@ def test_bad_declarations_are_named() -> None:
     assert r.failed and "default 0 is invalid" in r.reason and "size" in r.reason
     with pytest.raises(PluginError, match="default strategy"):
         check_plugin(dataclasses.replace(system(), default_strategy="nope"))
+    (r,) = check_plugin(
+        system(connections=lambda sys, opts, clients: clients / 2), only=["declaration"]
+    )
+    assert r.failed and "connections(1 clients) gave 0.5; expected an int >= 0" in r.reason
 
 
 def test_settings_are_parsed_and_routed_with_errors_naming_the_field() -> None:

@@ -1,4 +1,7 @@
-"""A two-node Ray cluster on this machine, on 127.0.0.1 only, stopped by its pids.
+"""Ray clusters for the tests: two nodes on 127.0.0.1 (`two_nodes`), or machines made of
+network namespaces with addresses of their own (`hosts`, see netbed.py).
+
+`two_nodes`: a two-node Ray cluster on this machine, on 127.0.0.1 only, stopped by its pids.
 
 `ray start --address=...` refuses a loopback address for a second node (it swaps
 127.0.0.1 for the machine's outward address), so the nodes are started the way Ray's own
@@ -25,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import netbed
 import pytest
 from ray.cluster_utils import Cluster  # `./dev test` installs the ray extra
 
@@ -146,3 +150,25 @@ def two_nodes() -> Iterator[TwoNodes]:
         shutil.rmtree(temp, ignore_errors=True)
         left = [p for p in pids if alive(p)]
         assert not left, f"Ray processes still alive after SIGKILL: {left}"
+
+
+@pytest.fixture(scope="module")
+def hosts() -> Iterator[netbed.Bed]:
+    """Three machines on one switch (netbed): srv (10.77.0.1) runs redis-server on its own;
+    a (10.77.0.2) is the Ray head, where the workbench runs; b (10.77.0.3) a Ray node.
+    Token authentication on, as docs/distributed.md sets it up. Removed afterwards by pid
+    and by the names of the namespaces made."""
+    reason = netbed.why_not()
+    if reason:
+        pytest.skip(reason)
+    bed = netbed.Bed.make(["srv", "a", "b"])
+    try:
+        netbed.redis_on(bed["srv"], 6379, "--protected-mode", "no")
+        token = netbed.ray_token(bed["a"])
+        netbed.copy_token(token, bed["b"])
+        netbed.ray_head(bed["a"])
+        netbed.ray_join(bed["b"], bed["a"])
+        yield bed
+    finally:
+        left = bed.remove()
+        assert not left, f"processes of the test bed still alive: {left}"

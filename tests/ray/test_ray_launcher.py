@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import faulthandler
+import io
 import os
 import signal
 import sys
@@ -87,6 +89,8 @@ async def test_a_node_lost_mid_run_is_reported_and_the_others_go_on(
     lost = [e for e in events if isinstance(e, Notice) and e.message.startswith("worker lost")]
     assert len(lost) == 1, [e.message for e in events if isinstance(e, Notice)]
     assert "Ray actor" in lost[0].message and "after measuring" in lost[0].message
+    # Lost when its intervals stopped, and told by the end of its last one.
+    assert "its last interval ended" in lost[0].message
     intervals = [e for e in events if isinstance(e, Interval)]
     assert [i.index for i in intervals] == list(range(24))  # the survivor measured to the end
     assert all(len(i.stats.cpu) == 1 for i in intervals[killed_after[0] + 12 :])
@@ -115,3 +119,36 @@ async def test_a_worker_program_runs_as_its_actors_child_and_ends_with_it(
     finally:
         await launcher.close()
     assert not alive(child)
+
+
+class _Captured(io.StringIO):
+    """stdout or stderr as the TUI (Textual) captures them: no file descriptor (-1)."""
+
+    def fileno(self) -> int:
+        return -1
+
+
+async def test_under_the_tui_the_launcher_connects_and_ray_writes_nothing_on_screen(
+    two_nodes: TwoNodes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ray.init enables faulthandler on sys.stderr unless it is on: under the TUI that
+    # failed ("file.fileno() is not a valid file descriptor"). pytest turns it on: off here.
+    was_on = faulthandler.is_enabled()
+    faulthandler.disable()
+    out, err = _Captured(), _Captured()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    log = tmp_path / "logs" / "run.ray.log"
+    try:
+        launcher = await RayLauncher.connect(two_nodes.address, "pack", log)
+        try:
+            (handle,) = await launcher.launch(1)
+            await handle.close()
+        finally:
+            await launcher.close()
+    finally:
+        faulthandler.disable()
+        if was_on:
+            faulthandler.enable(file=sys.__stderr__)
+    assert out.getvalue() == "" and err.getvalue() == ""  # nothing drawn over the TUI
+    assert "SIGTERM handler is not set" in log.read_text()  # Ray's warning went to its file

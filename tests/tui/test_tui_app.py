@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
 from tui_data import synthetic_events, view_of
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 from workbench.tui.app import WorkbenchApp
+from workbench.tui.commands import WorkbenchCommands, key_name
 from workbench.tui.messages import ExportRuns
 from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.dialogs import AskText, Confirm
@@ -330,6 +332,27 @@ async def test_command_palette_switches_modes(make) -> None:  # type: ignore[no-
         dark = app.current_theme.dark
         await pilot.press("ctrl+t")
         assert app.current_theme.dark != dark
+
+
+async def test_palette_is_built_from_the_bindings(make) -> None:  # type: ignore[no-untyped-def]
+    """Every App key is a palette command named as its binding, with its key in the help."""
+    app: WorkbenchApp = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        commands = {
+            name: help_text for name, _, help_text in WorkbenchCommands(app.screen).commands()
+        }
+        for binding in WorkbenchApp.BINDINGS:
+            assert isinstance(binding, Binding)
+            assert key_name(binding.key) in commands[binding.description]
+        assert "Search for the highest rate" in commands
+        assert commands["Start"] == "run the set-up (Ctrl+R)" and "(F2)" in commands["Setup"]
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Compare")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
 
 
 REPO_PROFILES = sorted((Path(__file__).resolve().parents[2] / "profiles").glob("*.toml"))

@@ -8,8 +8,9 @@ import pytest
 
 from workbench.errors import SpecError
 from workbench.spec.fields import FIELDS, default_at
-from workbench.spec.load import SWEEPABLE, load_spec
+from workbench.spec.load import SWEEPABLE
 from workbench.spec.model import Load, Spec
+from workbench.spec.steps import load_spec
 from workbench.tui.form import (
     CUSTOM,
     check,

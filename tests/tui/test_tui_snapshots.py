@@ -12,6 +12,8 @@ import pytest
 from textual.widgets import Input
 from tui_data import synthetic_events, view_of
 
+from workbench.events import RunFinished, StepFinished
+from workbench.metrics import Stats
 from workbench.tui.screens.setup import SetupScreen
 
 NARROW, WIDE = (80, 24), (160, 48)
@@ -71,11 +73,33 @@ def run_before_with(view_events: list, mode: str):  # type: ignore[no-untyped-de
 
 SWEEP = synthetic_events("20231114-222000-bbbb", "sweep", concurrency=(1, 4, 16), intervals=5)
 LIVE = synthetic_events("20231114-221320-aaaa", "quick", intervals=3, finish=False)
+FAILED = [
+    *synthetic_events("20231114-221320-dddd", "unreachable", intervals=0, finish=False),
+    StepFinished(
+        "20231114-221320-dddd", 0, "failed", Stats(), "cannot connect to redis at 127.0.0.1:1"
+    ),
+    RunFinished("20231114-221320-dddd", "failed", "every step failed"),
+]
 
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
 def test_run_sweep(snap_compare, make, size) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(make(), terminal_size=size, run_before=run_before_with(SWEEP, "run"))
+
+
+def test_run_steps_reached_with_tab_at_80x24(snap_compare, make) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 the dashboard scrolls: Tab brings the steps table into sight."""
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await run_before_with(SWEEP, "run")(pilot)
+        await pilot.press("tab")
+        await settle(pilot)
+
+    assert snap_compare(make(), terminal_size=NARROW, run_before=run_before)
+
+
+def test_run_failed_says_why_at_80x24(snap_compare, make) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make(), terminal_size=NARROW, run_before=run_before_with(FAILED, "run"))
 
 
 def test_run_live_light_theme(snap_compare, make) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,7 @@ def synthetic_events(
                 clients=c,
                 system="embedded",
                 strategy="direct",  # what the engine records for the default
+                connections=f"{c} clients in-process, 2 workers",
             )
         )
         parts = []

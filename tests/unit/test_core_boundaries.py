@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_core_imports_no_ui_library() -> None:
     code = (
         "import sys, workbench.session, workbench.store, workbench.live, workbench.engine.worker, "
-        "workbench.spec.plan, workbench.spec.save, workbench.plugins;"
+        "workbench.spec.steps, workbench.spec.save, workbench.plugins;"
         "import importlib; [importlib.import_module(m) for m in "
         "('workbench.report',)];"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'typer', 'rich'));"
@@ -31,7 +31,13 @@ def test_import_linter_contracts_hold() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-PLUGIN_MAY_USE = {"workbench.adapter", "workbench.options", "workbench.servers", "workbench.errors"}
+PLUGIN_MAY_USE = {
+    "workbench.adapter",
+    "workbench.options",
+    "workbench.servers",
+    "workbench.remote",
+    "workbench.errors",
+}
 
 
 def test_the_plugin_contract_forbids_every_other_workbench_module() -> None:

@@ -11,8 +11,8 @@ from workbench_embedded.cache import LockedCache, LruCache
 
 from workbench.engine import frames
 from workbench.engine.accounting import KIND_NAMES, Buffers, record, to_stats
+from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, thread_client
-from workbench.engine.plans import ClientPlan
 from workbench.metrics import STATS_KEYS, Stats, fold, new_histogram
 from workbench.workload import (
     CACHE_ASIDE,

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec, workers_for
+from workbench.spec.steps import check_spec, load_spec, workers_for
 
 
 def _check_error(*overrides: str) -> SpecError:

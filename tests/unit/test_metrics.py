@@ -39,6 +39,28 @@ def test_fold_keeps_what_recording_one_by_one_keeps() -> None:
     assert folded.get_max_value() == direct.get_max_value()
 
 
+@pytest.mark.parametrize("extra", [[], [7_200_000_000_000]], ids=["in range", "one beyond"])
+def test_fold_fills_the_same_buckets_as_the_library(extra: list[int]) -> None:
+    """fold computes bucket indexes itself: every count, the min, the max and the encoding
+    must be what record_value gives, value by value (small, spread and repeated values)."""
+    values = [*latencies(20_000, seed=3), *range(1, 3000), *[250_000] * 500, *extra]
+    folded, direct = new_histogram(), new_histogram()
+    for i in range(0, len(values), 64):
+        fold(folded, values[i : i + 64])
+    for v in values:
+        direct.record_value(v)
+    assert list(folded.counts) == list(direct.counts)
+    assert folded.get_total_count() == direct.get_total_count()
+    assert folded.get_min_value() == direct.get_min_value() == 1
+    assert folded.get_max_value() == direct.get_max_value()
+    assert encode(folded) == encode(direct)
+
+
+def test_fold_refuses_a_negative_latency() -> None:
+    with pytest.raises(ValueError, match="negative latency"):
+        fold(new_histogram(), [5, -1])
+
+
 def test_quantise_collapses_to_few_buckets() -> None:
     values = latencies(100_000)
     assert len(quantise(values)) < len(set(values)) / 3

@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from workbench.profile_files import CHECKOUT, find_profile, is_shipped, shipped_dir
-from workbench.spec.load import load_spec
 from workbench.spec.save import save_spec
+from workbench.spec.steps import load_spec
 
 HAND_WRITTEN = """\
 # My experiment: this comment must survive a save.

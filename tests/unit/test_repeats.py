@@ -15,9 +15,8 @@ from workbench.metrics import format_us
 from workbench.report import render
 from workbench.report.model import read_run
 from workbench.report.repeats import groups
-from workbench.spec.load import load_spec
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import plan
+from workbench.spec.steps import load_spec, plan
 from workbench.store import Store
 
 

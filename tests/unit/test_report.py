@@ -227,6 +227,7 @@ def test_report_command_end_to_end_on_an_embedded_run(tmp_path: Path) -> None:
         assert rate in row and format_us(s.p(99)) in row
     # JSON is the stored run; -o writes a file; two runs compare.
     out = tmp_path / "r" / "run.json"
+    out.parent.mkdir()  # a report creates no folder (issue 25 item 11)
     res = _cli(["report", "e2e", "-f", "json", "-o", str(out)], store)
     assert res.returncode == 0 and res.stdout == "" and "wrote" in res.stderr
     doc = json.loads(out.read_text())

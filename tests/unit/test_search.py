@@ -7,10 +7,19 @@ from collections.abc import Callable
 import pytest
 
 from workbench.errors import SpecError
-from workbench.search import Probe, Search, replay, search_spec, target_checks
+from workbench.search_rules import Probe, Search, replay, search_spec, target_checks
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import SearchSpec
-from workbench.verdict import GENERATOR_BOUND, ON_SCHEDULE, SERVER_BOUND, Verdict
+from workbench.verdict import (
+    FELL_BEHIND,
+    GENERATOR_BOUND,
+    MACHINE_BOUND,
+    ON_SCHEDULE,
+    SERVER_BOUND,
+    SERVER_STALLED,
+    TOO_FEW_CLIENTS,
+    Verdict,
+)
 
 
 def probe(
@@ -91,6 +100,23 @@ def test_a_generator_that_fails_stops_the_search() -> None:
     assert drive(search, lambda r: r <= 3000, kind=GENERATOR_BOUND) == [1000, 2000, 4000]
     assert search.stopped.startswith("the generator, not the target, failed at 4,000 ops/s: ")
     assert "highest passing rate 2,000 ops/s" in search.conclusion()
+
+
+@pytest.mark.parametrize("kind", [GENERATOR_BOUND, MACHINE_BOUND, FELL_BEHIND])
+def test_only_the_generator_failing_stops_the_search_early(kind: str) -> None:
+    search = Search(SearchSpec(start=1000, max_probes=20))
+    assert drive(search, lambda r: r <= 3000, kind=kind) == [1000, 2000, 4000]
+    assert search.stopped.startswith("the generator, not the target, failed at 4,000 ops/s")
+
+
+@pytest.mark.parametrize("kind", [SERVER_BOUND, SERVER_STALLED, TOO_FEW_CLIENTS, ON_SCHEDULE])
+def test_the_target_failing_bisects_on_to_the_knee(kind: str) -> None:
+    """The server saturating, stalling, or the clients' one-in-flight limit: the target
+    failed, not the generator, so the search narrows down instead of stopping."""
+    search = Search(SearchSpec(start=1000, max_probes=20))
+    rates = drive(search, lambda r: r <= 7300, kind=kind)
+    assert rates == [1000, 2000, 4000, 8000, 6000, 7000, 7500, 7250]
+    assert search.converged and not search.stopped
 
 
 def test_a_passing_generator_bound_probe_goes_on() -> None:

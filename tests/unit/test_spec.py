@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import SpecError
-from workbench.spec.load import load_spec, spec_from_data
+from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import check_spec, plan
 from workbench.spec.save import save_spec
+from workbench.spec.steps import check_spec, load_spec, plan
 from workbench.workload import parse_ttl, parse_value_size
 
 
@@ -82,7 +82,8 @@ def test_bad_option_value_names_the_option() -> None:
 
 def test_load_bounds() -> None:
     assert "load.concurrency: expected at least 1" in error_of(None, "load.concurrency=0")
-    assert "load.duration: expected a duration above 0" in error_of(None, "load.duration=0")
+    too_short = error_of(None, "load.duration=0")
+    assert "load.duration: expected a duration of at least 0.05 s" in too_short
 
 
 def test_set_parses_toml_values_and_plain_strings() -> None:
@@ -156,3 +157,24 @@ def test_a_bare_number_is_a_fixed_value_size_or_ttl() -> None:
     assert parse_value_size(spec.workload.value_size) == parse_value_size("fixed(100)")
     assert parse_ttl(spec.workload.ttl) == parse_ttl("fixed(60)")
     assert parse_value_size("4KiB") == parse_value_size("fixed(4KiB)")
+
+
+def test_a_sweep_sets_other_paths_along_with_its_values() -> None:
+    spec = load_spec(
+        None,
+        [
+            'sweep=[{path="target.system", values=["redis", "memcached"], '
+            'along={"strategy.name"=["pipeline", "multiplexed"]}}]'
+        ],
+    )
+    steps = plan(spec)
+    assert [(s.spec.target.system, s.spec.strategy.name) for s in steps] == [
+        ("redis", "pipeline"),
+        ("memcached", "multiplexed"),
+    ]
+    assert [s.title for s in steps] == ["system=redis", "system=memcached"]
+    with pytest.raises(SpecError) as info:
+        load_spec(None, ['sweep=[{path="target.system", values=["redis"], along={x=[1, 2]}}]'])
+    assert (
+        info.value.where.endswith("sweep[0].along.x") and "expected 1 values" in info.value.message
+    )

@@ -16,6 +16,8 @@ from workbench.verdict import (
     MACHINE_BOUND,
     ON_SCHEDULE,
     SERVER_BOUND,
+    SERVER_STALLED,
+    TOO_FEW_CLIENTS,
     UNKNOWN,
     WORKER_BUSY,
     Context,
@@ -41,10 +43,12 @@ def interval(
     duration: float = 1.0,
     errors: int = 0,
     server: dict[str, Any] | None = None,
+    slow: tuple[int, int] = (0, 0),
 ) -> Stats:
-    """One interval: `workers` and `server_cpu` are shares of a core over `duration`."""
+    """One interval: `workers` and `server_cpu` are shares of a core over `duration`;
+    `slow` is (how many, latency ns) of the ops that took longer than `latency_ns`."""
     h = new_histogram()
-    fold(h, [latency_ns] * ops)
+    fold(h, [latency_ns] * (ops - slow[0]) + [slow[1]] * slow[0])
     stats = Stats(duration=duration, hist={"get": h} if ops else {})
     stats.cpu = {str(i): share * duration for i, share in enumerate(workers)}
     stats.server = dict(server or {})
@@ -138,18 +142,97 @@ def test_a_machine_filled_by_others_is_machine_bound() -> None:
 
 
 def test_a_schedule_missed_for_want_of_replies_comes_before_a_busy_machine() -> None:
-    stalled = interval(ops=100, offered=10_000, workers=(0.05,), server_cpu=0.0, host=(0.99, 2))
+    stalled = interval(
+        ops=100,
+        offered=10_000,
+        workers=(0.05,),
+        server_cpu=0.0,
+        host=(0.99, 2),
+        slow=(4, 900_000_000),
+    )
     v = verdict_of([stalled], OPEN)
-    assert v.kind == FELL_BEHIND
-    assert v.evidence.startswith("issued 100 of 10,000 ops/s offered (1.0%)")
+    assert v.kind == SERVER_STALLED
+    assert v.evidence.startswith(
+        "issued 100 of 10,000 ops/s offered (1.0%), longest wait 900.20ms against p50 50.0µs"
+    )
 
 
-def test_open_loop_that_issued_too_few_fell_behind() -> None:
-    stats = interval(ops=8_000, offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=20_000)
+OPEN_4 = Context("redis", open_loop=True, server_cores=1.0, single_threaded=True, clients=4)
+
+
+def test_a_stalled_server_reads_as_the_server_stalling_not_add_clients() -> None:
+    """SIGSTOP for 1.5 s: most ops answer in 50 µs, four clients wait 1.5 s each; the ops
+    due meanwhile are never sent. The workers idle: it is the server's doing."""
+    stalled = interval(
+        ops=1_000,
+        offered=4_000,
+        workers=(0.05,),
+        server_cpu=0.0,
+        lag_ns=20_000,
+        duration=2.0,
+        slow=(4, 1_500_000_000),
+    )
+    v = verdict_of([stalled], OPEN_4)
+    assert v.kind == SERVER_STALLED, v.line
+    assert "longest wait 1.50s against p50 50.0µs" in v.evidence
+    assert "add clients" not in v.line and "lower the rate" not in v.line
+    assert "server stalled" in v.line
+
+
+def test_a_stall_the_clients_caught_up_on_still_reads_as_the_server_stalling() -> None:
+    """After a stall the clients send every overdue op at once: the schedule is kept in
+    count, but the sends were as late as the answers were slow (busy clients)."""
+    caught_up = interval(
+        ops=4_000,
+        offered=4_000,
+        workers=(0.1,),
+        server_cpu=0.05,
+        lag_ns=1_400_000_000,
+        duration=2.0,
+        slow=(1_500, 1_450_000_000),
+    )
+    v = verdict_of([caught_up], OPEN_4)
+    assert v.kind == SERVER_STALLED, v.line
+    assert "issued 2,000 of 2,000 ops/s offered (100.0%), send lag p99 1.40s" in v.evidence
+
+
+def test_ops_that_timed_out_on_a_stopped_server_read_as_the_server_stalling() -> None:
+    """With a reply timeout shorter than the stop, the long waits end as errors, not as
+    latencies: the unanswered ops are the stall's evidence."""
+    stalled = interval(
+        ops=500, errors=30, offered=4_000, workers=(0.02,), server_cpu=0.0, host=(0.99, 2)
+    )
+    v = verdict_of([stalled], OPEN_4)
+    assert v.kind == SERVER_STALLED, v.line
+    assert "30 ops unanswered (timed out or abandoned)" in v.evidence
+
+
+def test_too_few_clients_for_the_rate_at_this_latency() -> None:
+    # 10,000 ops/s at 1 ms each keeps 10 ops in flight: 4 clients cannot carry it.
+    short = interval(
+        ops=4_000,
+        latency_ns=1_000_000,
+        offered=10_000,
+        workers=(0.2,),
+        server_cpu=0.3,
+        lag_ns=20_000,
+    )
+    v = verdict_of([short], OPEN_4)
+    assert v.kind == TOO_FEW_CLIENTS, v.line
+    assert "needs 10.0 ops in flight, 4 clients" in v.evidence
+    assert "add clients (load.concurrency)" in v.advice
+    assert "lower the rate" not in v.line
+
+
+def test_a_busy_worker_that_issued_too_few_fell_behind() -> None:
+    stats = interval(ops=8_000, offered=10_000, workers=(0.9,), server_cpu=0.3, lag_ns=20_000)
     v = verdict_of([stats], OPEN)
     assert v.kind == FELL_BEHIND
-    assert v.evidence.startswith("issued 8,000 of 10,000 ops/s offered (80.0%), send lag p99")
+    assert v.evidence.startswith("worker 90% of a core")
+    assert "issued 8,000 of 10,000 ops/s offered (80.0%)" in v.evidence
     assert v.figures["kept_share"] == pytest.approx(0.8)
+    assert "add workers or use the native engine" in v.advice
+    assert "lower the rate" not in v.line
 
 
 def test_failed_ops_were_issued_on_schedule() -> None:
@@ -157,11 +240,29 @@ def test_failed_ops_were_issued_on_schedule() -> None:
     assert verdict_of([stats], OPEN).kind == ON_SCHEDULE
 
 
-def test_open_loop_with_a_long_send_lag_fell_behind() -> None:
-    late = interval(offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=2_000_000)
+def test_a_busy_worker_whose_sends_were_late_fell_behind() -> None:
+    late = interval(offered=10_000, workers=(0.9,), server_cpu=0.3, lag_ns=2_000_000)
     v = verdict_of([late], OPEN)
     assert v.kind == FELL_BEHIND
     assert "send lag p99 2.00ms" in v.evidence
+
+
+def test_a_send_lag_small_against_the_latency_is_not_late() -> None:
+    # 150 µs late against 1 ms answers: a busy worker, but the schedule held.
+    v = verdict_of(
+        [interval(offered=10_000, latency_ns=1_000_000, workers=(0.9,), lag_ns=150_000)], OPEN
+    )
+    assert v.kind == GENERATOR_BOUND
+
+
+def test_late_sends_from_idle_workers_keep_the_schedule_and_the_latency() -> None:
+    """An idle client's latency runs from its send: a late timer shows in the send lag,
+    not in the latency, so the schedule was kept and the figures are the server's."""
+    late = interval(offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=2_000_000)
+    v = verdict_of([late], OPEN)
+    assert v.kind == ON_SCHEDULE
+    assert "send lag p99 2.00ms" in v.evidence
+    assert "lower the rate" not in v.line
 
 
 def test_open_loop_that_kept_its_schedule() -> None:
@@ -171,13 +272,29 @@ def test_open_loop_that_kept_its_schedule() -> None:
         "issued 10,000 of 10,000 ops/s offered (100.0%), send lag p99 9.0µs; "
         "worker 30% of a core, server 20% of 1 core (single-threaded)"
     )
+    assert v.advice.endswith("the latencies are the server's and the network's at this rate")
 
 
 def test_saturation_explains_an_open_loop_step_first() -> None:
     stats = interval(ops=5_000, offered=10_000, workers=(0.99,), server_cpu=0.3, lag_ns=5_000_000)
     v = verdict_of([stats], OPEN)
-    assert v.kind == GENERATOR_BOUND
+    assert v.kind == FELL_BEHIND
     assert "issued 5,000 of 10,000 ops/s offered (50.0%)" in v.evidence
+    busy_server = interval(ops=5_000, offered=10_000, workers=(0.99,), server_cpu=0.95)
+    assert verdict_of([busy_server], OPEN).kind == SERVER_BOUND
+
+
+def test_no_verdict_of_a_kept_schedule_advises_a_lower_rate() -> None:
+    kept = [
+        interval(offered=10_000, workers=w, server_cpu=c, host=h, lag_ns=lag)
+        for w in ((0.2,), (0.95,))
+        for c in (0.1, 0.95)
+        for h in ((0.3, 2), (0.99, 2))
+        for lag in (10_000, 3_000_000)
+    ]
+    for stats in kept:
+        line = verdict_of([stats], OPEN).line
+        assert "lower the rate" not in line, line
 
 
 def test_closed_loop_with_neither_side_busy_is_latency_bound() -> None:
@@ -245,6 +362,16 @@ def test_context_from_the_spec() -> None:
     assert (threaded.server_cores, threaded.single_threaded) == (4.0, False)
     assert memcached.server_cores == 2.0
     assert (outside.server_cores, outside.open_loop) == (None, True)
+    assert redis.clients is None
+    sixteen = context_for({"target": {"system": "redis"}, "load": {"concurrency": 16}})
+    groups = context_for(
+        {
+            "target": {"system": "redis"},
+            "load": {"concurrency": 16},
+            "workload": {"groups": [{"concurrency": 3}, {"concurrency": 5}]},
+        }
+    )
+    assert (sixteen.clients, groups.clients) == (16, 8)
 
 
 def test_unknown_cores_fall_back_to_what_the_server_then_the_machine_says() -> None:

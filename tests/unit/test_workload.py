@@ -18,11 +18,12 @@ from workbench.workload import (
     ValueBuffer,
     format_key,
     key_chooser,
+    owned_chooser,
+    owned_keys,
     parse_key_distribution,
     parse_mix,
     parse_ttl,
     parse_value_size,
-    partition,
     size_chooser,
     ttl_chooser,
 )
@@ -137,16 +138,31 @@ def test_values_are_slices_of_one_buffer() -> None:
     assert bytes(v) == bytes(buf.value(5, 100))
 
 
-def test_partition_covers_the_key_space_once() -> None:
-    parts = [partition(10, 3, w) for w in range(3)]
-    assert parts == [(0, 4), (4, 3), (7, 3)]
+def test_owned_keys_cover_the_key_space_once() -> None:
+    parts = [list(owned_keys(10, w, 3)) for w in range(3)]
+    assert parts == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+    assert list(owned_keys(5, 0, 1)) == [0, 1, 2, 3, 4]
+
+
+def test_an_owned_chooser_draws_the_global_popularity_on_its_keys() -> None:
+    n, draws = 1000, 40_000
+    rng = random.Random(3)
+    pick = key_chooser(parse_key_distribution("zipf(0.99)"), n, rng)
+    mine = owned_chooser(pick, n, 1, 2)
+    counts = Counter(mine() for _ in range(draws))
+    assert all(k % 2 == 1 for k in counts)
+    # Conditioned on odd keys: index 1 against 3 weighs (4/2)^0.99, about 1.99, as globally.
+    assert 1.8 < counts[1] / counts[3] < 2.2
+    # Nearly no mass on this worker's keys: the bound ends the draw on an owned key anyway.
+    narrow = owned_chooser(lambda: 4, 10, 1, 2)
+    assert narrow() == 5
 
 
 @pytest.mark.parametrize(
     ("parse", "text", "fragment"),
     [
         (parse_key_distribution, "zipfian", "expected one of uniform, zipf, gaussian, sequential"),
-        (parse_key_distribution, "zipf(-1)", "s > 0"),
+        (parse_key_distribution, "zipf(-1)", "0 < s <= 20"),
         (parse_key_distribution, "hotcold(1.5,0.2)", "between 0 and 1"),
         (parse_value_size, "uniform(10,5)", "MIN <= MAX"),
         (parse_value_size, "fixed(12 parsecs)", "expected a size"),

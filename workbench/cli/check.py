@@ -7,13 +7,15 @@ run's spec. Each failed check prints one line (step, expression, measured value)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 
 from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
-from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
 from workbench.live import StepView
+from workbench.spec.model import ChecksSpec, Spec
 
 FailOnOption = Annotated[
     list[str] | None,
@@ -28,6 +30,18 @@ FailOnOption = Annotated[
 def checks_for(spec: Mapping[str, Any], fail_on: Iterable[str], source: str = "") -> list[Check]:
     """The --fail-on checks and the spec's [checks]; a malformed one is a SpecError."""
     return parse_checks(fail_on, "--fail-on") + spec_checks(spec, source)
+
+
+def with_fail_on(spec: Spec, fail_on: Iterable[str]) -> Spec:
+    """The spec with the --fail-on expressions added to its [checks] fail_on, so the stored
+    run keeps them: `workbench check RUN` re-applies them and the JSON shows them. A
+    malformed expression is a SpecError, before anything runs."""
+    given = tuple(fail_on)
+    if not given:
+        return spec
+    parse_checks(given, "--fail-on")
+    had = spec.checks.fail_on if spec.checks else ()
+    return replace(spec, checks=ChecksSpec(fail_on=(*had, *(e for e in given if e not in had))))
 
 
 def show_outcomes(outcomes: Sequence[Outcome]) -> bool:
@@ -55,7 +69,8 @@ def command(
     fail_on: FailOnOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Check a stored run against thresholds: --fail-on, and the checks of its profile.
+    """Check a stored run against thresholds: --fail-on, and the checks stored with it
+    (its profile's, and the --fail-on it was run with).
 
     Exit codes:
     0 every check passed;
@@ -63,7 +78,7 @@ def command(
     2 a bad check expression, or no checks at all;
     3 a check failed (one line each: step, expression, measured value).
     """
-    stored = open_store(store).load(run)
+    stored = read_store(store).load(run)
     checks = checks_for(stored.spec, fail_on or [], f"run {stored.id}")
     if not checks:
         raise fail(

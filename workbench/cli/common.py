@@ -14,6 +14,7 @@ import typer
 
 from workbench.errors import (
     PluginError,
+    RunActiveError,
     RunRefError,
     SpecError,
     StoreError,
@@ -55,7 +56,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open_store(path: Path | None) -> Store:
+    """The store, for a command that writes (a run, rename, delete); created if need be."""
     return Store(path)
+
+
+def read_store(path: Path | None) -> Store:
+    """The store, for a command that only reads: opened read-only, never created."""
+    return Store(path, read_only=True)
 
 
 def fail(message: str, status: ExitStatus) -> typer.Exit:
@@ -81,6 +88,7 @@ def one_line_errors(fn: F) -> F:
                 TargetError: ExitStatus.RUN_FAILED,
                 StoreError: ExitStatus.ERROR,
                 RunRefError: ExitStatus.BAD_INPUT,
+                RunActiveError: ExitStatus.BAD_INPUT,
             }.get(type(exc), ExitStatus.ERROR)
             raise fail(str(exc), status) from None
         except KeyboardInterrupt:

@@ -7,18 +7,21 @@ and a list written after a flag (``-c [1,4,16]``) sweeps like it does after ``--
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
 from workbench.errors import SpecError
 from workbench.profile_files import find_profile
-from workbench.spec.load import load_spec, read_profile, spec_from_data
+from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import Spec
+from workbench.spec.steps import load_spec
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
 # workbench's own names; a bare name takes the parameters memtier uses by default.
@@ -62,6 +65,12 @@ class Flags:
     ttl: str | None = None
     server: str | None = None
     repeat: int | None = None
+    data_size_range: str | None = None
+    data_size_list: str | None = None
+    key_minimum: int | None = None
+    expiry_range: str | None = None
+    print_percentiles: str | None = None
+    threads: str | None = None  # memtier's -t: refused with a hint, never run
 
 
 def _quoted(text: str) -> str:
@@ -162,7 +171,93 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
         out.append(f"workload.key_distribution={_quoted(key_pattern(flags.key_pattern))}")
     if flags.repeat is not None:
         out.append(f"load.repeat={flags.repeat}")
+    out += _memtier_overrides(flags)
     return out
+
+
+def _memtier_overrides(flags: Flags) -> list[str]:
+    """memtier's spellings of value sizes, key range and expiry, as spec values."""
+    for group in (("data_size", "data_size_range", "data_size_list"), ("ttl", "expiry_range")):
+        given = [n for n in group if getattr(flags, n) is not None]
+        if len(given) > 1:
+            names = " and ".join("--" + n.replace("_", "-") for n in given)
+            raise SpecError(f"expected one of them; got {names}", "--" + given[1].replace("_", "-"))
+    out: list[str] = []
+    if flags.data_size_range is not None:
+        low, high = _range(flags.data_size_range, "--data-size-range")
+        out.append(f"workload.value_size={_quoted(f'uniform({low},{high})')}")
+    if flags.data_size_list is not None:
+        pairs = [p.strip() for p in flags.data_size_list.split(",") if p.strip()]
+        if not pairs or not all(re.fullmatch(r"[^:]+:\d+(\.\d+)?", p) for p in pairs):
+            raise SpecError(
+                f"expected SIZE:WEIGHT,... such as 32:7,1024:3; got {flags.data_size_list!r}",
+                "--data-size-list",
+            )
+        out.append(f"workload.value_size={_quoted('weighted(' + ','.join(pairs) + ')')}")
+    if flags.key_minimum is not None:
+        out.append(f"workload.keys={_key_count(flags)}")
+    if flags.expiry_range is not None:
+        low, high = _range(flags.expiry_range, "--expiry-range")
+        out.append(f"workload.ttl={_quoted(f'range({low},{high})')}")
+    return out
+
+
+def _range(text: str, flag: str) -> tuple[str, str]:
+    """memtier's MIN-MAX (e.g. 32-1024, 1KiB-4KiB)."""
+    m = re.fullmatch(r"\s*([0-9][^-\s]*)\s*-\s*([0-9][^-\s]*)\s*", text)
+    if not m:
+        raise SpecError(f"expected MIN-MAX such as 32-1024; got {text!r}", flag)
+    return m.group(1), m.group(2)
+
+
+def _key_count(flags: Flags) -> int:
+    """memtier's key range MIN..MAX as a number of keys (the workbench's keys count from 0:
+    the range's size is what a run's hit rate and spread depend on)."""
+    if flags.key_maximum is None:
+        raise SpecError(
+            "expected --key-maximum with --key-minimum (the range's top)", "--key-minimum"
+        )
+    try:
+        top = int(flags.key_maximum)
+    except ValueError:
+        raise SpecError(
+            f"expected a number of keys with --key-minimum; got {flags.key_maximum!r}",
+            "--key-maximum",
+        ) from None
+    assert flags.key_minimum is not None
+    if flags.key_minimum < 0 or top < flags.key_minimum:
+        raise SpecError(
+            f"expected 0 <= MIN <= MAX; got {flags.key_minimum}..{top}", "--key-minimum"
+        )
+    return top - flags.key_minimum + 1
+
+
+def percentiles(text: str | None) -> tuple[float, ...]:
+    """memtier's ``--print-percentiles 50,99,99.9``: the percentiles a summary lists."""
+    if text is None:
+        return ()
+    try:
+        values = tuple(float(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        values = ()
+    if not values or not all(0 < v <= 100 for v in values):
+        raise SpecError(
+            f"expected percentiles above 0 and up to 100 such as 50,99,99.9; got {text!r}",
+            "--print-percentiles",
+        )
+    return values
+
+
+# memtier counts clients per thread; `-t` there is workers here.
+THREADS_HINT = (
+    "that is memtier's --threads: use -w N (worker processes); -c counts clients in all, "
+    "so memtier's -c 50 -t 4 is -c 200 -w 4"
+)
+
+
+def refuse_threads(flags: Flags) -> None:
+    if flags.threads is not None:
+        raise SpecError(THREADS_HINT, "-t")
 
 
 def _sweep_or_string(text: str) -> str:
@@ -187,9 +282,11 @@ def _sweep_or_string(text: str) -> str:
 PIPELINE_OPTIONS = ("batch", "pipeline", "depth")
 
 
-def pipeline_overrides(depth: int, system: Any, strategy_name: str) -> list[str]:
-    """``--pipeline N`` on a strategy that pipelines; without a named strategy, the system's
-    pipelining one is picked. N = 1 (no pipelining) suits every strategy."""
+def pipeline_overrides(depth: int, system: Any, strategy_name: str, default_name: str) -> list[str]:
+    """``--pipeline N`` on a strategy that pipelines. Without a named strategy: the default
+    (`default_name`, the native engine where it can run: N in flight per connection, as
+    memtier) when it pipelines, else the system's first Python strategy that does. N = 1 (no
+    pipelining) suits every strategy."""
     if depth < 1:
         raise SpecError(f"expected 1 or more commands per round trip; got {depth}", "--pipeline")
     piped = {
@@ -200,9 +297,14 @@ def pipeline_overrides(depth: int, system: Any, strategy_name: str) -> list[str]
     }
     if strategy_name and strategy_name in piped:
         return [f"strategy.options.{piped[strategy_name]}={depth}"]
-    if not strategy_name and piped:
-        name, opt = next(iter(piped.items()))
-        return [f"strategy.name={_quoted(name)}", f"strategy.options.{opt}={depth}"]
+    if not strategy_name:
+        if default_name in piped:
+            opt = piped[default_name]
+            return [f"strategy.name={_quoted(default_name)}", f"strategy.options.{opt}={depth}"]
+        python = [n for n in piped if system.strategy(n).engine != "native"]
+        if python:
+            name, opt = python[0], piped[python[0]]
+            return [f"strategy.name={_quoted(name)}", f"strategy.options.{opt}={depth}"]
     if depth == 1:
         return []
     having = (
@@ -210,7 +312,7 @@ def pipeline_overrides(depth: int, system: Any, strategy_name: str) -> list[str]
         if piped
         else f"; no {system.name} strategy pipelines"
     )
-    chosen = strategy_name or system.default_strategy
+    chosen = strategy_name or default_name
     raise SpecError(
         f"strategy {chosen!r} of {system.name} has no pipeline depth{having}", "--pipeline"
     )
@@ -280,8 +382,9 @@ KEY_MAXIMUM = _opt(
 PIPELINE = _opt(
     "--pipeline",
     metavar="N",
-    help="commands per round trip, on a strategy that pipelines (redis: pipeline, "
-    "strategy.options.batch); memtier --pipeline, redis-benchmark -P",
+    help="requests in flight per connection on the native engine (the default strategy: "
+    "strategy.options.pipeline, as memtier), else commands per round trip of a pipelining "
+    "strategy (redis pipeline: strategy.options.batch); memtier --pipeline, redis-benchmark -P",
 )
 RATE = _opt(
     "--rate",
@@ -308,20 +411,131 @@ REPEAT = _opt(
 )
 
 
+DATA_SIZE_RANGE = _opt(
+    "--data-size-range",
+    metavar="MIN-MAX",
+    help="value sizes uniform in MIN..MAX, e.g. 32-1024 (workload.value_size = "
+    "uniform(MIN,MAX)); memtier --data-size-range",
+)
+DATA_SIZE_LIST = _opt(
+    "--data-size-list",
+    metavar="SIZE:WEIGHT,...",
+    help="value sizes with weights, e.g. 32:7,1024:3 (workload.value_size = weighted(...)); "
+    "memtier --data-size-list",
+)
+KEY_MINIMUM = _opt(
+    "--key-minimum",
+    metavar="N",
+    help="with --key-maximum: MAX-MIN+1 keys (workload.keys); memtier --key-minimum",
+)
+EXPIRY_RANGE = _opt(
+    "--expiry-range",
+    metavar="MIN-MAX",
+    help="set keys expire in MIN..MAX seconds (workload.ttl = range(MIN,MAX)); "
+    "memtier --expiry-range",
+)
+PRINT_PERCENTILES = _opt(
+    "--print-percentiles",
+    metavar="P,P,...",
+    help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
+)
+
+
+# Every familiar flag: (parameter name, type, declaration). `run` and `search` take them all
+# through `familiar_flags`, so the two commands can never drift apart.
+FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
+    ("server", str | None, SERVER),
+    ("clients", str | None, CLIENTS),
+    ("workers", str | None, WORKERS),
+    ("data_size", str | None, DATA_SIZE),
+    ("data_size_range", str | None, DATA_SIZE_RANGE),
+    ("data_size_list", str | None, DATA_SIZE_LIST),
+    ("requests", str | None, REQUESTS),
+    ("test_time", str | None, TEST_TIME),
+    ("ratio", str | None, RATIO),
+    ("key_pattern", str | None, KEY_PATTERN),
+    ("key_minimum", int | None, KEY_MINIMUM),
+    ("key_maximum", str | None, KEY_MAXIMUM),
+    ("pipeline", int | None, PIPELINE),
+    ("rate", str | None, RATE),
+    ("ttl", str | None, TTL),
+    ("expiry_range", str | None, EXPIRY_RANGE),
+    ("repeat", int | None, REPEAT),
+    ("print_percentiles", str | None, PRINT_PERCENTILES),
+)
+
+
+def familiar_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a typer command every familiar flag; it receives them as one ``flags: Flags``.
+
+    The command's own ``flags`` parameter is replaced by the flags' parameters in its
+    signature (which typer reads), and the wrapper gathers them back into a `Flags`.
+    memtier's ``-t``/``--threads`` is a hidden option answered with a hint, unless the
+    command has a ``threads`` parameter or uses ``-t`` itself (search's --target).
+    """
+    import typer
+    from typer.models import ParameterInfo
+
+    hints = get_type_hints(command, include_extras=True)
+    own = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in inspect.signature(command).parameters.values()
+        if p.name != "flags"
+    ]
+    names = [name for name, _, _ in FLAG_PARAMETERS]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[kind, option])
+        for name, kind, option in FLAG_PARAMETERS
+    ]  # fmt: skip
+    taken = {
+        decl
+        for p in own
+        for meta in getattr(p.annotation, "__metadata__", ())
+        if isinstance(meta, ParameterInfo)
+        for decl in (getattr(meta, "param_decls", None) or ())
+    }
+    if "threads" not in {p.name for p in own} and "-t" not in taken:
+        threads = typer.Option("--threads", "-t", hidden=True)
+        added.append(
+            inspect.Parameter("threads", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=Annotated[str | None, threads])
+        )  # fmt: skip
+        names.append("threads")
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = Flags(**{n: kwargs.pop(n, None) for n in names})
+        return command(*args, flags=given, **kwargs)
+
+    params = [p for p in own if p.kind != inspect.Parameter.VAR_KEYWORD]
+    positional = [p for p in params if p.kind != inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY]
+    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*positional, *keyword, *added]
+    )
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*positional, *keyword, *added]}
+    return wrapper
+
+
 def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec:
     """The profile (or the defaults) with the flags, then the `--set` overrides, applied and
     checked, as `load_spec` does for `--set` alone."""
     from workbench.plugins import load_plugin
+    from workbench.spec.resolve import resolve_strategy
 
     profile = find_profile(profile) if profile else None
     base = read_profile(profile) if profile else {}
-    overrides = [*to_overrides(flags, base), *sets]
     try:
+        refuse_threads(flags)
+        percentiles(flags.print_percentiles)
+        overrides = [*to_overrides(flags, base), *sets]
         if flags.pipeline is not None:
             source = str(profile) if profile else "--set"
             draft = spec_from_data(base, overrides, source)
             system = load_plugin(draft.target.system)
-            overrides += pipeline_overrides(flags.pipeline, system, draft.strategy.name)
+            default = resolve_strategy(system, draft).name
+            overrides += pipeline_overrides(flags.pipeline, system, draft.strategy.name, default)
         return load_spec(profile, overrides)
     except SpecError as exc:
         raise _naming_the_flag(exc, flags) from None
@@ -329,25 +543,62 @@ def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec
 
 # the field each flag sets -> the flag, to name it in an error about that field
 FIELD_FLAGS = {
-    "load.concurrency": ("clients", "-c/--clients"),
-    "load.workers": ("workers", "-w/--workers"),
-    "workload.value_size": ("data_size", "-d/--data-size"),
-    "load.ops": ("requests", "-n/--requests"),
-    "load.duration": ("test_time", "--test-time"),
-    "workload.mix": ("ratio", "--ratio"),
-    "workload.keys": ("key_maximum", "--key-maximum"),
-    "load.rate": ("rate", "--rate"),
-    "workload.ttl": ("ttl", "--ttl"),
-    "load.repeat": ("repeat", "--repeat"),
+    "load.concurrency": (("clients", "-c/--clients"),),
+    "load.workers": (("workers", "-w/--workers"),),
+    "workload.value_size": (
+        ("data_size", "-d/--data-size"),
+        ("data_size_range", "--data-size-range"),
+        ("data_size_list", "--data-size-list"),
+    ),
+    "load.ops": (("requests", "-n/--requests"),),
+    "load.duration": (("test_time", "--test-time"),),
+    "workload.mix": (("ratio", "--ratio"),),
+    "workload.keys": (("key_minimum", "--key-minimum"), ("key_maximum", "--key-maximum")),
+    "load.rate": (("rate", "--rate"),),
+    "workload.ttl": (("ttl", "--ttl"), ("expiry_range", "--expiry-range")),
+    "load.repeat": (("repeat", "--repeat"),),
 }
 
 
 def _naming_the_flag(exc: SpecError, flags: Flags) -> SpecError:
     """An error about a field a flag set says which flag it was."""
-    for field_path, (attr, flag) in FIELD_FLAGS.items():
-        if getattr(flags, attr) is not None and re.search(
-            rf"(^|: ){re.escape(field_path)}($|[ .\[])", exc.where
-        ):
-            where = exc.where.removeprefix("--set: ")  # the flag, not --set, gave it
-            return SpecError(exc.message, f"{where} (set by {flag})")
+    for field_path, candidates in FIELD_FLAGS.items():
+        if not re.search(rf"(^|: ){re.escape(field_path)}($|[ .\[])", exc.where):
+            continue
+        for attr, flag in candidates:
+            if getattr(flags, attr) is not None:
+                where = exc.where.removeprefix("--set: ")  # the flag, not --set, gave it
+                return SpecError(exc.message, f"{where} (set by {flag})")
     return exc
+
+
+def run_name(spec: Spec) -> str:
+    """A run started from flags, named after its target and shape: e.g.
+    ``redis 127.0.0.1:6379 native c16`` (a swept axis shows its values)."""
+    from workbench.plugins import load_plugin
+    from workbench.spec.resolve import resolve_strategy
+
+    swept = {axis.path: axis for axis in spec.sweep}
+    parts = [spec.target.system]
+    options = spec.target.options
+    if isinstance(options.get("url"), str):
+        parts.append(urlsplit(options["url"]).netloc)
+    elif isinstance(options.get("servers"), list | tuple):
+        parts.append(",".join(map(str, options["servers"])))
+    elif isinstance(options.get("base_url"), str):
+        parts.append(urlsplit(options["base_url"]).netloc)
+    if "strategy.name" in swept:
+        parts.append("/".join(map(str, swept["strategy.name"].values)))
+    else:
+        try:
+            parts.append(resolve_strategy(load_plugin(spec.target.system), spec).name)
+        except Exception:  # an unknown system is reported by the run itself
+            parts.append(spec.strategy.name or "default")
+    if "load.concurrency" in swept:
+        parts.append("c" + ",".join(map(str, swept["load.concurrency"].values)))
+    else:
+        parts.append(f"c{spec.load.concurrency}")
+    depth = spec.strategy.options.get("pipeline") or spec.strategy.options.get("batch")
+    if isinstance(depth, int) and depth > 1:
+        parts.append(f"p{depth}")
+    return " ".join(parts)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from workbench.events import StepStarted
 from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us
+from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
+from workbench.refusals import refusals
 
 
 def live_line(elapsed: float, s: Summary) -> str:
@@ -16,15 +20,18 @@ def live_line(elapsed: float, s: Summary) -> str:
     )
 
 
-def step_summary(step: StepView) -> list[str]:
+def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
+    """The step's figures; `ticks`: the percentiles to list (memtier's --print-percentiles),
+    else the usual ones."""
     s = step.summary
     errors = [
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
         for kind, n in step.totals.errors.items()
     ]
+    refused = [f"notice: {line}" for line in refusals(step.totals.errors, step.totals.first_errors)]
     if s is None or not s.ops:
         every = ", every operation failed" if errors else ""
-        return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors]
+        return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors, *refused]
     hit = f"{s.hit_rate:.2%}" if s.hit_rate is not None else "n/a"
     lines = [
         f"== {step.title} ({step.status}) ==",
@@ -44,8 +51,11 @@ def step_summary(step: StepView) -> list[str]:
             f"expected, lost {s.lost:,}"
         )
     lines += errors
+    lines += refused
     lines.append("Response times percentiles:")
-    for tick in SUMMARY_TICKS:
+    if ticks:
+        s = summarise(step.totals, ticks)
+    for tick in ticks or SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
     verdict = step.verdict
@@ -57,18 +67,33 @@ def step_summary(step: StepView) -> list[str]:
 def step_heading(event: StepStarted, steps: int) -> str:
     """The line that opens a step: what runs, on what, with how many clients."""
     target = event.spec["target"]["system"]
-    strategy = event.spec["strategy"]["name"] or "default"
+    strategy = event.strategy or event.spec["strategy"]["name"] or "default"
     server = (
         f", server {event.server.get('version', '')} pid {event.server['pid']}"
         if event.server
         else ""
     )
+    model = event.connections or f"{event.clients} clients, {event.workers} worker(s)"
     line = (
-        f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, "
-        f"{event.clients} clients, {event.workers} worker(s){server}"
+        f"-- step {event.step + 1}/{steps}: {event.title} on {target}/{strategy}, {model}{server}"
     )
     if event.nodes:  # workers on a Ray cluster: where the load came from
         line += "\n   nodes: " + "; ".join(
             f"{n['host']} ({n['cpus']} CPUs, {n['workers']} worker(s))" for n in event.nodes
         )
     return line
+
+
+def simulated_lines(results: dict[str, Any]) -> list[str]:
+    """A step's simulated hit rates, each line saying it is simulated."""
+    if "error" in results:
+        return [f"simulated: not simulated: {results['error']}"]
+    out = []
+    for name, figures in results.get("policies", {}).items():
+        rates = " ".join(
+            f"{key} {100 * v:.2f}%"
+            for key in ("hit_rate", "hot", "cold")
+            if isinstance(v := figures.get(key), int | float)
+        )
+        out.append(f"simulated {name} at the same limit (libCacheSim): {rates.replace('_', ' ')}")
+    return out

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
-import typer
+try:
+    import typer
 
-from workbench import __version__
-from workbench.cli import check, plugins, profiles, report, runs, search, serve
-from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
-from workbench.cli.run import run_command
+    from workbench import __version__
+    from workbench.cli import (
+        check,
+        doctor,
+        mrc,
+        plugins,
+        profiles,
+        report,
+        runs,
+        search,
+        serve,
+        simulate,
+    )
+    from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
+    from workbench.cli.run import run_command
+except KeyboardInterrupt:  # a Ctrl-C while the imports load: nothing has started yet
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(130) from None
 
 app = typer.Typer(
     name="workbench",
@@ -28,6 +44,9 @@ app.add_typer(profiles.app, name="profiles")
 app.add_typer(serve.app, name="serve")
 app.command("check")(check.command)
 app.command("search")(search.command)
+app.command("simulate")(simulate.command)
+app.command("mrc")(mrc.command)
+app.command("doctor")(doctor.command)
 
 
 def _show_version(value: bool) -> None:

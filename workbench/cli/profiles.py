@@ -10,8 +10,7 @@ import typer
 from workbench.cli.common import one_line_errors, out
 from workbench.errors import SpecError
 from workbench.profile_files import profiles_dir
-from workbench.spec.load import load_spec
-from workbench.spec.plan import check_spec
+from workbench.spec.steps import Step, check_spec, load_spec
 
 app = typer.Typer(
     help="List and check the TOML experiments in profiles/.", invoke_without_command=True
@@ -31,7 +30,8 @@ def profiles(
         ),
     ] = None,
 ) -> None:
-    """Every profile with its description and step count; broken ones with their error."""
+    """Every profile with its description, then the systems and strategies its steps run, the
+    step count and an estimated duration; broken ones with their error."""
     if ctx.invoked_subcommand is not None:
         return
     folder = folder or profiles_dir()
@@ -42,10 +42,43 @@ def profiles(
     for path in files:
         try:
             spec = load_spec(path)
-            steps = len(check_spec(spec))
-            out(
-                f"{path}: {spec.description or spec.name} "
-                f"[{spec.target.system}, {steps} step{'s' if steps != 1 else ''}]"
-            )
+            steps = check_spec(spec)
         except SpecError as exc:
             out(f"{path}: BROKEN: {exc}")
+            continue
+        out(f"{path}: {spec.description or spec.name}")
+        out(f"    {what_runs(steps)}; {len(steps)} step{'s' if len(steps) != 1 else ''}, "
+            f"{estimate(steps)}")  # fmt: skip
+
+
+def what_runs(steps: list[Step]) -> str:
+    """Each system with the strategies its steps run, e.g. "redis: multiplexed, pipeline"."""
+    by_system: dict[str, list[str]] = {}
+    for step in steps:
+        names = by_system.setdefault(step.spec.target.system, [])
+        if step.spec.strategy.name not in names:
+            names.append(step.spec.strategy.name)
+    return "; ".join(f"{system}: {', '.join(names)}" for system, names in by_system.items())
+
+
+STEP_OVERHEAD = 1.0  # seconds: starting workers (and a managed server), a step's tail
+
+
+def estimate(steps: list[Step]) -> str:
+    """About how long the run takes: each timed step's warm-up and duration plus start-up;
+    steps that end after N ops cannot be timed before they run."""
+    timed = [s.spec.load for s in steps if s.spec.load.ops is None]
+    seconds = sum((ld.warmup if ld.warmup_ops is None else 0) + (ld.duration or 0) for ld in timed)
+    seconds += STEP_OVERHEAD * len(timed)
+    counted = len(steps) - len(timed)
+    text = f"about {_duration(seconds)}" if timed else ""
+    if counted:
+        ops = f"{counted} step{'s' if counted != 1 else ''} of N ops (time depends on the rate)"
+        text = f"{text} + {ops}" if text else ops
+    return text
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"

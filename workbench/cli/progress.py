@@ -9,6 +9,7 @@ time spent starting servers and warming up between steps is counted in it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import IO, Any
 
 from rich.console import Console
@@ -30,7 +31,8 @@ def _clock(seconds: float) -> str:
 class RunProgress:
     """Feed it every event of a run (with the view after it); `close()` when the run ends."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], ticks: Sequence[float] = ()) -> None:
+        self.ticks = tuple(ticks)  # the percentiles a step's summary lists (--print-percentiles)
         self.console = Console(file=stream)
         self.progress = Progress(
             TextColumn("[bold]{task.fields[step]}"),
@@ -89,7 +91,7 @@ class RunProgress:
         elif isinstance(event, StepFinished):
             self.done += 1
             self.fraction = 0.0
-            for line in step_summary(view.steps[event.step]):
+            for line in step_summary(view.steps[event.step], self.ticks):
                 self.print(line)
         self.refresh()
 

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
+from workbench.cli.outputs import check_writable
 from workbench.report import FORMATS, render
 
 FORMAT_HELP = "; ".join(f"{name}: {desc}" for name, (_, desc) in FORMATS.items())
@@ -43,7 +44,9 @@ def command(
             f"unknown format {format_!r}; expected one of {', '.join(FORMATS)}",
             ExitStatus.BAD_INPUT,
         )
-    st = open_store(store)
+    if output is not None:
+        check_writable(output, "--output")
+    st = read_store(store)
     stored = [st.load(ref) for ref in runs]
     if chart and format_ != "svg":
         raise fail("--chart goes with --format svg", ExitStatus.BAD_INPUT)
@@ -52,7 +55,6 @@ def command(
         out(text.rstrip("\n"))
         return
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise fail(f"cannot write {output}: {exc.strerror or exc}", ExitStatus.ERROR) from None

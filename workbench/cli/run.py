@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -15,7 +17,7 @@ import typer
 from workbench import session
 from workbench.cli import flags as f
 from workbench.cli import outputs
-from workbench.cli.check import FailOnOption, checks_for, judge_steps
+from workbench.cli.check import FailOnOption, checks_for, judge_steps, with_fail_on
 from workbench.cli.common import (
     EXIT_CODES_HELP,
     ExitStatus,
@@ -26,7 +28,7 @@ from workbench.cli.common import (
     out,
     result,
 )
-from workbench.cli.format import live_line, step_heading, step_summary
+from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
 from workbench.events import (
     Event,
     Interval,
@@ -34,10 +36,14 @@ from workbench.events import (
     RunFinished,
     RunStarted,
     StepFinished,
+    StepSimulated,
     StepStarted,
 )
 from workbench.live import RunView
-from workbench.spec.model import spec_to_dict
+from workbench.profile_files import find_profile
+from workbench.simulate.policies import POLICIES, parse_policies
+from workbench.spec.load import read_profile
+from workbench.spec.model import Spec, check_name, spec_to_dict
 
 OUT_PANEL = "Files from the run"
 
@@ -48,6 +54,7 @@ EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
 
 
 @one_line_errors
+@f.familiar_flags
 def run_command(
     profile: Annotated[
         Path | None,
@@ -74,19 +81,6 @@ def run_command(
             "for scripts: `id=$(workbench run --print-id ...)`",
         ),
     ] = False,
-    clients: Annotated[str | None, f.CLIENTS] = None,
-    workers: Annotated[str | None, f.WORKERS] = None,
-    data_size: Annotated[str | None, f.DATA_SIZE] = None,
-    requests: Annotated[str | None, f.REQUESTS] = None,
-    test_time: Annotated[str | None, f.TEST_TIME] = None,
-    ratio: Annotated[str | None, f.RATIO] = None,
-    key_pattern: Annotated[str | None, f.KEY_PATTERN] = None,
-    key_maximum: Annotated[str | None, f.KEY_MAXIMUM] = None,
-    pipeline: Annotated[int | None, f.PIPELINE] = None,
-    rate: Annotated[str | None, f.RATE] = None,
-    ttl: Annotated[str | None, f.TTL] = None,
-    server: Annotated[str | None, f.SERVER] = None,
-    repeat: Annotated[int | None, f.REPEAT] = None,
     report: Annotated[
         list[str] | None,
         typer.Option(
@@ -122,7 +116,29 @@ def run_command(
         ),
     ] = False,
     fail_on: FailOnOption = None,
+    trace_out: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-out",
+            metavar="FILE",
+            help="write what the workers sent in the measured phase as a libCacheSim "
+            "oracleGeneral trace (workload.trace_out); several steps: FILE.stepN each",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
+    simulate: Annotated[
+        str | None,
+        typer.Option(
+            "--simulate",
+            metavar="POLICIES",
+            help="replay each step's requests through these eviction policies at the "
+            "server's limit (libCacheSim) and show them beside the measured hit rates: "
+            f"{', '.join(POLICIES)} or all (simulate.policies)",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
     store: StoreOption = None,
+    flags: f.Flags = f.Flags(),
 ) -> None:
     """Run an experiment: live progress, then a summary per step.
 
@@ -138,29 +154,23 @@ def run_command(
     """
     if print_id:
         only_result_on_stdout()
-    given = f.Flags(
-        clients=clients,
-        workers=workers,
-        data_size=data_size,
-        requests=requests,
-        test_time=test_time,
-        ratio=ratio,
-        key_pattern=key_pattern,
-        key_maximum=key_maximum,
-        pipeline=pipeline,
-        rate=rate,
-        ttl=ttl,
-        server=server,
-        repeat=repeat,
-    )
     remote = ["target.allow_remote=true"] if allow_remote else []
-    spec = f.load_with_flags(profile, given, [*(set_ or []), *remote])
-    checks = checks_for(spec_to_dict(spec), fail_on or [], str(profile) if profile else "")
+    remote += simulation_overrides(trace_out, simulate)
+    if name is not None:
+        check_name(name, "--name")
+    spec = with_fail_on(f.load_with_flags(profile, flags, [*(set_ or []), *remote]), fail_on or [])
+    if profile is not None and not read_profile(find_profile(profile)):
+        out(_empty_profile_note(profile, spec))
+    if name is None and profile is None and spec.name == "default":
+        name = f.run_name(spec)  # not "default": the target and shape it ran
+    checks = checks_for(spec_to_dict(spec), [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
-    view = asyncio.run(_drive(spec, st, name, quiet, bar_on))
+    view = asyncio.run(
+        _drive(spec, st, name, quiet, bar_on, ticks=f.percentiles(flags.print_percentiles))
+    )
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
@@ -178,7 +188,28 @@ def run_command(
         raise typer.Exit(int(ExitStatus.CHECKS_FAILED))
 
 
+def simulation_overrides(trace_out: str | None, simulate: str | None) -> list[str]:
+    """`--trace-out` and `--simulate` as the `--set` texts they stand for."""
+    out = []
+    if trace_out is not None:
+        out.append(f"workload.trace_out={json.dumps(trace_out)}")
+    if simulate is not None:
+        names = parse_policies(simulate, "--simulate")
+        out.append(f"simulate.policies={json.dumps(list(names))}")
+    return out
+
+
 run_command.__doc__ = inspect.cleandoc(run_command.__doc__ or "") + "\n\n" + EXIT_CODES_HELP
+
+
+def _empty_profile_note(profile: Path, spec: Spec) -> str:
+    """One line for a profile that sets nothing: what runs instead."""
+    what = (
+        "the default, a short run on the embedded cache"
+        if spec == Spec()
+        else "the defaults with the flags and --set given"
+    )
+    return f"note: {profile} sets nothing: running {what}"
 
 
 def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]
@@ -204,6 +235,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     bar_on: TextIO | None,
     source: EventSource | None = None,
     show: Callable[[object, RunView, bool], None] | None = None,
+    ticks: Sequence[float] = (),
 ) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
@@ -219,7 +251,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
-        bar = RunProgress(bar_on)
+        bar = RunProgress(bar_on, ticks)
 
     def say(text: str) -> None:
         (bar.print if bar is not None else out)(text)
@@ -248,7 +280,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or _show)(event, view, quiet)
+                (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
@@ -262,7 +294,9 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def _show(event: object, view: RunView, quiet: bool) -> None:
+def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet; `ticks`:
+    the percentiles a step's summary lists)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
@@ -274,7 +308,10 @@ def _show(event: object, view: RunView, quiet: bool) -> None:
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):
-        for line in step_summary(view.steps[event.step]):
+        for line in step_summary(view.steps[event.step], ticks):
+            out(line)
+    elif isinstance(event, StepSimulated):
+        for line in simulated_lines(event.results):
             out(line)
     elif isinstance(event, RunFinished):
         pass

@@ -10,9 +10,18 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
+from workbench.cli.common import (
+    ExitStatus,
+    StoreOption,
+    fail,
+    one_line_errors,
+    open_store,
+    out,
+    read_store,
+)
 from workbench.cli.format import step_summary
 from workbench.metrics import format_us
+from workbench.store import default_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for scripts")]
 
@@ -23,7 +32,8 @@ app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_
 @one_line_errors
 def list_runs(store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Every stored run, newest first."""
-    rows = open_store(store).list_runs()
+    # No store yet is no runs yet: a read creates nothing.
+    rows = read_store(store).list_runs() if (store or default_path()).exists() else []
     if as_json:
         out(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return
@@ -31,18 +41,27 @@ def list_runs(store: StoreOption = None, as_json: JsonOption = False) -> None:
         out("no runs stored yet: try `workbench run`")
         return
     out(
-        f"{'id':<21} {'name':<24} {'when':<16} {'status':<11} {'target':<22} {'steps':>5} "
-        f"{'best ops/s':>12} {'p50':>8} {'p99':>8} {'hit rate':>8} {'errors':>7}"
+        f"{'id':<21} {'name':<28} {'when':<16} {'status':<11} {'system':<10} "
+        f"{'strategy':<15} {'clients':>7} {'steps':>5} {'best ops/s':>12} {'p50':>8} "
+        f"{'p99':>8} {'hit rate':>8} {'errors':>7}"
     )
     for r in rows:
         when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+        measured = r.ops_per_s is not None
+        ops = f"{r.ops_per_s:,.0f}" if measured else "-"
+        p50 = format_us(r.p50_us) if measured and r.p50_us is not None else "-"
+        p99 = format_us(r.p99_us) if measured and r.p99_us is not None else "-"
         hr = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
+        errors = f"{r.errors:,}" if measured else "-"
+        clients = str(r.clients) if r.clients is not None else "-"
+        strategy = r.step_strategy or r.strategy or "-"
         out(
-            f"{r.id:<21} {r.name[:24]:<24} {when:<16} {r.status:<11} "
-            f"{(r.system + '/' + r.strategy)[:22]:<22} {r.steps:>5} "
-            f"{(r.ops_per_s or 0):>12,.0f} {format_us(r.p50_us or 0):>8} "
-            f"{format_us(r.p99_us or 0):>8} {hr:>8} {r.errors:>7,}"
+            f"{r.id:<21} {r.name[:28]:<28} {when:<16} {r.status:<11} {r.system[:10]:<10} "
+            f"{strategy[:15]:<15} {clients:>7} {r.steps:>5} {ops:>12} {p50:>8} {p99:>8} "
+            f"{hr:>8} {errors:>7}"
         )
+    if any(r.steps > 1 for r in rows):
+        out("(a run of several steps shows its fastest step: `workbench runs show ID` for all)")
 
 
 @app.command("show")
@@ -53,7 +72,7 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """A stored run: its spec, environment, notices and per-step figures."""
-    stored = open_store(store).load(run)
+    stored = read_store(store).load(run)
     if as_json:  # the same document as `workbench report RUN --format json`
         from workbench.report import render
 

@@ -1,7 +1,7 @@
 """`workbench search [PROFILE] --target 'p99<1ms'`: the highest open-loop rate within a target.
 
 Probes of a few seconds each, doubling the rate until the target breaks, then bisecting
-(see `workbench.search`); every probe is a stored step of one run, so `workbench report
+(see `workbench.search_rules`); every probe is a stored step of one run, so `workbench report
 RUN --format search` (or any other format) shows the whole curve again.
 """
 
@@ -15,17 +15,18 @@ import typer
 
 from workbench.cli import flags as f
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
-from workbench.cli.format import live_line
-from workbench.cli.run import _drive
+from workbench.cli.run import _drive, show_event
+from workbench.errors import SpecError
 from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import format_us
-from workbench.report import render
-from workbench.search import probe_of, search_spec
-from workbench.search_run import SearchRun
+from workbench.report.search import conclusion
+from workbench.search_rules import probe_of, search_spec
+from workbench.search_session import SearchRun
 
 
 @one_line_errors
+@f.familiar_flags
 def command(
     profile: Annotated[
         Path | None,
@@ -64,6 +65,7 @@ def command(
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
     store: StoreOption = None,
+    flags: f.Flags = f.Flags(),
 ) -> None:
     """Find the highest open-loop rate whose probes meet a latency target.
 
@@ -84,7 +86,13 @@ def command(
         )
         if value is not None
     ]
-    spec = f.load_with_flags(profile, f.Flags(), [*(set_ or []), *extra])
+    if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
+        raise SpecError(
+            "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
+            "-w N (worker processes)",
+            "-t",
+        )
+    spec = f.load_with_flags(profile, flags, [*(set_ or []), *extra])
     spec, checks = search_spec(spec, target or [])
     st = open_store(store)
     searching = SearchRun(spec, checks)
@@ -105,9 +113,7 @@ def command(
     )
     out(f"run {view.run_id} {view.status} (stored in {st.path})")
     if view.run_id:
-        report = render(st.load(view.run_id), "search")
-        body = report.split("## Highest rate within the target", 1)[-1].split("## Reproduce")[0]
-        out(body.strip("\n"))
+        out(conclusion(st.load(view.run_id)))
     if view.status == "interrupted":
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
     if searching.search.best is None:
@@ -121,12 +127,8 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
     elif isinstance(event, StepStarted):
         load = event.spec["load"]
         out(f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s")
-    elif isinstance(event, Interval) and not quiet:
-        step = view.steps[event.step]
-        if step.latest is not None:
-            out(live_line(event.elapsed, step.latest))
-    elif isinstance(event, Notice):
-        out(f"{event.level}: {event.message}")
+    elif isinstance(event, Interval | Notice):
+        show_event(event, view, quiet)  # as `workbench run` shows them
     elif isinstance(event, StepFinished):
         step = view.steps[event.step]
         p = probe_of(step, searching.rate_of(event.step), searching.checks)

@@ -1,6 +1,7 @@
 """`workbench serve`: run a reference server, or a managed redis/memcached, in the foreground.
 
-The server is started the way runs start managed servers (`workbench.servers`): on
+The server is started the way runs start managed servers (the plugins' recipes, on the
+toolkit of `workbench.servers`): on
 loopback, waited on until it accepts connections, and stopped by its pid when this
 command ends: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, with exit status 0; killed
 outright, the servers die with it. If the server dies on its own, the command ends with
@@ -16,15 +17,11 @@ from types import FrameType
 from typing import Annotated, Any
 
 import typer
+from workbench_memcached.server import MEMORY_MB, THREADS, start_memcached
+from workbench_redis.server import POLICY, start_redis
 
 from workbench.cli.common import ExitStatus, fail, one_line_errors, out
-from workbench.servers import (
-    LOOPBACK,
-    ServerProcess,
-    start_memcached,
-    start_python_server,
-    start_redis,
-)
+from workbench.servers import LOOPBACK, ServerProcess, start_python_server
 
 app = typer.Typer(
     help="Run a server in the foreground to point experiments at; Ctrl-C stops it.",
@@ -190,7 +187,7 @@ def redis(
     port: PortOption = 0,
     host: HostOption = LOOPBACK,
     maxmemory: Annotated[str, typer.Option("--maxmemory", help="e.g. 64mb (empty: none)")] = "",
-    policy: Annotated[str, typer.Option("--policy", help="eviction policy")] = "allkeys-lru",
+    policy: Annotated[str, typer.Option("--policy", help="eviction policy")] = POLICY,
 ) -> None:
     """A throw-away redis-server (no persistence) from PATH."""
 
@@ -210,8 +207,8 @@ def redis(
 def memcached(
     port: PortOption = 0,
     host: HostOption = LOOPBACK,
-    memory_mb: Annotated[int, typer.Option("--memory-mb", help="memcached -m")] = 256,
-    threads: Annotated[int, typer.Option("--threads", help="memcached -t")] = 4,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", help="memcached -m")] = MEMORY_MB,
+    threads: Annotated[int, typer.Option("--threads", help="memcached -t")] = THREADS,
 ) -> None:
     """A throw-away memcached (UDP off) from PATH."""
 

@@ -143,7 +143,7 @@ class AdapterCalls:
         try:
             connect = t.strategy.connect
             if t.strategy.engine == "native":  # through the native engine's own codecs
-                connect = probe_connect(t.system.name)
+                connect = probe_connect(t.system, t.strategy)
             pending = connect(dict(opts), dict(t.strategy_options))
             if not inspect.isawaitable(pending):
                 raise CheckFailed("Strategy.connect must be an async function")

@@ -155,8 +155,7 @@ async def run_checks(
                 raise TargetError(
                     f"the {system.name} server launcher failed: {describe(exc)}", "--managed"
                 ) from exc
-            for t in plan:
-                t.system_options = {**t.system_options, **server.target_options}
+            plan = [t.with_server(server.target_options) for t in plan]
         for t in plan:
             if on_target is not None:
                 on_target(t)

@@ -7,31 +7,23 @@ so ``size=5`` is the integer 5 in both places, and the options then check them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.adapter import CacheSystem, Strategy
 from workbench.errors import SpecError
 from workbench.spec.load import parse_override
+from workbench.spec.resolve import ResolvedStep
 
 OP_TIMEOUT = 10.0  # seconds any one adapter call may take before it counts as hung
 
 
-@dataclass
-class Target:
-    """Everything needed to drive one strategy: resolved options and, maybe, a server."""
+@dataclass(frozen=True)
+class Target(ResolvedStep):
+    """One strategy to drive, resolved as a step is (`ResolvedStep`), and how long any one
+    adapter call may take before the kit calls it hung."""
 
-    system: CacheSystem
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    server_options: dict[str, Any] = field(default_factory=dict)
-    managed: bool = False
     op_timeout: float = OP_TIMEOUT
-
-    @property
-    def blocking(self) -> bool:
-        return self.strategy.blocking
 
 
 def split_settings(settings: Iterable[str]) -> dict[str, Any]:
@@ -125,8 +117,8 @@ def targets(
             system_options,
             s.options.resolve(strat_raw[s.name], "strategy.options"),
             server_options,
-            managed,
-            op_timeout,
+            managed=managed,
+            op_timeout=op_timeout,
         )
         for s in strategies
     ]

@@ -5,11 +5,11 @@ Both loops (asyncio clients and one thread per blocking client) share the pacing
 (`accounting.record`); they differ only in how a call is made and how they sleep.
 
 The stopwatch: `perf_counter_ns()` before and after each op. In open loop each op has an
-intended start on the client's schedule. If the client was still busy with its previous
-op at that time, latency runs from the intended start (the wait is the server's doing:
-coordinated omission is corrected); if the client was idle and its timer woke it late,
-the lateness is the generator's own, and latency runs from the send. Either way the
-send lag (send minus intended start) is recorded in its own histogram.
+intended start on the client's schedule, and docs/frames.md ("Latency") says where its
+latency starts (`stopwatch_start`): from the intended start if the client was still busy
+then (the wait is the server's doing: coordinated omission is corrected), from the send
+if it was idle and its timer woke it late (the lateness is the generator's own). Either
+way the send lag (send minus intended start) is recorded in its own histogram.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
-from workbench.engine.plans import ClientPlan
+from workbench.engine.client_plans import ClientPlan
+from workbench.engine.timer import Wakeups
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -30,6 +31,7 @@ from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream,
 # (every client once) to about TURN_OPS ops.
 YIELD_EVERY = 64
 TURN_OPS = 4096
+TRACED = frozenset({GET, SET, CACHE_ASIDE})  # the ops a captured trace holds
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 _STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
 
@@ -59,6 +61,15 @@ class LoadState:
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
+    wakeups: Wakeups | None = None  # open loop: the worker's precise timer (engine/timer.py)
+    # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
+    # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
+    # simulated cache as the real one was); None when not capturing.
+    # Flat lists of ints (send ns, key, size, send ns, ...): the cheapest append measured
+    # (list.extend of a tuple), and ints are not tracked by the garbage collector, as the
+    # tuples of a list of records would be.
+    trace: list[int] | None = None
+    warm_trace: list[int] = field(default_factory=list)
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -68,6 +79,8 @@ class LoadState:
     def halt(self) -> None:
         self.running = False
         self.halted.set()
+        if self.wakeups is not None:  # called on the loop's thread
+            self.wakeups.release_all()
         self.begun.set()
         self.begun_threads.set()
 
@@ -80,24 +93,29 @@ class LoadState:
 
 
 class Pacer:
-    """A client's open-loop schedule: start + offset + n * period."""
+    """A client's open-loop schedule (`engine.arrivals`): start + offset, then its gaps."""
 
-    __slots__ = ("next_ns", "period")
+    __slots__ = ("schedule",)
 
     def __init__(self, plan: ClientPlan, start_ns: int) -> None:
-        assert plan.period_ns is not None
-        self.period = plan.period_ns
-        self.next_ns = start_ns + plan.offset_ns
+        self.schedule = plan.schedule(start_ns)
 
     def take(self) -> int:
-        due = self.next_ns
-        self.next_ns += self.period
-        return due
+        return self.schedule.take()
 
 
-def stopwatch_start(due: int, sent: int, last_end: int) -> int:
-    """Where an open-loop op's latency starts (see the module's docstring)."""
-    return due if last_end > due else sent
+def stopwatch_start(due: int, sent: int, last_end: int, run_began: int) -> tuple[int, int]:
+    """Where an open-loop op's latency starts (docs/frames.md, "Latency"), and when the
+    client's current run of back-to-back ops began (kept for its next op).
+
+    Busy at the intended start (its previous op ended after it): from the intended start,
+    but never before the run began: time the client spent idle before that, waiting for
+    its own late timer, is the generator's, not the server's. Idle: from the send, which
+    begins a run.
+    """
+    if last_end > due:
+        return max(due, run_began), run_began
+    return sent, sent
 
 
 @dataclass(frozen=True)
@@ -132,7 +150,8 @@ async def async_client(
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
-    due = last_end = count = seq = 0
+    trace, warm_trace = state.trace, state.warm_trace
+    due = last_end = run_began = count = seq = 0
     while state.running:
         if pacer is not None and not await _until_due(due := pacer.take(), state):
             break  # the load ended, or this op's time is past the end
@@ -144,9 +163,11 @@ async def async_client(
         code, index, key, size, ttl = nxt()
         state.in_flight += 1
         t0 = perf()
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
-            t0 = stopwatch_start(due, t0, last_end)
+            t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         got, sent, expected = None, size, 0
         try:
             if code in (GET, CACHE_ASIDE):
@@ -181,14 +202,20 @@ async def async_client(
 
 
 async def _until_due(due: int, state: LoadState) -> bool:
-    """Sleep until `due` (perf_counter_ns); False if the load ended meanwhile.
+    """Wait until `due` (perf_counter_ns); False if the load ended meanwhile.
 
-    uvloop's timers have millisecond resolution and may fire early: sleep again until
+    The worker's timerfd (`Wakeups`) wakes a client at its instant. Without one, sleep:
+    uvloop's timers have millisecond resolution and may fire early, so sleep again until
     the time has truly come (an early send was once a negative latency).
     """
     perf = time.perf_counter_ns
-    while (ahead := due - perf()) > 0 and state.running:
-        await asyncio.sleep(ahead / 1e9)
+    wakeups = state.wakeups
+    if wakeups is not None:
+        if state.running:
+            await wakeups.until(due)
+    else:
+        while (ahead := due - perf()) > 0 and state.running:
+            await asyncio.sleep(ahead / 1e9)
     return state.running and due < state.end_ns
 
 
@@ -234,7 +261,8 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
     lock = state.lock
-    due = last_end = 0
+    trace, warm_trace = state.trace, state.warm_trace
+    due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
             due = pacer.take()
@@ -251,9 +279,11 @@ def thread_client(
         off = index % spread
         value = view[off : off + size]
         t0 = perf()
+        if trace is not None and code in TRACED:
+            (trace if state.measuring else warm_trace).extend((t0, index, size))
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
-            t0 = stopwatch_start(due, t0, last_end)
+            t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         failure: Exception | None = None
         set_ns = -1
         got = None

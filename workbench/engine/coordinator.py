@@ -5,7 +5,9 @@ on their own; an interval event is emitted once every live worker has reported i
 the workers' histograms merged and the server's latest figures added (polled in the
 background, never on the load path). A worker that dies or is lost (a Ray node gone) is
 reported as a notice (which, when, how much it had measured) and the step goes on with
-the others; the step is then "degraded".
+the others; the step is then "degraded". A worker on another machine (a Ray actor) whose
+intervals stop for `SILENT_INTERVALS` interval lengths (at least `SILENT_AT_LEAST` s)
+counts as lost then, without waiting for the cluster to notice that its machine is gone.
 
 Steps come from a list (`events`) or one at a time from a caller that sees each step's
 result before choosing the next (`events_from`), as a search for a rate does.
@@ -18,22 +20,24 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
-from workbench.adapter import CacheSystem, ManagedServer, Strategy, worker_options
+from workbench.adapter import ManagedServer
+from workbench.connections import describe as describe_connections
 from workbench.engine import frames
+from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
-from workbench.engine.limits import check_limits
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
-from workbench.plugins import load_plugin
-from workbench.servers import ALLOW_REMOTE
+from workbench.oracle_trace import merge_parts, part_path, warmup_path
 from workbench.spec.model import spec_to_dict
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
+from workbench.spec.steps import Step
 
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}
@@ -42,6 +46,11 @@ PYTHON_ENGINE = {"name": "python", "version": __version__}
 # the cache: it is failed.
 FAILED_ERROR_SHARE = 0.5
 STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
+SILENT_INTERVALS = 2  # a remote worker this many interval lengths without an interval is lost
+# ...and at least this long: Ray relays frames in batches, and a busy machine can hold
+# an interval back a second without anything being lost.
+SILENT_AT_LEAST = 2.0
+TICK = -1  # the worker index `_frames` yields when it only woke up to look at the clock
 
 NextStep = Callable[[StepFinished | None], Step | None]
 _MANAGED_ACROSS_NODES = (
@@ -87,31 +96,15 @@ class _StepTally:
     measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
     lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
     go_at: float | None = None  # monotonic time the "go" was sent
+    # Per worker, of its last measured interval: when it came (monotonic), where it ended
+    # (seconds into the measured phase) and its index.
+    heard: dict[int, float] = field(default_factory=dict)
+    last_elapsed: dict[int, float] = field(default_factory=dict)
+    last_index: dict[int, int] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
         return len(self.done) >= len(self.live)
-
-
-@dataclass
-class _Setup:
-    """A step's resolved plugin, options and managed server."""
-
-    system: CacheSystem
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    server_info: dict[str, Any]
-    server_options: dict[str, Any] = field(default_factory=dict)  # resolved, when managed
-    allow_remote: bool = False
-
-    @property
-    def connect_options(self) -> dict[str, Any]:
-        """The system options clients connect with: the plugins' own loopback check
-        honours the spec's remote-target opt-in through `ALLOW_REMOTE`."""
-        if not self.allow_remote:
-            return self.system_options
-        return {**self.system_options, ALLOW_REMOTE: True}
 
 
 async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]) -> None:
@@ -125,14 +118,16 @@ async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] |
             return
 
 
-def _start_server(system: CacheSystem, options: dict[str, Any]) -> ManagedServer:
-    assert system.server is not None
-    return system.server.start(options)
-
-
 class Coordinator:
-    def __init__(self, run_id: str, steps: Iterable[Step], stop: asyncio.Event) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        steps: Iterable[Step],
+        stop: asyncio.Event,
+        launcher_log: Path | None = None,
+    ) -> None:
         self.run_id = run_id
+        self.launcher_log = launcher_log  # where a Ray launcher writes Ray's own log lines
         self.steps = steps
         self.stop = stop
         self.handles: list[Handle] = []
@@ -142,6 +137,7 @@ class Coordinator:
         self.inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
+        self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
         self.status = "completed"
         self.dead: set[int] = set()
 
@@ -191,66 +187,74 @@ class Coordinator:
 
     async def run_step(self, step: Step) -> AsyncIterator[Event]:
         """One step: its StepStarted, intervals and notices, then exactly one StepFinished."""
-        check_limits([step])
         try:
-            setup = await self._setup(step)
+            resolved, server_info = await self._setup(step)
         except TargetError as exc:
             yield Notice(self.run_id, step.index, "error", str(exc))
             yield StepFinished(self.run_id, step.index, "failed", Stats(), str(exc))
             return
         monitor = ServerMonitor(self.server, step.spec.load.interval / 2)
         try:
+            opening = self.launcher is None
             launcher = await self._launcher(step)
+            if opening and launcher.log_path is not None:
+                text = f"Ray's own log lines go to {launcher.log_path}"
+                yield Notice(self.run_id, step.index, "info", text)
             n = workers_for(step.spec, launcher.cpus)
-            await self._use_engine(setup.strategy.engine)
+            await self._use_engine(resolved.engine)
             await self._ensure_workers(n)
-            started = self._started(step, setup, n)
+            started = self._started(step, resolved, server_info, n)
             yield started
             if step.spec.target.managed and len(started.nodes) > 1:
                 yield Notice(self.run_id, step.index, "warning", _MANAGED_ACROSS_NODES)
-            monitor.watch(setup.system, *_stats_strategy(setup))
+            monitor.watch(
+                resolved.system,
+                resolved.strategy,
+                resolved.connect_options,
+                resolved.strategy_options,
+            )
+            self._watch_hosts(step, started)
             tally = _StepTally(live={h.index for h in self.handles[:n]})
-            await self._order(step, setup, n)
+            await self._order(step, resolved, n)
             async for event in self._collect(step, tally, monitor):
                 yield event
             final_figures = await monitor.refresh()
+            if trace := step.spec.workload.trace_out:
+                parts = [part_path(trace, i) for i in range(n)]
+                await asyncio.to_thread(merge_parts, parts, trace)
+                warm = [warmup_path(p) for p in parts]
+                await asyncio.to_thread(merge_parts, warm, warmup_path(trace))
         except BaseException:  # cancelled (abandoned) or closed: nothing waits any more
             monitor.cancel()
+            if self.hosts is not None and self.hosts.task is not None:
+                self.hosts.task.cancel()
             self._stop_server()
             raise
         await monitor.close()
+        if self.hosts is not None:
+            await self.hosts.close()
         self._stop_server()
         for event in self._finished(step, tally, final_figures):
             yield event
 
-    async def _setup(self, step: Step) -> _Setup:
-        spec = step.spec
-        system = load_plugin(spec.target.system)
-        strategy = resolve_strategy(system, spec)
-        system_options = system.options.resolve(dict(spec.target.options), "target.options")
-        strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
-        info: dict[str, Any] = {}
-        server_opts: dict[str, Any] = {}
-        if spec.target.managed and system.server is not None:
-            server_opts = system.server.options.resolve(dict(spec.target.server), "target.server")
-            self.server = await asyncio.to_thread(_start_server, system, server_opts)
-            system_options = {**system_options, **self.server.target_options}
-            info = {
-                "pid": self.server.pid,
-                "version": self.server.version,
-                **{k: str(v) for k, v in self.server.target_options.items()},
-            }
-        return _Setup(
-            system,
-            strategy,
-            system_options,
-            strategy_options,
-            info,
-            server_opts,
-            spec.target.allow_remote,
-        )
+    async def _setup(self, step: Step) -> tuple[ResolvedStep, dict[str, Any]]:
+        """The step's resolved target, pointed at its managed server once that is started;
+        and what the server is (pid, version, address), if it is managed."""
+        resolved = step.resolved or resolve_step(step.spec)
+        server = resolved.system.server
+        if not resolved.managed or server is None:
+            return resolved, {}
+        self.server = await asyncio.to_thread(server.start, resolved.server_options)
+        info = {
+            "pid": self.server.pid,
+            "version": self.server.version,
+            **{k: str(v) for k, v in self.server.target_options.items()},
+        }
+        return resolved.with_server(self.server.target_options), info
 
-    def _started(self, step: Step, setup: _Setup, workers: int) -> StepStarted:
+    def _started(
+        self, step: Step, resolved: ResolvedStep, server_info: dict[str, Any], workers: int
+    ) -> StepStarted:
         return StepStarted(
             self.run_id,
             step.index,
@@ -259,35 +263,52 @@ class Coordinator:
             spec_to_dict(step.spec),
             workers=workers,
             clients=total_clients(step.spec),
-            server=setup.server_info,
-            system=setup.system.name,
-            strategy=setup.strategy.name,
-            system_options=setup.system_options,
-            strategy_options=setup.strategy_options,
-            server_options=setup.server_options,
+            server=server_info,
+            system=resolved.system.name,
+            strategy=resolved.strategy.name,
+            system_options=resolved.system_options,
+            strategy_options=resolved.strategy_options,
+            server_options=resolved.server_options,
             # The engine the workers named in their ready frame (python until one says).
             engine=dict(
                 (getattr(self.handles[0], "engine", None) if workers else None) or PYTHON_ENGINE
             ),
-            allow_remote=setup.allow_remote,
+            allow_remote=resolved.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
+            connections=describe_connections(
+                resolved.system.name,
+                resolved.strategy.name,
+                resolved.strategy_options,
+                total_clients(step.spec),
+                workers,
+                resolved.system_options,
+            ),
         )
 
-    async def _order(self, step: Step, setup: _Setup, n: int) -> None:
-        order = {
-            "type": frames.STEP,
-            "spec": spec_to_dict(step.spec),
-            "strategy_options": setup.strategy_options,
-            "workers": n,
-        }
+    async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
+        if trace := step.spec.workload.trace_out:  # the workers write their parts there
+            Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
-            # Per worker: a capacity of per-worker state is divided as the key space is.
-            own = worker_options(setup.system, setup.connect_options, n, h.index)
-            await h.send({**order, "system_options": own, "worker": h.index})
+            await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
+
+    def _watch_hosts(self, step: Step, started: StepStarted) -> None:
+        """Poll the load machines' CPU when workers run on other machines (Ray nodes)."""
+        self.hosts = None
+        if not started.nodes:
+            return
+        handles = self.handles[: started.workers]
+        workers = {
+            node["host"]: [str(i) for i in node.get("worker_indices", [])] for node in started.nodes
+        }
+        launcher = self._launcher_now()
+        self.hosts = HostMonitor(
+            lambda: launcher.host_times(handles), workers, step.spec.load.interval / 2
+        )
+        self.hosts.start()
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
-            self.launcher = await open_launcher(step.spec.load)
+            self.launcher = await open_launcher(step.spec.load, self.launcher_log)
         return self.launcher
 
     def _launcher_now(self) -> Launcher:
@@ -328,8 +349,12 @@ class Coordinator:
         """Frames until every live worker is done; intervals as soon as all reported them."""
         handles = [self.handles[i] for i in sorted(tally.live)]
         go_sent = False
-        async for worker, frame in self._frames(tally, handles):
-            for event in self._take(step, tally, worker, frame):
+        tick = step.spec.load.interval / 2 if any(_remote(h) for h in handles) else None
+        async for worker, frame in self._frames(tally, handles, tick):
+            if worker != TICK:
+                for event in self._take(step, tally, worker, frame):
+                    yield event
+            for event in self._silent(step, tally):
                 yield event
             if not go_sent and tally.armed >= tally.live - set(tally.done):
                 go_sent = True
@@ -348,13 +373,16 @@ class Coordinator:
         if not step.spec.load.warmup_ops:
             warmup = step.spec.load.warmup
             asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
+            if self.hosts is not None:
+                asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, self.hosts.begin)
 
     async def _frames(
-        self, tally: _StepTally, handles: list[Handle]
+        self, tally: _StepTally, handles: list[Handle], tick: float | None = None
     ) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
         """Frames from the inbox; on stop, "stop" to the workers, then a bounded wait.
 
-        Blocks on the inbox (never spins); the task's own cancellation goes through.
+        Blocks on the inbox (never spins); the task's own cancellation goes through. With
+        `tick`, a quiet inbox yields (TICK, None) every `tick` seconds (for `_silent`).
         """
         stop_wait = asyncio.ensure_future(self.stop.wait())
         get: asyncio.Future[tuple[int, dict[str, Any] | None]] | None = None
@@ -364,6 +392,8 @@ class Coordinator:
                 get = get or asyncio.ensure_future(self.inbox.get())
                 waits: set[asyncio.Future[Any]] = {get} if tally.stop_sent else {get, stop_wait}
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if tick is not None:
+                    timeout = tick if timeout is None else min(timeout, tick)
                 done, _ = await asyncio.wait(
                     waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -380,6 +410,8 @@ class Coordinator:
                         if h.index in tally.live and h.index not in tally.done:
                             h.kill()  # its end of output arrives as a death notice
                     deadline = None
+                elif tick is not None and not done:
+                    yield TICK, None  # a quiet inbox: time to look for silent workers
         finally:
             stop_wait.cancel()
             if get is not None:
@@ -445,6 +477,12 @@ class Coordinator:
                 intervals, ops = tally.measured.get(worker, (0, 0))
                 tally.measured[worker] = (intervals + 1, ops + stats.ops)
                 tally.elapsed[index] = max(tally.elapsed.get(index, 0.0), frame["elapsed"])
+                now = time.monotonic()
+                if not tally.heard:  # the measured phase began: the silence of all counts now
+                    tally.heard = dict.fromkeys(tally.live, now)
+                tally.heard[worker] = now
+                tally.last_elapsed[worker] = frame["elapsed"]
+                tally.last_index[worker] = index
         elif kind == frames.ERROR:
             tally.errors.append(frame["message"])
             text = f"worker {worker}: {frame['message']}"
@@ -453,10 +491,42 @@ class Coordinator:
             tally.done[worker] = frame["status"]
         return []
 
-    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
-        """Which worker was lost, when, and how much it had measured."""
+    def _silent(self, step: Step, tally: _StepTally) -> list[Event]:
+        """Remote workers whose intervals stopped `SILENT_INTERVALS` interval lengths ago (at
+        least `SILENT_AT_LEAST` s): lost now, whatever the cluster thinks of their machine.
+
+        Only while intervals are due: in a step of a set duration, until a worker has sent
+        its last one (it may then take its time to close its connections)."""
         load = step.spec.load
-        if tally.go_at is None:
+        if not tally.heard or load.ops is not None or not load.duration or tally.stop_sent:
+            return []
+        last = len(frames.interval_ends(load.duration, load.interval)) - 1
+        limit = max(SILENT_INTERVALS * load.interval, SILENT_AT_LEAST)
+        now = time.monotonic()
+        events: list[Event] = []
+        for worker in sorted(tally.live - set(tally.done)):
+            handle = self.handles[worker]
+            heard = tally.heard.get(worker)
+            if not _remote(handle) or heard is None or tally.last_index.get(worker, -1) >= last:
+                continue
+            if now - heard < limit:
+                continue
+            handle.abandon(f"no interval for {now - heard:.1f} s")  # type: ignore[attr-defined]
+            self.dead.add(worker)
+            tally.live.discard(worker)
+            tally.lost.add(worker)
+            events.append(Notice(self.run_id, step.index, "error", self._lost(step, tally, worker)))
+        return events
+
+    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
+        """Which worker was lost, when (its last interval), and how much it had measured."""
+        load = step.spec.load
+        if worker in tally.last_elapsed:
+            when = (
+                f"its last interval ended {tally.last_elapsed[worker]:.1f} s into the "
+                "measured phase"
+            )
+        elif tally.go_at is None:
             when = "before the load began"
         else:
             warmup = 0.0 if load.warmup_ops else load.warmup
@@ -479,6 +549,8 @@ class Coordinator:
                 break
             stats = merged(parts.values(), concurrent=True)
             stats.server = {**stats.server, **monitor.sample()}
+            if self.hosts is not None and (hosts := self.hosts.sample()):
+                stats.server["hosts"] = hosts
             del tally.pending[index]
             tally.emitted += 1
             tally.total.merge(stats, concurrent=False)
@@ -518,10 +590,6 @@ class _ServerTotals:
         return out
 
 
-def _stats_strategy(setup: _Setup) -> tuple[Strategy, dict[str, Any], dict[str, Any]]:
-    """The strategy (and options) the server's figures are read through. A native strategy
-    has no Python connection: the system's default (Python) strategy reads them instead."""
-    if setup.strategy.engine != "native":
-        return setup.strategy, setup.connect_options, setup.strategy_options
-    default = setup.system.strategy(setup.system.default_strategy)
-    return default, setup.connect_options, default.options.resolve({}, "strategy.options")
+def _remote(handle: Handle) -> bool:
+    """A worker on another machine, maybe (a Ray actor): its silence can mean it is gone."""
+    return bool(getattr(handle, "remote", False))

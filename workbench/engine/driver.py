@@ -18,45 +18,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection, Strategy
+from workbench.adapter import Connection
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
+from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
-from workbench.engine.plans import ClientPlan, Workload, client_plans, mixes
+from workbench.engine.frames import StepOrder
+from workbench.engine.timer import Wakeups
 from workbench.metrics import Stats
-from workbench.spec.model import Spec
+from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
     PUBLISH,
     SET,
     ValueBuffer,
     format_key,
     max_value_size,
+    owned_keys,
     parse_mix,
     parse_value_size,
-    partition,
+    share,
 )
 
 Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
 CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this long
 LATE_DELIVERY_WAIT = 3.0
-
-
-@dataclass
-class StepContext:
-    spec: Spec
-    strategy: Strategy
-    system_options: dict[str, Any]
-    strategy_options: dict[str, Any]
-    worker: int
-    workers: int
-    shared: bool  # the system is shared by all workers (a server), not inside each one
-
-
-def _share(total: int | None, plans: int, all_clients: int) -> int | None:
-    if total is None:
-        return None
-    return max(1, round(total * plans / max(all_clients, 1))) if plans else 0
 
 
 def _cpu_seconds() -> float:
@@ -78,7 +64,7 @@ class _Span:
 class StepRun:
     """One step in one worker: prepare (armed), then run once the start time comes."""
 
-    def __init__(self, ctx: StepContext, send: Send) -> None:
+    def __init__(self, ctx: StepOrder, send: Send) -> None:
         self.ctx = ctx
         self.send = send
         self.state = LoadState()
@@ -99,7 +85,10 @@ class StepRun:
         """Connect, make every client, prefill, and start every client loop (held at begin)."""
         ctx, spec = self.ctx, self.ctx.spec
         self.state.loop = asyncio.get_running_loop()
-        self.conn = await ctx.strategy.connect(ctx.system_options, ctx.strategy_options)
+        resolved = ctx.resolved
+        self.conn = await resolved.strategy.connect(
+            resolved.connect_options, resolved.strategy_options
+        )
         self.plans = client_plans(spec, ctx.worker, ctx.workers)
         self.values = ValueBuffer(
             max(
@@ -108,8 +97,12 @@ class StepRun:
             ),
             spec.seed,
         )
-        self.workload = Workload(spec, ctx.worker, ctx.workers, ctx.shared, self.values)
+        self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
+        if spec.load.rate and not resolved.blocking:
+            self.state.wakeups = Wakeups.create(self.state.loop)
+        if ctx.trace_part:
+            self.state.trace = []
         if spec.workload.prefill:
             await self._prefill()
         self._start_clients()
@@ -117,15 +110,22 @@ class StepRun:
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
-        offset, count = partition(wl.keys, self.ctx.workers, self.ctx.worker)
         sizes = self.workload.stream(ClientPlan(-1, {SET: 1.0})).next_size
-        keys = list(range(offset, offset + count))
+        if self.ctx.resolved.shared:  # one server: the workers split the key space in ranges
+            base, extra = divmod(wl.keys, self.ctx.workers)
+            w = self.ctx.worker
+            offset = w * base + min(w, extra)
+            keys = list(range(offset, offset + base + (1 if w < extra else 0)))
+        else:  # a cache in each worker: it fills the keys it owns
+            keys = list(owned_keys(wl.keys, self.ctx.worker, self.ctx.workers))
         lanes = max(1, min(len(self.clients), 64))
 
         async def fill(client: Any, part: list[int]) -> None:
             for i in part:
+                if self.stop_requested.is_set():  # a stop during start-up ends the prefill
+                    return
                 key = format_key(wl.key_prefix, i, wl.key_length)
-                if self.ctx.strategy.blocking:
+                if self.ctx.resolved.blocking:
                     await asyncio.to_thread(client.set, key, self.values.value(i, sizes()), None)
                 else:
                     await client.set(key, self.values.value(i, sizes()), None)
@@ -140,7 +140,7 @@ class StepRun:
             ps.subscribers_per_channel,
             ps.message_size,
         )
-        blocking = self.ctx.strategy.blocking
+        blocking = self.ctx.resolved.blocking
         if blocking and self.plans:
             # One thread per blocking client: the loop's default pool has only
             # min(32, cores + 4) threads and would silently cap the concurrency.
@@ -163,7 +163,7 @@ class StepRun:
             return []
         ps = spec.workload.pubsub
         slots = [(c, s) for c in range(ps.channels) for s in range(ps.subscribers_per_channel)]
-        if self.ctx.shared:  # one set of subscribers in all, dealt among the workers
+        if self.ctx.resolved.shared:  # one set of subscribers in all, dealt among the workers
             slots = slots[self.ctx.worker :: self.ctx.workers]
         ready = asyncio.Event()
         counter = [0]
@@ -190,13 +190,17 @@ class StepRun:
         status = await self._warm_and_measure(start)
         if self.subs:
             await self._report_late_deliveries()
+        if self.state.trace is not None:
+            part, state = self.ctx.trace_part, self.state
+            await asyncio.to_thread(write_part, part, triples(state.trace))
+            await asyncio.to_thread(write_part, warmup_path(part), triples(state.warm_trace))
         return status
 
     async def _warm_and_measure(self, start: float) -> str:
         spec, load = self.ctx.spec, self.ctx.spec.load
         n_all = sum(g.concurrency for g in spec.workload.groups) or load.concurrency
-        warm_ops = _share(load.warmup_ops, len(self.plans), n_all)
-        measured_ops = _share(load.ops, len(self.plans), n_all)
+        warm_ops = share(load.warmup_ops, len(self.plans), n_all)
+        measured_ops = share(load.ops, len(self.plans), n_all)
         begin = start
         if warm_ops or load.warmup > 0:
             self._enter_phase(warm_ops, warmup=True)
@@ -289,12 +293,13 @@ class StepRun:
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
+        paced = self.ctx.spec.load.rate is not None
         for buf in span.bufs:
-            stats.merge(await to_stats(buf, 0.0), concurrent=False)
+            stats.merge(await to_stats(buf, 0.0, paced=paced), concurrent=False)
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
-        if not self.ctx.shared:  # the system lives in this worker: only it can report it
+        if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))
 
@@ -376,6 +381,9 @@ class StepRun:
             await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), CLOSE_WAIT)
         if self.threads is not None:
             self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.state.wakeups is not None:
+            self.state.wakeups.close()
+            self.state.wakeups = None
 
     async def _server_stats(self) -> dict[str, Any]:
         if self.conn is None:

@@ -8,9 +8,14 @@ native worker follows): the frame builders below give every key a frame carries,
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+from workbench.engine.native_order import compile_order
 from workbench.metrics import STATS_KEYS, Stats
+from workbench.oracle_trace import part_path
+from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.resolve import ResolvedStep
 
 # Coordinator -> worker
 STEP, GO, STOP = "step", "go", "stop"
@@ -19,6 +24,45 @@ READY, ARMED, INTERVAL, ERROR, STEP_DONE = "ready", "armed", "interval", "error"
 STEP_STATUSES = ("completed", "interrupted", "failed")
 LATE_DELIVERIES = -1  # interval index of pub/sub deliveries that arrived after the load stopped
 GO_LEAD = 0.05  # seconds between sending "go" and the start it names
+
+
+@dataclass(frozen=True)
+class StepOrder:
+    """A "step" frame: the step's spec and what it resolved to, as worker `worker` of
+    `workers` gets it (`resolved` is that worker's own: build it with `for_worker`)."""
+
+    spec: Spec
+    resolved: ResolvedStep
+    workers: int
+    worker: int
+
+    @property
+    def trace_part(self) -> str:
+        """Where this worker writes its part of the step's op trace ("": none is asked)."""
+        trace = self.spec.workload.trace_out
+        return part_path(trace, self.worker) if trace else ""
+
+    @classmethod
+    def for_worker(cls, spec: Spec, resolved: ResolvedStep, workers: int, worker: int) -> StepOrder:
+        """Worker `worker`'s order: the resolved step with its share of a per-worker
+        capacity (`ResolvedStep.for_worker`)."""
+        return cls(spec, resolved.for_worker(workers, worker), workers, worker)
+
+    def frame(self) -> dict[str, Any]:
+        """The frame: the resolved step's keys (system_options, strategy_options, ...) at
+        the top, beside the spec and this worker's place; for the native engine, which
+        reads numbers only, the step compiled (`native_order.compile_order`) as well."""
+        head = {"type": STEP, "spec": spec_to_dict(self.spec)}
+        out = {**head, **self.resolved.to_dict(), "workers": self.workers, "worker": self.worker}
+        if self.resolved.engine == "native":
+            out["native"] = compile_order(self)
+        return out
+
+    @classmethod
+    def read(cls, frame: dict[str, Any]) -> StepOrder:
+        """A received frame (its system options are already this worker's own)."""
+        spec = spec_from_dict(frame["spec"])
+        return cls(spec, ResolvedStep.from_dict(frame), frame["workers"], frame["worker"])
 
 
 def ready(pid: int, engine: dict[str, str]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from workbench.errors import SpecError
-from workbench.plugins import load_plugin
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.resolve import resolve_step, total_clients, workers_for
+from workbench.spec.steps import Step
 
 FILES_MARGIN = 64  # a worker's own pipes, event loop, libraries, a stats connection...
 THREADS_MARGIN = 16  # a worker's own threads besides one per blocking client
@@ -35,25 +35,6 @@ def _raise_soft_file_limit() -> int:
     return soft
 
 
-def connections_per_worker(step: Step, clients: int) -> int:
-    """An upper estimate of the connections one worker opens for `clients` clients."""
-    spec = step.spec
-    system = load_plugin(spec.target.system)
-    if not system.shared_state:  # the system lives in the worker: no sockets
-        return 0
-    strategy = resolve_strategy(system, spec)
-    options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
-    servers = spec.target.options.get("servers")
-    per_server = len(servers) if isinstance(servers, list | tuple) and servers else 1
-    if "pool_size" in options:
-        return min(clients, int(options["pool_size"])) * per_server
-    if "connections" in options:
-        return int(options["connections"]) * per_server
-    if "batch" in options or strategy.name == "multiplexed":
-        return per_server
-    return clients * per_server  # assume one connection per client
-
-
 def thread_limit() -> int | None:
     """Threads this user may have (RLIMIT_NPROC), or the kernel's total, if lower."""
     limits = []
@@ -70,9 +51,12 @@ def check_limits(steps: Iterable[Step]) -> None:
     files = _raise_soft_file_limit()
     threads = thread_limit()
     for step in steps:
+        resolved = step.resolved or resolve_step(step.spec)
         workers = workers_for(step.spec)
         clients = math.ceil(total_clients(step.spec) / workers)
-        need_files = connections_per_worker(step, clients) + FILES_MARGIN
+        # The strategy declares its connections (Strategy.connections), counted for the
+        # step's planned workers when it was resolved.
+        need_files = resolved.connections + FILES_MARGIN
         where = f"step {step.index + 1} ({step.title})"
         if need_files > files:
             raise SpecError(
@@ -81,8 +65,7 @@ def check_limits(steps: Iterable[Step]) -> None:
                 "or lower load.concurrency",
                 where,
             )
-        system = load_plugin(step.spec.target.system)
-        if resolve_strategy(system, step.spec).blocking and threads is not None:
+        if resolved.blocking and threads is not None:
             need_threads = workers * (clients + THREADS_MARGIN)
             if need_threads > threads:
                 raise SpecError(

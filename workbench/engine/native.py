@@ -9,7 +9,7 @@ The conformance kit drives a strategy through ``connect``; for a native strategy
 declared connect is `adapter.runs_in_native_engine`) it uses `probe_connect` instead:
 `ProbeConnection`'s clients send each request through ``workbench-native --probe``, the
 engine's own encoders and parsers, one blocking connection per client.
-Its ``server_stats`` reads the server as the system's default strategy does.
+Its ``server_stats`` reads the server as the coordinator does (`serverstats.connect_for_stats`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ import subprocess
 import sys
 from typing import Any
 
-from workbench.adapter import AdapterError
+from workbench.adapter import AdapterError, CacheSystem, Strategy
+from workbench.engine.serverstats import connect_for_stats
 from workbench.errors import TargetError
 from workbench.native_build import binary_path, require_binary
+from workbench.remote import ALLOW_REMOTE
 
 _HEADER = struct.Struct(">I")
 
@@ -54,8 +56,9 @@ def _frame(message: dict[str, Any]) -> bytes:
 class ProbeConnection:
     """One ``workbench-native --probe`` process; each client is a connection id in it."""
 
-    def __init__(self, system: str, options: dict[str, Any]) -> None:
+    def __init__(self, system: CacheSystem, strategy: Strategy, options: dict[str, Any]) -> None:
         self.system = system
+        self.strategy = strategy
         self.options = options
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
@@ -72,12 +75,25 @@ class ProbeConnection:
             stderr=asyncio.subprocess.DEVNULL,
             limit=2**26,
         )
-        answer = await self.call({"op": "open", "system": self.system, "options": self.options})
+        answer = await self.call(
+            {
+                "op": "open",
+                "system": self.system.name,
+                "options": self.options,
+                "allow_remote": bool(self.options.get(ALLOW_REMOTE)),
+                "placement": self._seeds(),
+            }
+        )
         if "error" in answer:
             await self.close()
             error = answer["error"]
             raise TargetError(error["message"], error.get("where", "target.options"))
         return self
+
+    def _seeds(self) -> list[int] | None:
+        """The system's rendezvous seeds for its servers (None: one server takes every key)."""
+        place = self.system.placement
+        return None if place is None else list(place(self.options))
 
     async def call(self, message: dict[str, Any]) -> dict[str, Any]:
         proc = self.proc
@@ -101,13 +117,7 @@ class ProbeConnection:
     async def server_stats(self) -> dict[str, Any]:
         """The server's own figures, read as the system's default strategy reads them."""
         if self.stats is None:
-            from workbench.plugins import load_plugin  # plugins import this module
-
-            system = load_plugin(self.system)
-            strategy = system.strategy(system.default_strategy)
-            self.stats = await strategy.connect(
-                self.options, strategy.options.resolve({}, "strategy.options")
-            )
+            self.stats = await connect_for_stats(self.system, self.strategy, self.options, {})
         figures: dict[str, Any] = await self.stats.server_stats()
         return figures
 
@@ -165,10 +175,10 @@ class ProbeClient:
         return None
 
 
-def probe_connect(system: str) -> Any:
-    """A Strategy.connect for a native strategy of `system` (used by the conformance kit)."""
+def probe_connect(system: CacheSystem, strategy: Strategy) -> Any:
+    """A Strategy.connect for a native `strategy` of `system` (used by the conformance kit)."""
 
     async def connect(system_options: dict[str, Any], strategy_options: dict[str, Any]) -> Any:
-        return await ProbeConnection(system, system_options).open()
+        return await ProbeConnection(system, strategy, system_options).open()
 
     return connect

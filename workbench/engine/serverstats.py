@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Awaitable
 from typing import Any
 
 from workbench.adapter import CacheSystem, Connection, ManagedServer, Strategy
@@ -28,6 +29,20 @@ FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
 # Counters of CPU seconds by the names servers give them (Redis INFO, memcached stats).
 CPU_COUNTERS = (("used_cpu_user", "used_cpu_sys"), ("rusage_user", "rusage_system"))
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+async def connect_for_stats(
+    system: CacheSystem,
+    strategy: Strategy,
+    system_options: dict[str, Any],
+    strategy_options: dict[str, Any],
+) -> Connection:
+    """A connection to read the server's own figures through: the step's strategy, or for
+    a native strategy (which has no Python connection) the system's default strategy."""
+    if strategy.engine == "native":
+        strategy = system.strategy(system.default_strategy)
+        strategy_options = strategy.options.resolve({}, "strategy.options")
+    return await strategy.connect(system_options, strategy_options)
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -84,14 +99,13 @@ class ServerMonitor:
     ) -> None:
         """Start polling the server's own statistics (only for a server shared by workers)."""
         if system.shared_state:
-            self.task = asyncio.create_task(self._poll(strategy, system_options, strategy_options))
+            connect = connect_for_stats(system, strategy, system_options, strategy_options)
+            self.task = asyncio.create_task(self._poll(connect))
 
-    async def _poll(
-        self, strategy: Strategy, system_options: dict[str, Any], strategy_options: dict[str, Any]
-    ) -> None:
+    async def _poll(self, connect: Awaitable[Connection]) -> None:
         conn: Connection | None = None
         try:
-            conn = self.conn = await _bounded(strategy.connect(system_options, strategy_options))
+            conn = self.conn = await _bounded(connect)
             while True:
                 with contextlib.suppress(Exception):
                     figures = await _bounded(conn.server_stats())

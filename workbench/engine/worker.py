@@ -22,27 +22,9 @@ from typing import Any
 from workbench import __version__
 from workbench.adapter import error_kind
 from workbench.engine import frames
-from workbench.engine.driver import Send, StepContext, StepRun
+from workbench.engine.driver import Send, StepRun
+from workbench.engine.frames import StepOrder
 from workbench.engine.wire import read_frame, write_frame
-from workbench.plugins import load_plugin
-from workbench.spec.model import spec_from_dict
-from workbench.spec.plan import resolve_strategy
-
-
-def _context(order: dict[str, Any]) -> StepContext:
-    spec = spec_from_dict(order["spec"])
-    system = load_plugin(spec.target.system)
-    strategy = resolve_strategy(system, spec)
-    return StepContext(
-        spec=spec,
-        strategy=strategy,
-        system_options=order["system_options"],
-        strategy_options=order["strategy_options"],
-        worker=order["worker"],
-        workers=order["workers"],
-        shared=system.shared_state,
-    )
-
 
 ENGINE = {"name": "python", "version": __version__}
 PARENT_ENV = "WORKBENCH_PARENT_PID"
@@ -55,6 +37,9 @@ class Go:
     def __init__(self) -> None:
         self.event = asyncio.Event()
         self.start: float | None = None
+        # A "stop" can come before the step's run exists (right after its order): it is
+        # kept here so the run stops as soon as it is made.
+        self.stopped = False
 
     def set(self, realtime_start: float | None) -> None:
         if realtime_start is not None:  # converted once: the two clocks differ by a constant
@@ -70,9 +55,12 @@ async def _run_step(order: dict[str, Any], send: Send, go: Go, holder: list[Step
     run: StepRun | None = None
     status = "failed"
     try:
-        run = StepRun(_context(order), send)
+        run = StepRun(StepOrder.read(order), send)
         holder.append(run)
-        await run.prepare()
+        if go.stopped:  # stopped before the step began: no connecting, no prefill
+            run.stop()
+        else:
+            await run.prepare()
         status = await run.run(go.wait())
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
@@ -104,6 +92,7 @@ async def serve(send: Send, next_order: Orders) -> None:
         elif kind in (frames.STOP, "eof"):
             for run in holder:
                 run.stop()
+            go.stopped = True
             go.set(None)
             if kind == "eof":
                 break

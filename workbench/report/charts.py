@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from workbench.report.model import CONCURRENCY, RunData, StepData, all_steps
 # Percentiles marked on the 1/(1-p) axis of the distribution chart.
 PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 WIDTH_IN, HEIGHT_IN = 7.5, 3.6
+TITLE_WIDTH, LEGEND_WIDTH = 70, 28  # characters before a title or a legend entry wraps
 _RC = {
     "svg.fonttype": "none",  # text stays text: smaller files, searchable, selectable
     "svg.hashsalt": "cache-workbench",
@@ -105,6 +107,19 @@ def svg_all(charts_: Sequence[Chart]) -> str:
 
 
 def _render(charts_: Sequence[Chart], *, ncols: int) -> str:
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        fig = figure(charts_, ncols=ncols)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    # Drop the XML prolog and DOCTYPE so the document can also be inlined in HTML.
+    return text[text.index("<svg") :]
+
+
+def figure(charts_: Sequence[Chart], *, ncols: int = 1) -> Any:
+    """The charts drawn on one matplotlib Figure, laid out, point labels placed."""
     # Imported here, not at the top: matplotlib takes about half a second to import, and
     # every other report (and the TUI, which imports the report package) does without it.
     import matplotlib
@@ -115,18 +130,17 @@ def _render(charts_: Sequence[Chart], *, ncols: int) -> str:
         fig = Figure(figsize=(WIDTH_IN * ncols, HEIGHT_IN * rows), layout="constrained")
         axes = fig.subplots(rows, ncols, squeeze=False).ravel()
         for ax, chart in zip(axes, charts_, strict=False):
-            ax.set_title(chart.title, loc="left", fontweight="bold")
+            ax.set_title(textwrap.fill(chart.title, TITLE_WIDTH), loc="left", fontweight="bold")
             chart.draw(ax)
             ax.set_gid(chart.id)  # the <g id=...> of this chart in the SVG
             for n, line in enumerate(ax.get_lines()):  # its data lines: <g id="ID-data-N">
                 line.set_gid(f"{chart.id}-data-{n}")
         for ax in axes[len(charts_) :]:
             ax.set_visible(False)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    text = buf.getvalue()
-    # Drop the XML prolog and DOCTYPE so the document can also be inlined in HTML.
-    return text[text.index("<svg") :]
+        fig.draw_without_rendering()  # the final layout: where each label would land
+        for ax in axes:
+            _place_labels(ax, getattr(ax, "_workbench_labels", []))
+    return fig
 
 
 def _label(step: StepData, several: bool) -> str:
@@ -195,23 +209,83 @@ def _series(steps: Sequence[StepData], several: bool) -> dict[str, list[StepData
 
 
 def _draw_latency_vs_throughput(ax: Any, steps: Sequence[StepData], several: bool) -> None:
+    from matplotlib.lines import Line2D
+
     swept = swept_path(steps)
-    for i, (name, group) in enumerate(_series(steps, several).items()):
+    series = _series(steps, several)
+    labels: list[tuple[str, float, float]] = []
+    for i, (_name, group) in enumerate(series.items()):
         color = f"C{i % 10}"
         xs = [s.summary.ops_per_s for s in group]
         p50s = [s.summary.p(50.0) for s in group]
-        ax.plot(xs, p50s, "-o", color=color, label=f"{name} p50")
-        ax.plot(xs, [s.summary.p(99.0) for s in group], "--s", color=color, label=f"{name} p99")
-        if swept is None:
-            continue
-        for step, x, y in zip(group, xs, p50s, strict=True):  # which step each point is
-            text = f"{swept.split('.')[-1]}={step.label.get(swept, '')}"
-            ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, -11), fontsize=7)
+        ax.plot(xs, p50s, "-o", color=color)
+        ax.plot(xs, [s.summary.p(99.0) for s in group], "--s", color=color, alpha=0.8)
+        if swept is not None:  # which step each point is
+            name = swept.split(".")[-1]
+            labels += [
+                (f"{name}={step.label.get(swept, '')}", x, y)
+                for step, x, y in zip(group, xs, p50s, strict=True)
+            ]
     ax.set_xlabel("ops/s")
-    ax.set_xlim(left=0)
+    xs_all = [s.summary.ops_per_s for s in steps if s.summary.ops_per_s > 0]
+    # Series far apart in throughput (a Python client and the native engine) would flatten
+    # onto 0 on a linear axis: a log axis keeps each visible.
+    if xs_all and max(xs_all) / min(xs_all) > 5:
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(left=0)
     ax.xaxis.set_major_formatter(_thousands())
-    _latency_axis(ax)
-    _legend(ax, 2 * len(_series(steps, several)))
+    _latency_axis(ax, ratio=10)
+    ax._workbench_labels = labels  # placed by _render once the layout is final
+    # One legend entry per series (its colour), and one per percentile (its mark).
+    handles = [Line2D([], [], color=f"C{i % 10}", lw=2) for i in range(len(series))]
+    names = list(series)
+    handles += [
+        Line2D([], [], color="0.3", marker="o", ls="-"),
+        Line2D([], [], color="0.3", marker="s", ls="--"),
+    ]
+    names += ["p50", "p99"]
+    _legend(ax, len(names), handles, names)
+
+
+# Label placements tried in turn, in points from the point: right-below, right-above,
+# left-above, left-below.
+_OFFSETS = ((5, -11), (5, 5), (-5, 5), (-5, -11))
+_LABEL_PT = 7.0
+
+
+def _place_labels(ax: Any, labels: list[tuple[str, float, float]]) -> None:
+    """Each point's label where it overlaps no other label nor the axes' edge; a label with
+    no free place is left out (the table has every figure)."""
+    if not labels:
+        return
+    fig = ax.figure
+    to_px = fig.dpi / 72.0
+    box = ax.get_window_extent()
+    taken: list[tuple[float, float, float, float]] = []
+    for text, x, y in labels:
+        px, py = ax.transData.transform((x, y))
+        w, h = len(text) * _LABEL_PT * 0.6 * to_px, _LABEL_PT * 1.2 * to_px
+        for dx, dy in _OFFSETS:
+            left = px + dx * to_px - (w if dx < 0 else 0)
+            bottom = py + dy * to_px
+            rect = (left, bottom, left + w, bottom + h)
+            inside = box.x0 <= rect[0] and rect[2] <= box.x1 and box.y0 <= rect[1] <= box.y1 - h
+            if inside and not any(_overlap(rect, t) for t in taken):
+                taken.append(rect)
+                ax.annotate(
+                    text,
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(dx, dy),
+                    ha="right" if dx < 0 else "left",
+                    fontsize=_LABEL_PT,
+                )
+                break
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def swept_path(steps: Sequence[StepData]) -> str | None:
@@ -262,14 +336,30 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _latency_axis(ax: Any) -> None:
-    """Latency in µs; logarithmic when the lines span more than two orders of magnitude."""
+def _latency_axis(ax: Any, ratio: float = 100) -> None:
+    """Latency in µs; logarithmic when the lines span more than `ratio` (two orders of
+    magnitude unless told)."""
     ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
-    if ys and max(ys) / min(ys) > 100:
+    if ys and max(ys) / min(ys) > ratio:
         ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(_latency_ticks())
+        ax.set_ylabel("latency")  # the ticks carry their units
+        return
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("latency (µs)")
+
+
+def _latency_ticks() -> Any:
+    """10µs, 100µs, 1ms... instead of powers of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    def tick(us: float, _: Any) -> str:
+        for unit, scale in (("s", 1e6), ("ms", 1e3), ("µs", 1.0)):
+            if us >= scale:
+                return f"{us / scale:g}{unit}"
+        return f"{us * 1000:g}ns" if us > 0 else ""
+
+    return FuncFormatter(tick)
 
 
 def _thousands() -> Any:
@@ -285,11 +375,24 @@ def _short_count(v: float) -> str:
     return f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
 
 
-def _legend(ax: Any, entries: int) -> None:
-    """Inside the axes when short; beside them when it would hide lines."""
-    if not ax.get_legend_handles_labels()[1]:
+def _legend(
+    ax: Any, entries: int, handles: list[Any] | None = None, names: list[str] | None = None
+) -> None:
+    """Inside the axes when short; beside them when it would hide lines, its long names
+    wrapped so the legend does not squeeze the chart."""
+    if handles is None:
+        handles, names = ax.get_legend_handles_labels()
+    if not names:
         return
+    names = [textwrap.fill(n, LEGEND_WIDTH) for n in names]
     if entries <= 3:
-        ax.legend(fontsize=7, loc="best", frameon=False)
+        ax.legend(handles, names, fontsize=8, loc="best", frameon=False)
     else:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.legend(
+            handles,
+            names,
+            fontsize=8,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+        )

@@ -18,10 +18,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.metrics import OP_KINDS
 from workbench.report.markdown import footer, header
 from workbench.report.model import CONCURRENCY, REPEAT, RunData, StepData, kind_summary
-
-OP_ORDER = ("get", "set", "delete", "publish", "deliver")
 
 
 def camel(text: str) -> str:
@@ -71,7 +70,7 @@ def bytes_per_op(step: StepData, kind: str) -> float:
 
 def lines_for(step: StepData) -> list[str]:
     out = []
-    kinds = sorted(step.totals.hist, key=lambda k: (OP_ORDER.index(k) if k in OP_ORDER else 99, k))
+    kinds = sorted(step.totals.hist, key=lambda k: (OP_KINDS.index(k) if k in OP_KINDS else 99, k))
     for kind in kinds:
         k = kind_summary(step, kind)
         if not k.ops:

@@ -17,9 +17,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.report import repeats
+from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header, step_sections
-from workbench.report.model import RunData, StepData, target_options, target_version
+from workbench.report.model import (
+    RunData,
+    StepData,
+    server_options,
+    target_options,
+    target_version,
+)
 from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
 
 RULE = "=" * 55
@@ -137,21 +143,14 @@ def umem_build(step: StepData) -> list[str]:
     target = step.spec.get("target", {})
     if step.system != "umem" or not target.get("managed"):
         return []
-    try:
-        from workbench.plugins import load_plugin
-
-        server = load_plugin("umem").server
-        assert server is not None
-        opts = server.options.resolve(dict(target.get("server", {})), "target.server")
-    except Exception:
-        return []
+    opts = server_options(step)  # as stored with the step: reports never load a plugin
     version = target_version(step)
     commit = version.removeprefix("umem-cache ") if version else "unknown"
     given = " (a given binary, as stated)" if opts.get("binary") else ""
     return [
         f"commit: {commit}",
-        f"built{given}: MEM_LIMIT={opts['memory']} THREAD_NR={opts['threads']} "
-        f"MAX_CONN={opts['max_conn']}",
+        f"built{given}: MEM_LIMIT={opts.get('memory', '?')} "
+        f"THREAD_NR={opts.get('threads', '?')} MAX_CONN={opts.get('max_conn', '?')}",
         "",
     ]
 
@@ -250,6 +249,7 @@ def repeats_table(runs: Sequence[RunData]) -> list[str]:
 def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, options.get("title") or "Cache hit rates")
     lines += ["## Hit rates", "", *summary_table(runs), *repeats_table(runs)]
+    lines += simulated.table(runs)
     embedded = [
         s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
     ]

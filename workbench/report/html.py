@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from workbench.report import simulated
 from workbench.report.charts import charts, svg
 from workbench.report.markdown import (
     describe_environment,
@@ -31,9 +32,11 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right
 th:first-child, td:first-child { text-align: left; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dt { font-weight: 600; } dd { margin: 0; }
-figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; }
+figure { margin: 1.5em 0; } figcaption { color: #555; font-size: 0.9em; overflow-wrap: anywhere; }
 figure svg { max-width: 100%; height: auto; }
 td.verdict { text-align: left; white-space: nowrap; }
+th.simulated, td.simulated { color: #555; font-style: italic; }
+td.simulated:first-child, td:first-child b { white-space: nowrap; }
 .warn { background: #fff4e0; border-left: 4px solid #e8a100; padding: 0.4em 0.8em; }
 """
 
@@ -45,6 +48,7 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     for run in runs:
         body += _run_facts(run)
     body += _figures_table(runs)
+    body += _simulated_table(runs)
     drawn = charts(runs)
     if drawn:
         body.append("<h2>Charts</h2>")
@@ -78,6 +82,53 @@ def _run_facts(run: RunData) -> list[str]:
     ]
     out.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in facts) + "</dl>")
     return out
+
+
+def _simulated_table(runs: Sequence[RunData]) -> list[str]:
+    """Measured and simulated hit rates: a column per step, the measured row first, then a
+    row per policy, each row saying whether it was measured or simulated."""
+    steps = simulated.steps_with(runs)
+    if not steps:
+        return []
+    names = simulated.policies(steps)
+    several = len(runs) > 1
+    head = "<th>hit rate (hot, cold)</th>" + "".join(
+        f"<th>{escape(s.name(with_run=several))}<br><small>limit "
+        f"{escape(simulated.limit_text(s.simulated))}</small></th>"
+        for s in steps
+    )
+
+    def cell(figures: dict[str, Any] | None, css: str) -> str:
+        if figures is None:
+            return f'<td class="{css}">-</td>'
+        text = simulated.rates(figures)
+        main, _, rest = text.partition(" (")
+        extra = f"<br><small>({escape(rest)}</small>" if rest else ""
+        return f'<td class="{css}">{escape(main)}{extra}</td>'
+
+    rows = ["<tr><td><b>measured</b></td>"]
+    rows[0] += "".join(
+        cell(simulated.measured(s), "measured")
+        if "error" not in s.simulated
+        else f"<td>{escape(simulated.measured_text(s))}</td>"
+        for s in steps
+    )
+    rows[0] += "</tr>"
+    for name in names:
+        cells = "".join(
+            cell(s.simulated.get("policies", {}).get(name), "simulated")
+            if "error" not in s.simulated
+            else f'<td class="simulated">not simulated: {escape(s.simulated["error"])}</td>'
+            for s in steps
+        )
+        rows.append(f'<tr><td class="simulated">simulated: {escape(name)}</td>{cells}</tr>')
+    return [
+        "<h2>Measured and simulated hit rates</h2>",
+        f"<p>{escape(simulated.EXPLAIN)}</p>",
+        f"<table><tr>{head}</tr>",
+        *rows,
+        "</table>",
+    ]
 
 
 def _figures_table(runs: Sequence[RunData]) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.metrics import Stats, Summary, summarise
-from workbench.report import repeats
+from workbench.report import repeats, simulated
 from workbench.report.model import RunData, StepData
 
 FORMAT = "cache-workbench/runs"
@@ -56,6 +56,8 @@ def step_dict(step: StepData) -> dict[str, Any]:
             ],
         }
     )
+    if step.simulated:  # libCacheSim's figures, kept apart from the measured ones
+        data["hit_rates"] = simulated.to_dict(step)
     return data
 
 

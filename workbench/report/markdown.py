@@ -103,6 +103,14 @@ def describe_strategy(run: RunData) -> str:
     return text + (f"; options {_inline_table(options)}" if options else "")
 
 
+def describe_connections(run: RunData) -> str:
+    """How the clients of each started step mapped to connections, each way once."""
+    ways = list(dict.fromkeys(s.view.connections for s in run.started_steps if s.view.connections))
+    if len(ways) > 4:
+        return "; ".join(ways[:3]) + f"; and {len(ways) - 3} more (per step in `runs show`)"
+    return "; ".join(ways) or "-"
+
+
 def describe_workload(run: RunData) -> str:
     w = run.spec["workload"]
     if w.get("groups"):
@@ -196,6 +204,7 @@ def header(runs: Sequence[RunData], title: str) -> list[str]:
         ("run", describe_run),
         ("target", describe_target),
         ("strategy", describe_strategy),
+        ("connections", describe_connections),
         ("workload", describe_workload),
         ("load", describe_load),
         ("environment", describe_environment),

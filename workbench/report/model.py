@@ -97,6 +97,11 @@ class StepData:
     def server(self) -> dict[str, Any]:
         return dict(self.view.server)
 
+    @property
+    def simulated(self) -> dict[str, Any]:
+        """The step's simulated hit rates (StepSimulated.results), {} when not simulated."""
+        return dict(self.view.simulated)
+
     @cached_property
     def histogram(self) -> HdrHistogram:
         """Every issued op kind together, as `summarise` reads it."""
@@ -205,6 +210,15 @@ def target_options(step: StepData) -> dict[str, Any]:
     if step.stored is not None and step.stored.resolved:
         facts = step.stored.resolved
         out = {**out, **facts.get("server_options", {}), **facts.get("system_options", {})}
+    return out
+
+
+def server_options(step: StepData) -> dict[str, Any]:
+    """The managed server's options as the step ran them (defaults filled in, as recorded),
+    else, for runs stored before those were kept, what its spec wrote."""
+    out = dict(step.spec["target"].get("server", {}))
+    if step.stored is not None and step.stored.resolved:
+        out.update(step.stored.resolved.get("server_options", {}))
     return out
 
 

@@ -2,7 +2,7 @@
 first failing one, the knee, and the latency-vs-throughput table of every probe.
 
 Each probe is a stored step; the conclusion is the search replayed over them
-(`workbench.search.replay`), so a stored search reports exactly what the live one said.
+(`workbench.search_rules.replay`), so a stored search reports exactly what the live one said.
 A run that is not a search (no ``[search] target``) gets its steps as a table all the
 same, rates offered or not, without a conclusion.
 """
@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.metrics import format_us
-from workbench.report.markdown import escape_cell, footer, header, overrides
-from workbench.report.model import RunData
-from workbench.search import KNEE_RISE, Probe, Search, probes_from, replay, settings_of
-from workbench.search import target_checks as parse_target
+from workbench.report.markdown import escape_cell, footer, header, overrides, verdict_notes
+from workbench.report.model import RunData, read_runs
+from workbench.search_rules import KNEE_RISE, Probe, Search, probes_from, replay, settings_of
+from workbench.search_rules import target_checks as parse_target
+from workbench.store import StoredRun
 
 
 def probes(run: RunData) -> tuple[Search | None, list[Probe]]:
@@ -103,6 +104,14 @@ def reproduce(run: RunData) -> list[str]:
         return []
     command = " ".join(["workbench search", *(f"--set {shlex.quote(s)}" for s in sets)])
     return ["Search again:", "", "```sh", command, "```", ""]
+
+
+def conclusion(stored: StoredRun) -> str:
+    """What `workbench search` prints when it ends: the report's search section, how to
+    search again and what limited each probe, without its header and its profile."""
+    (run,) = read_runs(stored)
+    lines = [*search_section(run), *reproduce(run), *verdict_notes([run])]
+    return "\n".join(lines).strip("\n")
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.metrics import SUMMARY_TICKS, format_us
-from workbench.report import repeats
+from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
@@ -185,6 +185,7 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     lines += ["## Results", ""]
     lines += results_table(runs)
     lines += repeats.table(runs)
+    lines += simulated.table(runs)
     lines += per_op_table(runs)
     lines += ticks_table(runs)
     lines += notes(runs)

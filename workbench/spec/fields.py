@@ -109,6 +109,14 @@ FIELDS: tuple[SpecField, ...] = (
         "load",
         note="none: closed loop, as fast as it goes",
     ),
+    SpecField(
+        "load.arrivals",
+        "arrivals",
+        "open loop: uniform (each client every period, as wrk2) or poisson (exponential "
+        "gaps of the same mean: many independent users)",
+        "load",
+        "text",
+    ),
     SpecField("load.interval", "interval (s)", "seconds between live figures", "load"),
     SpecField(
         "load.repeat",

@@ -42,6 +42,12 @@ def parse_units(data: dict[str, Any]) -> None:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """``a.b=VALUE``: VALUE as a TOML value when it is one, else as a plain string."""
+    if len(text) > MAX_OVERRIDE_CHARS:
+        raise SpecError(
+            f"expected PATH=VALUE of at most {MAX_OVERRIDE_CHARS:,} characters; got "
+            f"{len(text):,} ({text[:40]!r}...)",
+            "--set",
+        )
     path, sep, raw = text.partition("=")
     path = path.strip()
     if not sep or not path:
@@ -102,6 +108,7 @@ def fold_sweeps(data: dict[str, Any], fold: Callable[[dict[str, Any]], bool]) ->
             isinstance(axis, dict)
             and axis.get("path") in SWEEPABLE
             and not axis.get("labels")
+            and not axis.get("along")
             and fold(axis)
         ):
             set_path(data, axis["path"], list(axis.get("values", [])))
@@ -124,10 +131,11 @@ def spec_from_data(data: dict[str, Any], overrides: Iterable[str] = (), source: 
         parse_units(data)
         return spec_from_dict(lift_sweeps(data))
     except SpecError as exc:
-        raise _located(exc, source) from None
+        raise located(exc, source) from None
 
 
-def _located(exc: SpecError, source: str) -> SpecError:
+def located(exc: SpecError, source: str) -> SpecError:
+    """The error with `source` (the profile, or --set) put in front of where it points."""
     if not source or exc.where == source or exc.where.startswith(f"{source}: "):
         return exc  # already names it (an error about --set itself, say)
     where = f"{source}: {exc.where}" if exc.where else source
@@ -135,6 +143,10 @@ def _located(exc: SpecError, source: str) -> SpecError:
 
 
 MAX_DEPTH = 32  # no spec nests deeper than a handful of tables; deeper is not a profile
+# The largest profile and --set text read: the biggest shipped profile is a few KiB, and all
+# of a spec is stored with every run and every step.
+MAX_PROFILE_BYTES = 1024**2
+MAX_OVERRIDE_CHARS = 64 * 1024
 BOM = b"\xef\xbb\xbf"
 
 
@@ -142,13 +154,18 @@ def read_profile(path: Path) -> dict[str, Any]:
     """The TOML table in `path`; anything else is one SpecError naming the file."""
     where = str(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(MAX_PROFILE_BYTES + 1)  # bounded: a huge file (or /dev/zero) is refused
     except FileNotFoundError:
         raise SpecError("no such profile file", where) from None
     except IsADirectoryError:
         raise SpecError("is a directory; expected a TOML profile file", where) from None
     except OSError as exc:
         raise SpecError(f"cannot read the profile: {exc.strerror or exc}", where) from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise SpecError(
+            f"larger than {MAX_PROFILE_BYTES // 1024**2} MiB; expected a TOML profile", where
+        )
     if raw.startswith(BOM):  # as TOML tools do, accept a UTF-8 byte order mark
         raw = raw[len(BOM) :]
     try:
@@ -179,17 +196,3 @@ def _depth(value: Any, level: int = 0) -> int:
     if isinstance(value, list):
         return max((_depth(v, level + 1) for v in value), default=level + 1)
     return level
-
-
-def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
-    """A profile file (or the defaults when None) with overrides applied, fully checked."""
-    from workbench.spec.plan import check_spec
-
-    data = read_profile(path) if path else {}
-    source = str(path) if path else "--set" if overrides else ""
-    spec = spec_from_data(data, overrides, source)
-    try:
-        check_spec(spec)
-    except SpecError as exc:
-        raise _located(exc, source) from None
-    return spec

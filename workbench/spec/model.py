@@ -16,7 +16,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from workbench.errors import SpecError
 
-OP_KINDS = ("get", "set", "delete", "cache_aside", "publish")
+# load.arrivals: how an open-loop client's gaps are drawn (`workbench.engine.arrivals`).
+ARRIVALS = ("uniform", "poisson")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Workload:
     ttl: str = "none"
     prefill: bool = False
     pubsub: PubSub = field(default_factory=PubSub)
+    # Capture what the workers send in the measured phase as a libCacheSim oracleGeneral
+    # trace (`workbench.oracle_trace`); with several steps, each its own file. "" : none.
+    trace_out: str = field(default="", metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,9 @@ class Load:
     workers: int = 0  # 0: one per core
     interval: float = 1.0
     rate: float | None = None  # total ops/s; switches to open loop
+    # Open loop: "uniform" gaps of one period per client (wrk2), or "poisson" gaps
+    # (exponential, the same mean). Left out of a spec's data at its default.
+    arrivals: str = field(default="uniform", metadata={"omit_default": True})
     # Run every step this many times, interleaved (A B A B); left out of a spec's data at 1.
     repeat: int = field(default=1, metadata={"omit_default": True})
     # Where workers run: "local" processes, or actors on a Ray cluster (the `ray` extra).
@@ -96,6 +103,11 @@ class SweepAxis:
     path: str
     values: tuple[Any, ...]
     labels: tuple[str, ...] = ()
+    # Other paths set in step with the values, one entry per value (zipped, not crossed):
+    # a target sweep names each target's strategy with {"strategy.name" = [...]}.
+    along: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=dict, metadata={"omit_default": True}
+    )
 
 
 @dataclass(frozen=True)
@@ -107,13 +119,21 @@ class ChecksSpec:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """`workbench search`: the highest open-loop rate meeting `target` (`workbench.search`)."""
+    """`workbench search`: the highest open-loop rate meeting `target` (`search_rules`)."""
 
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s
     probe: float = 3.0  # seconds measured per probe
     max_probes: int = 12
     precision: float = 0.05  # done when the failing rate is within this share of the passing
+
+
+@dataclass(frozen=True)
+class SimulateSpec:
+    """Eviction policies replayed (libCacheSim, `workbench.simulate`) over each step's trace
+    at the server's own limit, stored beside the measured hit rates."""
+
+    policies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,8 @@ class Spec:
     # Not about what is measured: None unless a profile or --set gives them.
     checks: ChecksSpec | None = None
     search: SearchSpec | None = None
+    # Left out of a spec's data when not given (stored runs from before stay the same).
+    simulate: SimulateSpec | None = field(default=None, metadata={"omit_default": True})
 
 
 def spec_to_dict(obj: Any) -> Any:
@@ -137,13 +159,19 @@ def spec_to_dict(obj: Any) -> Any:
         return {
             f.name: spec_to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
-            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == f.default)
+            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == _default(f))
         }
     if isinstance(obj, Mapping):
         return {str(k): spec_to_dict(v) for k, v in obj.items()}
     if isinstance(obj, tuple | list):
         return [spec_to_dict(v) for v in obj]
     return obj
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def _type_name(tp: Any) -> str:
@@ -226,6 +254,19 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
             path = f"{where}.{name}" if where else name
             kwargs[name] = _convert(data[name], hints[name], path)
     return cls(**kwargs)
+
+
+# A run's name is shown in every list and stored with the run: a line, not a document.
+MAX_NAME_CHARS = 200
+
+
+def check_name(name: str, where: str = "name") -> str:
+    """The name of a run or profile, or one SpecError when it is too long to be one."""
+    if len(name) > MAX_NAME_CHARS:
+        raise SpecError(
+            f"expected a name of at most {MAX_NAME_CHARS} characters; got {len(name):,}", where
+        )
+    return name
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:

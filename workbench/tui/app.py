@@ -27,8 +27,8 @@ from workbench.errors import SpecError, WorkbenchError
 from workbench.events import Event
 from workbench.live import RunView
 from workbench.profile_files import profiles_dir
-from workbench.search import search_spec
-from workbench.search_run import SearchRun
+from workbench.search_rules import search_spec
+from workbench.search_session import SearchRun
 from workbench.spec.model import Spec
 from workbench.store import Store
 from workbench.tui.commands import WorkbenchCommands
@@ -62,14 +62,66 @@ class WorkbenchApp(App[None]):
     CSS_PATH = "workbench.tcss"
     DEFAULT_MODE = "setup"
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    # The command palette (tui/commands.py) lists these by description, with the tooltip.
     BINDINGS = [
-        Binding("f2", "switch_mode('setup')", "Setup", show=False, id="mode.setup"),
-        Binding("f3", "switch_mode('run')", "Run", show=False, id="mode.run"),
-        Binding("f4", "switch_mode('history')", "History", show=False, id="mode.history"),
-        Binding("f5", "switch_mode('compare')", "Compare", show=False, id="mode.compare"),
-        Binding("ctrl+r", "start_run", "Start", priority=True, id="run.start"),
-        Binding("f8", "stop_run", "Stop", priority=True, id="run.stop"),
-        Binding("ctrl+t", "toggle_theme", "Theme", show=False, id="theme"),
+        Binding(
+            "f2",
+            "switch_mode('setup')",
+            "Setup",
+            show=False,
+            tooltip="edit the experiment",
+            id="mode.setup",
+        ),
+        Binding(
+            "f3",
+            "switch_mode('run')",
+            "Run",
+            show=False,
+            tooltip="watch the live run",
+            id="mode.run",
+        ),
+        Binding(
+            "f4",
+            "switch_mode('history')",
+            "History",
+            show=False,
+            tooltip="stored runs",
+            id="mode.history",
+        ),
+        Binding(
+            "f5",
+            "switch_mode('compare')",
+            "Compare",
+            show=False,
+            tooltip="compare selected runs",
+            id="mode.compare",
+        ),
+        Binding(
+            "ctrl+r",
+            "start_run",
+            "Start",
+            priority=True,
+            tooltip="run the set-up",
+            id="run.start",
+        ),
+        Binding(
+            "f8",
+            "stop_run",
+            "Stop",
+            priority=True,
+            tooltip="stop, keeping what was measured",
+            id="run.stop",
+        ),
+        Binding(
+            "ctrl+t",
+            "toggle_theme",
+            "Theme",
+            show=False,
+            tooltip="toggle the light/dark theme",
+            id="theme",
+        ),
+        # Not a priority binding: a focused text field takes the q as a letter.
+        Binding("q", "quit", "Quit", show=False, tooltip="quit the workbench", id="quit"),
     ]
 
     live: var[RunView] = var(RunView, always_update=True)

@@ -1,45 +1,59 @@
-"""The command palette (Ctrl+P): modes, the run, profiles, export and the theme."""
+"""The command palette (Ctrl+P): every App key binding, two palette-only actions, profiles.
+
+The commands are read from the App's own `BINDINGS` (a binding's description names the
+command, its tooltip says what it does), so a key added there is findable by name here
+without this module knowing the App.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from workbench.tui.context import ScreenContext
 from workbench.tui.messages import OpenProfile
 
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
+# Actions of the App that no key starts: (name, action, what it does).
+PALETTE_ONLY = (
+    ("Export last run", "export_last", "a report with preview"),
+    (
+        "Search for the highest rate",
+        "search",
+        "open-loop probes of the set-up until a latency target breaks (p99<1ms)",
+    ),
+)
+
+Command = tuple[str, Callable[[], object], str]
+
+
+def key_name(key: str) -> str:
+    """A binding's key as people write it: "ctrl+r" -> "Ctrl+R", "f2" -> "F2"."""
+    parts = key.split(",")[0].split("+")
+    return "+".join(p.upper() if len(p) == 1 or p[0] == "f" else p.capitalize() for p in parts)
 
 
 class WorkbenchCommands(Provider):
-    """Everything the keys do, findable by name, plus one command per profile.
+    """Everything the keys do, findable by name, plus one command per profile."""
 
-    The palette is the App's own (its actions and messages), so it knows the App's type.
-    """
-
-    def commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        app = cast("WorkbenchApp", self.app)
-        cmds: list[tuple[str, Callable[[], object], str]] = [
-            ("Setup", partial(app.switch_mode, "setup"), "edit the experiment (F2)"),
-            ("Run", partial(app.switch_mode, "run"), "watch the live run (F3)"),
-            ("History", partial(app.switch_mode, "history"), "stored runs (F4)"),
-            ("Compare", partial(app.switch_mode, "compare"), "compare selected runs (F5)"),
-            ("Start run", app.action_start_run, "run the set-up (Ctrl+R)"),
-            ("Stop run", app.action_stop_run, "stop, keeping what was measured (F8)"),
-            ("Toggle light/dark theme", app.action_toggle_theme, "Ctrl+T"),
-            ("Export last run", app.action_export_last, "a report with preview"),
-            (
-                "Search for the highest rate",
-                app.action_search,
-                "open-loop probes of the set-up until a latency target breaks (p99<1ms)",
-            ),
-        ]
-        for path in sorted(app.context.profiles_dir.glob("*.toml")):
-            open_it = partial(app.post_message, OpenProfile(path))
-            cmds.append((f"Load profile {path.stem}", open_it, str(path)))
+    def commands(self) -> list[Command]:
+        app = self.app
+        cmds: list[Command] = []
+        for binding in app.BINDINGS:
+            if isinstance(binding, Binding):
+                key = key_name(binding.key)
+                help_text = f"{binding.tooltip} ({key})" if binding.tooltip else key
+                run_it = partial(app.run_action, binding.action)
+                cmds.append((binding.description, run_it, help_text))
+        for name, action, help_text in PALETTE_ONLY:
+            cmds.append((name, partial(app.run_action, action), help_text))
+        context = getattr(app, "context", None)
+        if isinstance(context, ScreenContext):
+            for path in sorted(context.profiles_dir.glob("*.toml")):
+                open_it = partial(app.post_message, OpenProfile(path))
+                cmds.append((f"Load profile {path.stem}", open_it, str(path)))
         return cmds
 
     async def discover(self) -> Hits:

@@ -19,7 +19,7 @@ from workbench.errors import SpecError
 from workbench.spec.load import fold_sweeps as fold_axes
 from workbench.spec.load import get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
-from workbench.spec.plan import Step, check_spec
+from workbench.spec.steps import Step, check_spec
 from workbench.workload import KEY_DISTRIBUTIONS, TTL_FORMS, VALUE_SIZE_FORMS
 
 FieldKind = Literal["value", "text", "bool"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from workbench.servers import is_loopback
+from workbench.remote import is_loopback
 
 
 def base_parser(description: str) -> argparse.ArgumentParser:

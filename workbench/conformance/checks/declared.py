@@ -49,6 +49,7 @@ async def check_declaration(t: Target) -> str:
     ops = t.strategy.operations
     if not ({"get", "set"} <= ops or "cache_aside" in ops):
         problems.append("every strategy must support get and set, or cache_aside")
+    problems += _connections_problems(t)
     for where, options in _option_sets(t):
         names = options.names()
         if len(set(names)) != len(names):
@@ -69,6 +70,19 @@ async def check_declaration(t: Target) -> str:
         raise CheckFailed("; ".join(problems))
     ops = ", ".join(o for o in OPERATIONS if o in t.strategy.operations)
     return f"{'blocking' if t.blocking else 'asyncio'}; {ops}"
+
+
+def _connections_problems(t: Target) -> list[str]:
+    """`Strategy.connections` answers a whole number of connections for a worker's clients."""
+    problems = []
+    for clients in (1, 64):
+        try:
+            n = t.strategy.connections(t.system_options, t.strategy_options, clients)
+        except Exception as exc:
+            return [f"connections({clients} clients) raised {type(exc).__name__}: {exc}"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            problems.append(f"connections({clients} clients) gave {n!r}; expected an int >= 0")
+    return problems
 
 
 async def check_options(t: Target) -> str:

@@ -8,9 +8,10 @@ imported only when a spec asks for it: it is the one module that imports `ray`.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Protocol
 
-from workbench.engine.launcher import WorkerHandle, launch_local
+from workbench.engine.launchers.local import LocalLauncher
 from workbench.spec.model import Load
 
 
@@ -55,36 +56,26 @@ class Launcher(Protocol):
         """{"host", "cpus", "workers"} per machine the handles run on; [] for this host."""
         ...
 
-    async def close(self) -> None: ...
-
-
-class LocalLauncher:
-    """Worker processes on this machine."""
-
     @property
-    def cpus(self) -> int:
-        return os.cpu_count() or 1
+    def log_path(self) -> Path | None:
+        """Where the launcher's own log lines go (Ray's), if it has any."""
+        ...
 
-    async def launch(
-        self, count: int, first_index: int = 0, command: list[str] | None = None
-    ) -> list[WorkerHandle]:
-        handles = await launch_local(count, command)
-        for offset, h in enumerate(handles):
-            h.index = first_index + offset
-        return handles
+    async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
+        """(busy, total) CPU jiffies and CPUs of each machine the handles run on, by the
+        name `nodes` gives it; {} for this host (the coordinator reads its own)."""
+        ...
 
-    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
-        return []
-
-    async def close(self) -> None:
-        return None
+    async def close(self) -> None: ...
 
 
 RAY_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address on 127.0.0.1
 
 
-async def open_launcher(load: Load) -> Launcher:
-    """The launcher the spec asks for, connected and ready to start workers."""
+async def open_launcher(load: Load, log_path: Path | None = None) -> Launcher:
+    """The launcher the spec asks for, connected and ready to start workers.
+
+    `log_path`: the file the Ray launcher writes Ray's own log lines to."""
     if load.launcher == "ray":
         if load.ray_address == "local":
             # A private Ray on this machine talks over loopback only. Ray reads this when it
@@ -93,5 +84,5 @@ async def open_launcher(load: Load) -> Launcher:
         # Imported here: `ray` is an optional extra, and only this launcher needs it.
         from workbench.engine.launchers.ray import RayLauncher
 
-        return await RayLauncher.connect(load.ray_address, load.ray_placement)
+        return await RayLauncher.connect(load.ray_address, load.ray_placement, log_path)
     return LocalLauncher()

@@ -9,6 +9,10 @@ JSON), so the coordinator reads them with the same `read_frame` as a local pipe.
 
 Ray must run the same workbench version on every node (`pip install
 'cache-workbench[ray]'` on each load machine); actors import it there.
+
+Ray's own log lines (its Python loggers, and the raylets' messages it pushes to the
+driver, such as a lost node's last log lines) go to a log file the run names, never to
+the terminal the CLI or the TUI draws on.
 """
 
 from __future__ import annotations
@@ -16,16 +20,21 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import faulthandler
 import logging
 import os
 import socket
-from typing import Any
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
 
 import ray
 from ray.exceptions import ActorUnavailableError, RayError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from workbench.engine.serverstats import host_times as machine_times
 from workbench.engine.wire import pack, read_frame
 from workbench.errors import TargetError
 
@@ -33,6 +42,8 @@ PLACE_TIMEOUT = 60.0  # seconds to wait for the cluster to find a CPU for every 
 START_TIMEOUT = 60.0
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024  # bytes, for a private local Ray ("local")
 UNAVAILABLE_RETRIES = 20  # an actor unreachable this many times in a row (0.5 s apart) is lost
+RAY_LOGGER = "ray"
+HOST_TIMES_TIMEOUT = 1.0  # seconds a node may take to say how busy its machine is
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -58,7 +69,18 @@ class WorkerActor:
         else:
             self.task = asyncio.create_task(self._relay(command))
         context = ray.get_runtime_context()
-        return {"host": socket.gethostname(), "node_id": context.get_node_id(), "pid": os.getpid()}
+        return {
+            "host": socket.gethostname(),
+            "address": ray.util.get_node_ip_address(),  # the node's address in the cluster
+            "node_id": context.get_node_id(),
+            "pid": os.getpid(),
+        }
+
+    async def host_times(self) -> tuple[int, int, int] | None:
+        """(busy, total) jiffies of this node's machine and its CPU count, from /proc/stat
+        as the coordinator reads its own (`serverstats.host_times`)."""
+        times = machine_times()
+        return None if times is None else (*times, os.cpu_count() or 1)
 
     def _emit(self, data: bytes) -> None:
         self.out += data
@@ -120,12 +142,15 @@ class WorkerActor:
 class RayWorkerHandle:
     """The coordinator's side of one worker actor: the same interface as a local process."""
 
+    remote = True  # on another machine, maybe: silence may mean it is gone (`abandon`)
+
     def __init__(self, index: int, actor: Any, where: dict[str, Any]) -> None:
         self.index = index
         self.actor = actor
         self.where = where
         self.node_id: str = where["node_id"]
         self.host: str = where["host"]
+        self.address: str = where.get("address", "")
         self._pid: int = where["pid"]
         self.worker_pid: int = self._pid
         self.lost: str = ""  # why the actor can no longer be reached, once it cannot
@@ -183,16 +208,26 @@ class RayWorkerHandle:
 
     async def wait(self) -> None:
         """Until the actor has stopped sending (ended, or lost)."""
-        await asyncio.shield(self._fetch)
+        if not self._fetch.done():
+            await asyncio.shield(self._fetch)
+
+    def abandon(self, why: str) -> None:
+        """Count the actor as lost now (it fell silent): its frames end here at once.
+
+        Not killed yet: its machine may be unreachable (the kill would wait on it); `close`
+        kills it at the end of the run."""
+        self.lost = why
+        self._fetch.cancel()  # its reader ends at once: the coordinator is not kept waiting
 
     def describe_exit(self) -> str:
+        where = f"{self.address} ({self.host})" if self.address else self.host
         if self.broken:
             what = f"sent an unreadable frame ({self.broken})"
         elif self.lost:
             what = f"was lost ({self.lost})"
         else:
             what = "ended"
-        return f"worker {self.index} (Ray actor, pid {self.pid} on {self.host}) {what}"
+        return f"worker {self.index} (Ray actor, pid {self.pid} on {where}) {what}"
 
     def kill(self) -> None:
         """Abandon the actor at once; its end of frames follows as a death."""
@@ -209,18 +244,105 @@ class RayWorkerHandle:
         self.kill()
 
 
+def _per_node(handles: list[RayWorkerHandle]) -> dict[str, list[RayWorkerHandle]]:
+    per_node: dict[str, list[RayWorkerHandle]] = {}
+    for h in handles:
+        per_node.setdefault(h.node_id, []).append(h)
+    return per_node
+
+
+def _node_names(per_node: dict[str, list[RayWorkerHandle]]) -> dict[str, str]:
+    """Node id -> its address (its host name if it gave none); several on one address
+    (a test cluster on loopback) are told apart by their node ids."""
+    plain = {n: hs[0].address or hs[0].host for n, hs in per_node.items()}
+    count = collections.Counter(plain.values())
+    return {n: name if count[name] == 1 else f"{name} (node {n[:8]})" for n, name in plain.items()}
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def _init(address: str) -> None:
-    """Connect (in a thread: Ray then leaves the caller's SIGTERM handling alone)."""
-    # Ray's notes ("not the main thread", token advice) would land on the TUI's screen.
-    logging.getLogger("ray").setLevel(logging.ERROR)
+class _RayRecords(logging.Handler):
+    """On the root logger: records of Ray's loggers into the file, every other record as
+    Python would treat it without this handler (warnings and worse on stderr)."""
+
+    def __init__(self, file: TextIO) -> None:
+        super().__init__()
+        self.file = file
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == RAY_LOGGER or record.name.startswith(RAY_LOGGER + "."):
+            self.file.write(self.format(record) + "\n")
+        elif logging.lastResort is not None and record.levelno >= logging.lastResort.level:
+            logging.lastResort.handle(record)
+
+
+class RayLog:
+    """Ray's own log lines, in a file: its loggers' records and what it prints on the driver.
+
+    Ray's loggers are caught on the root logger: `ray.init` clears the "ray" logger's
+    own handlers (and then warns, from its thread, that it set no SIGTERM handler).
+    Ray prints the messages its raylets push to the driver (a node's last log lines when
+    it dies, memory monitor warnings...) from a thread of its own, straight to
+    sys.stdout: `ray._private.worker.print_to_stdstream`. Ray has no switch for that
+    (`log_to_driver=False` covers the actors' output only), so the module's function is
+    replaced by one that writes here; `close` puts everything back.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self.handler = _RayRecords(self.file)
+        logger = logging.getLogger(RAY_LOGGER)
+        self.saved = (logger.level, logger.propagate, list(logger.handlers))
+        for h in self.saved[2]:  # Ray's own stderr handler would draw under the TUI
+            logger.removeHandler(h)
+        logger.setLevel(logging.INFO)
+        logger.propagate = True
+        logging.getLogger().addHandler(self.handler)
+        from ray._private import worker as ray_worker
+
+        self.ray_worker = ray_worker
+        self.printer = ray_worker.print_to_stdstream
+        ray_worker.print_to_stdstream = self.print_to_stdstream
+
+    def print_to_stdstream(self, data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        source = data.get("pid", "")
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        for line in data.get("lines", []):
+            self.file.write(f"{stamp} ({source}) {line}\n")
+
+    def close(self) -> None:
+        logging.getLogger().removeHandler(self.handler)
+        logger = logging.getLogger(RAY_LOGGER)
+        level, propagate, handlers = self.saved
+        for h in handlers:
+            logger.addHandler(h)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        self.ray_worker.print_to_stdstream = self.printer
+        self.file.close()
+
+
+def _init(address: str, logged: bool) -> None:
+    """Connect (in a thread: Ray then leaves the caller's SIGTERM handling alone).
+
+    `logged`: a RayLog takes Ray's log lines; without one, Ray's notes ("not the main
+    thread", token advice) are silenced, since they would land on the TUI's screen."""
+    if not logged:
+        logging.getLogger(RAY_LOGGER).setLevel(logging.ERROR)
+    if not faulthandler.is_enabled():
+        # ray.init enables it on sys.stderr, which the TUI replaces by an object whose
+        # fileno() is -1: faulthandler then raises and ray.init fails. The real one works.
+        with contextlib.suppress(Exception):
+            faulthandler.enable(file=sys.__stderr__, all_threads=False)
     options: dict[str, Any] = {
         "log_to_driver": False,  # actors' stray prints stay in Ray's logs, not in the TUI
-        "logging_level": logging.ERROR,  # no notes on stderr, under the TUI
+        "logging_level": logging.INFO if logged else logging.ERROR,
         "configure_logging": False,
     }
     if address == "local":
@@ -238,25 +360,36 @@ def _init(address: str) -> None:
 class RayLauncher:
     """Worker actors on a Ray cluster; `close` gives back their CPUs and the connection."""
 
-    def __init__(self, placement: str, owns_connection: bool) -> None:
+    def __init__(self, placement: str, owns_connection: bool, log: RayLog | None = None) -> None:
         self.placement = placement
         self.owns_connection = owns_connection
+        self.log = log
         self.groups: list[PlacementGroup] = []
         self._cpus = int(ray.cluster_resources().get("CPU", 0))
 
+    @property
+    def log_path(self) -> Path | None:
+        """The file Ray's own log lines go to while this launcher runs (None: not ours)."""
+        return self.log.path if self.log is not None else None
+
     @classmethod
-    async def connect(cls, address: str, placement: str) -> RayLauncher:
+    async def connect(
+        cls, address: str, placement: str, log_path: Path | None = None
+    ) -> RayLauncher:
         if ray.is_initialized():
             return cls(placement, owns_connection=False)
+        log = RayLog(log_path) if log_path is not None else None
         try:
-            await asyncio.to_thread(_init, address)
+            await asyncio.to_thread(_init, address, log is not None)
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            if log is not None:
+                log.close()
             raise TargetError(
                 f"cannot reach a Ray cluster at {address!r} ({_one_line(exc)}); start one "
                 "with `ray start --head`, or set load.ray_address ('local' starts a private one)",
                 "load.ray_address",
             ) from None
-        return cls(placement, owns_connection=True)
+        return cls(placement, owns_connection=True, log=log)
 
     @property
     def cpus(self) -> int:
@@ -312,18 +445,33 @@ class RayLauncher:
         return handles
 
     def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
-        """Host, CPUs and workers of every node the handles run on, in order of first use."""
+        """Address, host name, CPUs and workers of every node the handles run on, in order
+        of first use. A node is named by its address in the cluster (`host`)."""
         cpus = {n["NodeID"]: int(n["Resources"].get("CPU", 0)) for n in ray.nodes()}
-        per_node: dict[str, list[RayWorkerHandle]] = {}
-        for h in handles:
-            per_node.setdefault(h.node_id, []).append(h)
-        hosts = collections.Counter(hs[0].host for hs in per_node.values())
-        out = []
-        for node_id, hs in per_node.items():
-            host = hs[0].host
-            if hosts[host] > 1:  # several Ray nodes on one machine: tell them apart
-                host = f"{host} (node {node_id[:8]})"
-            out.append({"host": host, "cpus": cpus.get(node_id, 0), "workers": len(hs)})
+        per_node = _per_node(handles)
+        names = _node_names(per_node)
+        return [
+            {
+                "host": names[node_id],
+                "hostname": hs[0].host,
+                "cpus": cpus.get(node_id, 0),
+                "workers": len(hs),
+                "worker_indices": [h.index for h in hs],
+            }
+            for node_id, hs in per_node.items()
+        ]
+
+    async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
+        """Each node's machine CPU jiffies, asked of one live worker actor on it (bounded)."""
+        per_node = _per_node([h for h in handles if not (h.lost or h.ended)])
+        names = _node_names(per_node)
+        asks = {names[n]: hs[0].actor.host_times.remote() for n, hs in per_node.items()}
+        out: dict[str, tuple[int, int, int]] = {}
+        for name, ask in asks.items():
+            with contextlib.suppress(RayError, TimeoutError):
+                times = await asyncio.wait_for(ask, timeout=HOST_TIMES_TIMEOUT)
+                if times:
+                    out[name] = tuple(times)  # type: ignore[assignment]
         return out
 
     async def close(self) -> None:
@@ -333,3 +481,6 @@ class RayLauncher:
         self.groups.clear()
         if self.owns_connection:
             await asyncio.to_thread(ray.shutdown)
+        if self.log is not None:
+            self.log.close()
+            self.log = None

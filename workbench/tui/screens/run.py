@@ -16,6 +16,10 @@ from workbench.tui.widgets.modebar import ModeBar
 class RunScreen(DashboardKeys, Screen[None]):
     """Throughput, latency over time, the percentile curve, counters and the steps."""
 
+    # Nothing focused at first: at 80x24 the charts and counters fill the screen, and Tab
+    # to the steps table scrolls it into sight.
+    AUTO_FOCUS = ""
+
     BINDINGS = [
         *DashboardKeys.KEYS,
         Binding("s", "app.stop_run", "Stop", show=False),

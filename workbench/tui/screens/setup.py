@@ -23,7 +23,8 @@ from workbench.plugins import load_plugin, plugin_statuses
 from workbench.profile_files import is_shipped
 from workbench.spec.fields import SECTION_TITLES, Section, fields_in
 from workbench.spec.load import get_path, read_profile
-from workbench.spec.model import Spec, spec_to_dict
+from workbench.spec.model import Spec, TargetSpec, spec_to_dict
+from workbench.spec.resolve import default_strategy
 from workbench.spec.save import save_spec
 from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps
@@ -221,7 +222,7 @@ class SetupScreen(Screen[None]):
         help_box.update(system.description)
         same = get_path(self.base, SYSTEM) in (None, name)
         names = [s.name for s in system.strategies]
-        options = [(f"default ({system.default_strategy})", "")] + [(n, n) for n in names]
+        options = [(f"default ({_default_name(system)})", "")] + [(n, n) for n in names]
         options.append((f"sweep: {', '.join(names)}", ",".join(names)))
         wanted = get_path(self.base, STRATEGY) if same else ""
         if isinstance(wanted, list):
@@ -265,7 +266,7 @@ class SetupScreen(Screen[None]):
             system = load_plugin(system_name)
         except PluginError:
             return
-        names = [n for n in value.split(",") if n] or [system.default_strategy]
+        names = [n for n in value.split(",") if n] or [_default_name(system)]
         strategies = [s for s in system.strategies if s.name in names]
         lines = []
         for s in strategies:
@@ -420,3 +421,8 @@ class SetupScreen(Screen[None]):
             self.notify(f"Saved {written}")
         else:  # the file could not be updated faithfully in place
             self.notify(f"{path} left as it was; saved as {written}", severity="warning")
+
+
+def _default_name(system: Any) -> str:
+    """The strategy a spec naming none runs on `system` (the native engine where it can)."""
+    return default_strategy(system, Spec(target=TargetSpec(system.name)))[0].name

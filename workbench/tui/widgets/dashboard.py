@@ -7,11 +7,12 @@ down) and never fetches anything; every figure comes from `live` and `metrics`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Grid
@@ -54,6 +55,8 @@ VERDICT_STYLE = {
     "machine-bound": "magenta",
     "generator-bound": "yellow",
     "fell behind": "red",
+    "server stalled": "red",
+    "too few clients": "yellow",
     "on schedule": "green",
     "latency-bound": "blue",
 }
@@ -130,6 +133,13 @@ def _server_figure(key: str, value: object) -> Row:
     memory = "memory" in key or "bytes" in key
     if key == "host_busy" and isinstance(value, int | float):  # a share of the machine
         shown = format_pct(value)
+    elif key == "hosts" and isinstance(value, dict):  # each Ray node's machine: busy share
+        shown = ", ".join(
+            f"{host} {format_pct(f['busy'])}"
+            for host, f in value.items()
+            if isinstance(f, dict) and isinstance(f.get("busy"), int | float)
+        )
+        key = "hosts busy"
     elif isinstance(value, int | float) and memory:
         shown = format_bytes(value)
     elif isinstance(value, int):
@@ -139,6 +149,20 @@ def _server_figure(key: str, value: object) -> Row:
     return key.replace("_", " "), shown
 
 
+def simulated_rows(results: dict[str, Any]) -> list[Row]:
+    """The step's simulated hit rates (libCacheSim), each labelled as simulated, dimmed."""
+    if not results:
+        return []
+    if "error" in results:
+        return [("simulated", Text(f"not simulated: {results['error']}", style="dim"))]
+    rows: list[Row] = []
+    for name, figures in results.get("policies", {}).items():
+        # The hit rate alone: hot and cold are in the reports (the column is narrow).
+        text = format_pct(figures.get("hit_rate"))
+        rows.append((f"simulated {name}", Text(text, style="dim italic")))
+    return rows
+
+
 def counter_rows(step: StepView | None) -> list[Row]:
     """Label and value of every counter of a step (dashes before it has figures)."""
     s = step.summary if step else None
@@ -146,18 +170,19 @@ def counter_rows(step: StepView | None) -> list[Row]:
         return [("ops", "-"), ("ops/s", "-"), ("hits", "-"), ("misses", "-"), ("errors", "-")]
     t = step.totals
     hot, cold = hot_cold_rates(t)
-    rows: list[Row] = [
+    rows: list[Row] = [  # what a person looks for first: ops, hits and errors
         ("ops", format_count(s.ops)),
         ("ops/s", format_rate(s.ops_per_s)),
-        ("measured", _seconds(s.duration)),
-        ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hits", format_count(s.hits)),
         ("misses", format_count(s.misses)),
         ("hit rate", format_pct(s.hit_rate)),
+        ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
+        ("measured", _seconds(s.duration)),
+        ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
+        *simulated_rows(step.simulated),
         ("bytes in", format_bytes(t.bytes_in)),
         ("bytes out", format_bytes(t.bytes_out)),
-        ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
         ("clients", f"{step.clients} on {step.workers} worker(s)"),
     ]
     if t.published:
@@ -198,16 +223,33 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
         grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
     parts: list[Table | Text] = [grid]
     if step is not None and step.points and (verdict := step.verdict).known:
-        # What limited the figure, with its numbers: first, wrapped, always in sight.
+        # What limited the figure: a badge and one line, so the counters stay in sight;
+        # the whole verdict is in the report and `workbench runs show`.
         line = Text.assemble(
-            (verdict.kind, VERDICT_STYLE.get(verdict.kind, "")),
-            (f": {verdict.evidence} — {verdict.advice}", "dim"),
+            verdict_badge(step),
+            " ",
+            (f"{verdict.evidence} — {verdict.advice}", "dim"),
+            no_wrap=True,
+            overflow="ellipsis",
         )
         parts.insert(0, line)
+    failure = failure_line(view, step)
+    if failure.plain:
+        parts.insert(0, failure)
     s = step.summary if step else None
     if s is None or len(s.per_op) < 1:
         return Group(*parts) if len(parts) > 1 else grid
     return Group(*parts, Text(""), _per_op_table(s))
+
+
+def failure_line(view: RunView, step: StepView | None) -> Text:
+    """Why the run or the shown step failed, wrapped, first in the Counters box ("" if not)."""
+    reason = ""
+    if step is not None and step.status == "failed":
+        reason = f"step failed: {step.reason or 'see the notices'}"
+    elif view.status == "failed":
+        reason = f"run failed: {view.error or 'see the notices'}"
+    return Text(reason, style="bold red")
 
 
 def verdict_badge(step: StepView) -> Text:
@@ -360,6 +402,7 @@ class RunDashboard(Container):
                         f"  now {format_rate(latest.ops_per_s)}/s {latest.mib_per_s:.1f} MiB/s"
                     )
             counters = self.query_one("#counters", Static)
+            # two label/value pairs a line where they fit (not at 80x24)
             wide = counters.content_size.width >= 60 or not counters.is_mounted
             counters.update(counters_table(v, step, wide))
             self._fill_steps(v, index)
@@ -388,7 +431,9 @@ class RunDashboard(Container):
         if step is not None:
             text.append(f"  step {step.index + 1}/{len(v.steps)} ", style="dim")
             text.append(step.title)
-            if step.clients:
+            if step.connections:
+                text.append(f"  {step.connections}", style="dim")
+            elif step.clients:
                 text.append(f"  {step.clients} clients, {step.workers} worker(s)", style="dim")
             if step.server:
                 text.append(f"  server pid {step.server.get('pid', '?')}", style="dim")
@@ -415,6 +460,10 @@ class RunDashboard(Container):
     def on_resize(self) -> None:
         mark_narrow(self, self.size.width)
         self.refresh_view()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # At 80x24 the dashboard scrolls: Tab to the steps table brings it into sight.
+        self.call_after_refresh(event.widget.scroll_visible, animate=False)
 
     @staticmethod
     def _progress(v: RunView, step: StepView) -> str:

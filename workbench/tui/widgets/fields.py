@@ -10,6 +10,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from workbench.options import Option
@@ -82,11 +83,22 @@ class FormField(Vertical):
         self.query_one(".field-error", Static).update(f"↳ {message}" if message else "")
 
 
+class TickBox(Checkbox):
+    """A checkbox legible without colour: ✓ when ticked, ☐ when not (Textual's ▐X▌ shows an
+    X either way and tells them apart by colour alone)."""
+
+    @property
+    def _button(self) -> Content:
+        # The glyph in the label's own colours: it must read on any theme, in monochrome too.
+        style = self.get_visual_style("toggle--label")
+        return Content.styled("✓" if self.value else "☐", style)
+
+
 class BoolField(FormField):
     """A yes/no spec field whose default is no: only a ticked box is written."""
 
     def compose_input(self) -> ComposeResult:
-        yield Checkbox(self.placeholder, compact=True, tooltip=self.help or None)
+        yield TickBox(self.placeholder, compact=True, tooltip=self.help or None)
 
     def read(self) -> tuple[bool, Any]:
         ticked = self.query_one(Checkbox).value

@@ -13,10 +13,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from workbench.errors import PluginError
-from workbench.plugins import load_plugin
-from workbench.spec.plan import Step, resolve_strategy, total_clients, workers_for
+from workbench.spec.resolve import total_clients, workers_for
 from workbench.spec.save import spec_to_toml
+from workbench.spec.steps import Step
 from workbench.tui.form import Checked
 
 
@@ -43,10 +42,8 @@ def status_line(checked: Checked) -> Text:
 def step_lines(step: Step) -> tuple[str, str]:
     """A step's title line and what it runs: system/strategy, clients, workers, how long."""
     sp = step.spec
-    try:
-        strategy = resolve_strategy(load_plugin(sp.target.system), sp).name
-    except PluginError:
-        strategy = sp.strategy.name or "default"
+    # A checked step (check_spec) carries what it resolved to.
+    strategy = step.resolved.strategy.name if step.resolved else sp.strategy.name or "default"
     how = f"{sp.load.ops:,} ops" if sp.load.ops else f"{sp.load.duration:g} s"
     if sp.load.warmup:
         how += f" + {sp.load.warmup:g} s warm-up"

@@ -1,7 +1,7 @@
-"""A search run: the probes of `workbench.search` driven through `session.run`, one stored
+"""A search run: the probes of `workbench.search_rules` driven through `session.run`, one stored
 step each, the next rate chosen from the last probe's result.
 
-Kept apart from `workbench.search` (pure rules) so that reports, which replay a stored search,
+Kept apart from `workbench.search_rules` (pure rules) so that reports, which replay a stored search,
 never import the engine.
 """
 
@@ -16,9 +16,9 @@ from workbench import session
 from workbench.checks import Check
 from workbench.events import Event, StepFinished
 from workbench.live import RunView
-from workbench.search import Search, probe_of, probe_step_spec
+from workbench.search_rules import Search, probe_of, probe_step_spec
 from workbench.spec.model import SearchSpec, Spec
-from workbench.spec.plan import Step, check_spec
+from workbench.spec.steps import check_spec
 
 
 class SearchRun:
@@ -45,7 +45,7 @@ class SearchRun:
         index = len(self._rates)
         self._rates[index] = rate
         (planned,) = check_spec(probe_step_spec(self.spec, rate))
-        return Step(index, {"load.rate": f"{rate:g}"}, planned.spec)
+        return replace(planned, index=index, label={"load.rate": f"{rate:g}"})
 
     async def events(
         self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None

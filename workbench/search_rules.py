@@ -12,7 +12,10 @@ schedule (issued at least `verdict.KEPT_SCHEDULE` of the offered ops) and the st
 completed. It stops early, saying why:
 
 - when a probe fails and its verdict says the generator, not the target, is what failed
-  (generator-bound or machine-bound): a higher rate would measure the load, not the server;
+  (generator-bound, machine-bound, or fell behind: a busy worker missed its schedule): a
+  higher rate would measure the load, not the server. A server that saturates or stalls,
+  or clients too few for the rate at that latency, are the target failing: the search
+  bisects on;
 - when a probe failed outright and measured nothing (the server would not start, every
   operation failed): its notices say why;
 - when the target is not met even at the start rate halved `HALVINGS` times (it cannot be

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy
-from workbench.errors import PluginError, SpecError
+from workbench.adapter import Strategy
+from workbench.errors import SpecError
 from workbench.native_build import require_binary
-from workbench.plugins import load_plugin
-from workbench.remote import check_remote
-from workbench.spec.load import set_path
-from workbench.spec.model import Load, Spec, spec_from_dict, spec_to_dict
+from workbench.oracle_trace import step_path
+from workbench.simulate.policies import parse_policies
+from workbench.spec.load import located, read_profile, set_path, spec_from_data
+from workbench.spec.model import ARRIVALS, Load, Spec, check_name, spec_from_dict, spec_to_dict
+from workbench.spec.resolve import (
+    ResolvedStep,
+    resolve_step,
+    resolve_strategy,
+    total_clients,
+    workers_for,
+)
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
@@ -28,6 +36,8 @@ from workbench.workload import (
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,7 @@ class Step:
     index: int
     label: dict[str, str]
     spec: Spec
+    resolved: ResolvedStep | None = None  # set by check_spec: what the step really runs
 
     @property
     def title(self) -> str:
@@ -57,13 +68,27 @@ def plan(spec: Spec) -> list[Step]:
     n = spec.load.repeat
     if n < 1:
         raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
-    if n == 1:
+    if n > 1:
+        steps = [
+            Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
+            for r in range(n)
+            for s in steps
+        ]
+    return _own_traces(steps)
+
+
+def _own_traces(steps: list[Step]) -> list[Step]:
+    """With several steps, each captures its trace to its own file (`step_path`)."""
+    if len(steps) < 2:
         return steps
-    return [
-        Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
-        for r in range(n)
-        for s in steps
-    ]
+    out = []
+    for s in steps:
+        wl = s.spec.workload
+        if wl.trace_out:
+            own = step_path(wl.trace_out, s.index, len(steps))
+            s = replace(s, spec=replace(s.spec, workload=replace(wl, trace_out=own)))
+        out.append(s)
+    return out
 
 
 def _combinations(spec: Spec) -> list[Step]:
@@ -75,6 +100,13 @@ def _combinations(spec: Spec) -> list[Step]:
                 f"expected at least one value to sweep {axis.path or 'over'}",
                 f"sweep[{i}].values",
             )
+        for path, along in axis.along.items():
+            if len(along) != len(axis.values):
+                raise SpecError(
+                    f"expected {len(axis.values)} values, one per value of {axis.path}; "
+                    f"got {len(along)}",
+                    f"sweep[{i}].along.{path}",
+                )
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
@@ -84,6 +116,8 @@ def _combinations(spec: Spec) -> list[Step]:
         for axis, value in zip(axes, combo, strict=True):
             set_path(data, axis.path, value)
             idx = axis.values.index(value)
+            for path, along in axis.along.items():
+                set_path(data, path, along[idx])
             label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
         try:
             steps.append(Step(i, label, spec_from_dict(data)))
@@ -92,31 +126,16 @@ def _combinations(spec: Spec) -> list[Step]:
     return steps
 
 
-def resolve_strategy(system: CacheSystem, spec: Spec) -> Strategy:
-    return system.strategy(spec.strategy.name or system.default_strategy)
-
-
-def workers_for(spec: Spec, cpus: int | None = None) -> int:
-    """Workers for a step: as asked, or one per CPU (of this machine, or of a Ray cluster)."""
-    clients = total_clients(spec)
-    wanted = spec.load.workers or cpus or os.cpu_count() or 1
-    return max(1, min(wanted, clients))
-
-
-def total_clients(spec: Spec) -> int:
-    if spec.workload.groups:
-        return sum(g.concurrency for g in spec.workload.groups)
-    return spec.load.concurrency
-
-
 def used_operations(spec: Spec) -> set[str]:
     mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
     return {op for mix in mixes for op, w in mix.items() if w > 0}
 
 
-def check_step(spec: Spec) -> None:
-    """Everything that can be known wrong before a run starts; raises SpecError."""
+def check_step(spec: Spec) -> ResolvedStep:
+    """Everything that can be known wrong before a run starts; raises SpecError. What the
+    step resolves to, when nothing is."""
     wl, ld = spec.workload, spec.load
+    check_name(spec.name)
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
@@ -143,15 +162,18 @@ def check_step(spec: Spec) -> None:
         )
     if ld.duration is None and ld.ops is None:
         raise SpecError("expected a duration or an op count (load.duration or load.ops)", "load")
-    if ld.duration is not None and ld.duration <= 0:
+    if ld.duration is not None and ld.duration < MIN_INTERVAL:
         raise SpecError(
-            f"expected a duration above 0 seconds; got {ld.duration:g}", "load.duration"
+            f"expected a duration of at least {MIN_INTERVAL:g} s (the shortest interval); "
+            f"got {ld.duration:g}",
+            "load.duration",
         )
     if ld.ops is not None and ld.ops < 1:
         raise SpecError(f"expected at least 1 op; got {ld.ops}", "load.ops")
-    if ld.interval < 0.05:
+    if ld.interval < MIN_INTERVAL:
         raise SpecError(
-            f"expected an interval of at least 0.05 s; got {ld.interval:g}", "load.interval"
+            f"expected an interval of at least {MIN_INTERVAL:g} s; got {ld.interval:g}",
+            "load.interval",
         )
     if ld.warmup < 0:
         raise SpecError(f"expected 0 or more seconds; got {ld.warmup:g}", "load.warmup")
@@ -159,6 +181,10 @@ def check_step(spec: Spec) -> None:
         raise SpecError(f"expected 0 (one per core) or more; got {ld.workers}", "load.workers")
     if ld.rate is not None and ld.rate <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {ld.rate:g}", "load.rate")
+    if ld.arrivals not in ARRIVALS:
+        raise SpecError(
+            f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
+        )
     _check_launcher(ld)
     ps = wl.pubsub
     if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
@@ -167,21 +193,10 @@ def check_step(spec: Spec) -> None:
             "message_size >= 16 (the timestamp and sequence need 16 bytes)",
             "workload.pubsub",
         )
-    try:
-        system = load_plugin(spec.target.system)
-        strategy = resolve_strategy(system, spec)
-    except PluginError as exc:
-        raise SpecError(exc.message, exc.where) from None
-    system_options = system.options.resolve(dict(spec.target.options), "target.options")
-    if not spec.target.managed:  # a managed server is on loopback, wherever options point
-        check_remote(system_options, spec.target.allow_remote, "target.options")
-    strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
+    resolved = resolve_step(spec)
+    system, strategy = resolved.system, resolved.strategy
     if strategy.engine == "native":
         require_binary()  # one clear line: how to build it
-    if spec.target.managed:
-        if system.server is None:
-            raise SpecError(f"{system.name} cannot start a server of its own", "target.managed")
-        system.server.options.resolve(dict(spec.target.server), "target.server")
     missing = sorted({n for op in used_operations(spec) for n in needs(op, strategy)})
     if missing:
         raise SpecError(
@@ -190,11 +205,19 @@ def check_step(spec: Spec) -> None:
             + _why(strategy, missing),
             "workload.mix",
         )
+    if spec.simulate is not None:
+        parse_policies(spec.simulate.policies)
+    if wl.trace_out and spec.load.launcher != "local":
+        raise SpecError(
+            'traces are written by workers on this machine: use load.launcher = "local"',
+            "workload.trace_out",
+        )
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
             "workload.ttl",
         )
+    return resolved
 
 
 def needs(op: str, strategy: Strategy) -> set[str]:
@@ -246,31 +269,58 @@ def _check_same_launcher(steps: list[Step]) -> None:
                 )
 
 
+# The last spec checked and its steps. A spec is checked when it is loaded and again when
+# it runs (session.run takes any Spec); the same object is not planned and resolved twice.
+_last_checked: tuple[Spec, list[Step]] | None = None
+
+
 def check_spec(spec: Spec) -> list[Step]:
     """Plan the spec and check every step; the steps, or the first SpecError."""
+    global _last_checked
+    last = _last_checked
+    if last is not None and last[0] is spec:
+        return list(last[1])
+    checked = _checked_steps(spec)
+    _last_checked = (spec, checked)
+    return list(checked)
+
+
+def _checked_steps(spec: Spec) -> list[Step]:
     steps = plan(spec)
     _check_same_launcher(steps)
-    named = []
+    checked = []
     for step in steps:
         try:
-            check_step(step.spec)
+            resolved = check_step(step.spec)
         except SpecError as exc:
             if len(steps) == 1:
                 raise
             raise SpecError(exc.message, f"{exc.where} (step {step.title})") from None
         # Each step records the strategy it really runs, not "" for the default.
-        name = resolve_strategy(load_plugin(step.spec.target.system), step.spec).name
-        named.append(
-            replace(step, spec=replace(step.spec, strategy=replace(step.spec.strategy, name=name)))
-        )
-    return named
+        named = replace(step.spec.strategy, name=resolved.strategy.name)
+        checked.append(replace(step, spec=replace(step.spec, strategy=named), resolved=resolved))
+    return checked
+
+
+def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
+    """A profile file (or the defaults when None) with overrides applied, fully checked."""
+    data = read_profile(path) if path else {}
+    source = str(path) if path else "--set" if overrides else ""
+    spec = spec_from_data(data, overrides, source)
+    try:
+        check_spec(spec)
+    except SpecError as exc:
+        raise located(exc, source) from None
+    return spec
 
 
 __all__ = [
     "OP_CODES",
+    "ResolvedStep",
     "Step",
     "check_spec",
     "check_step",
+    "load_spec",
     "plan",
     "resolve_strategy",
     "total_clients",

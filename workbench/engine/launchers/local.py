@@ -1,4 +1,4 @@
-"""The one seam for where workers run. Today: local processes on this machine."""
+"""Worker processes on this machine: how they start, and the handle the coordinator holds."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
@@ -116,3 +117,32 @@ async def launch_local(count: int, command: list[str] | None = None) -> list[Wor
             raise RuntimeError(f"worker did not start: {h.describe_exit()}")
         h.engine = first.get("engine") or {"name": "python", "version": ""}
     return handles
+
+
+class LocalLauncher:
+    """Worker processes on this machine."""
+
+    @property
+    def cpus(self) -> int:
+        return os.cpu_count() or 1
+
+    async def launch(
+        self, count: int, first_index: int = 0, command: list[str] | None = None
+    ) -> list[WorkerHandle]:
+        handles = await launch_local(count, command)
+        for offset, h in enumerate(handles):
+            h.index = first_index + offset
+        return handles
+
+    def nodes(self, handles: list[Any]) -> list[dict[str, Any]]:
+        return []
+
+    @property
+    def log_path(self) -> Path | None:
+        return None
+
+    async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
+        return {}
+
+    async def close(self) -> None:
+        return None

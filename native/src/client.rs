@@ -1,0 +1,112 @@
+//! A virtual client of the mio loop: one connection per server, what is in flight on
+//! each, its op stream and its open-loop schedule.
+
+use crate::pacing::{Offered, Schedule, Timing};
+use crate::proto::Req;
+use crate::workload::{self, OpStream};
+use mio::net::TcpStream;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+pub const BACKOFF_START: u64 = 1_000_000; // 1 ms, doubled after each failure
+pub const READ_CHUNK: usize = 16 * 1024; // a connection's first read buffer; grows by doubling
+
+/// A request in flight on a connection.
+pub struct Pending {
+    pub req: Req,
+    pub aside: bool,
+    pub index: u64,
+    pub size: u32,
+    pub ttl: Option<f64>,
+    pub t0: u64,
+    pub phase: u32,
+    pub hot: bool,
+}
+
+impl Pending {
+    /// A reply to the connection's opening commands, not an operation.
+    pub fn hello() -> Pending {
+        Pending {
+            req: Req::Hello,
+            aside: false,
+            index: 0,
+            size: 0,
+            ttl: None,
+            t0: 0,
+            phase: 0,
+            hot: false,
+        }
+    }
+}
+
+/// One connection of a client to one server.
+pub struct Conn {
+    pub addr: SocketAddr,
+    pub sock: Option<TcpStream>,
+    pub connected: bool,
+    pub out: Vec<u8>,
+    pub out_pos: usize,
+    pub inb: Vec<u8>,
+    pub pending: VecDeque<Pending>,
+    pub retry_at: u64,
+    pub backoff: u64,
+    pub progress: u64,
+    /// Why it was last dropped (kind, message): what a step that cannot start says.
+    pub failure: Option<(String, String)>,
+}
+
+impl Conn {
+    pub fn new(addr: SocketAddr) -> Conn {
+        Conn {
+            addr,
+            sock: None,
+            connected: false,
+            out: Vec::with_capacity(4096),
+            out_pos: 0,
+            inb: Vec::with_capacity(READ_CHUNK),
+            pending: VecDeque::new(),
+            retry_at: 0,
+            backoff: BACKOFF_START,
+            progress: 0,
+            failure: None,
+        }
+    }
+
+    /// Operations of `phase` still waiting for their reply.
+    pub fn in_phase(&self, phase: u32) -> usize {
+        self.pending
+            .iter()
+            .filter(|p| p.req != Req::Hello && p.phase == phase)
+            .count()
+    }
+}
+
+/// A virtual client: its connections, its op stream and its schedule.
+pub struct Client {
+    pub conns: Vec<Conn>,
+    pub stream: OpStream,
+    pub inflight: usize,
+    /// When a slot of its pipeline last came free (a reply to a full pipeline): an op due
+    /// before then found the client busy.
+    pub free_at: u64,
+    /// Open loop: the send that began its current run of back-to-back ops (the last op it
+    /// sent with a free slot); a busy client's stopwatch never starts before it.
+    pub run_began: u64,
+    /// Open loop: what its schedule is made of (from the order), its intended starts and
+    /// the count of those offered, once the load has started.
+    pub timing: Option<Timing>,
+    pub schedule: Option<Schedule>,
+    pub offered: Option<Offered>,
+    /// An op drawn while its server's connection was down; sent once it is back.
+    pub parked: Option<workload::Op>,
+}
+
+impl Client {
+    /// `n` of its ops ended (answered, failed or dropped) at `now`.
+    pub fn release(&mut self, n: usize, now: u64, pipeline: usize) {
+        if n > 0 && self.inflight >= pipeline {
+            self.free_at = now;
+        }
+        self.inflight -= n.min(self.inflight);
+    }
+}

@@ -1,0 +1,229 @@
+//! The protocol a step speaks and where its servers are: dispatch to the RESP, memcached
+//! and HTTP encoders and parsers, and the target's own options (URL, servers, base URL)
+//! read into addresses. A non-loopback address is refused unless the order allows a
+//! remote target; nothing is connected here.
+
+use crate::http::Http;
+use crate::memcache::{Memcache, Rendezvous};
+use crate::proto::{ParseResult, Req};
+use crate::resp::Resp;
+use serde_json::Value;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// The protocol a step speaks.
+pub enum Codec {
+    Resp(Resp),
+    Memcache(Memcache, Rendezvous),
+    Http(Box<Http>),
+}
+
+impl Codec {
+    /// The connection's opening commands (AUTH, SELECT); how many replies they take.
+    pub fn hello(&self, out: &mut Vec<u8>) -> usize {
+        match self {
+            Codec::Resp(r) => r.hello(out),
+            _ => 0,
+        }
+    }
+
+    /// Encode one request; false when it cannot be sent (an HTTP delete without template).
+    pub fn encode(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+    ) -> bool {
+        match (self, req) {
+            (Codec::Resp(r), Req::Get) => r.get(out, key),
+            (Codec::Resp(r), Req::Set) => r.set(out, key, value, ttl),
+            (Codec::Resp(r), Req::Delete) => r.delete(out, key),
+            (Codec::Memcache(m, _), Req::Get) => m.get(out, key),
+            (Codec::Memcache(m, _), Req::Set) => m.set(out, key, value, ttl),
+            (Codec::Memcache(m, _), Req::Delete) => m.delete(out, key),
+            (Codec::Http(h), Req::Get) => h.get(out, key),
+            (Codec::Http(h), Req::Set) => h.set(out, key, value, ttl),
+            (Codec::Http(h), Req::Delete) => return h.delete(out, key),
+            (_, Req::Hello) => {}
+        }
+        true
+    }
+
+    pub fn parse(&self, buf: &[u8], req: Req) -> ParseResult {
+        match self {
+            Codec::Resp(r) => r.parse(buf, req),
+            Codec::Memcache(m, _) => m.parse(buf, req),
+            Codec::Http(h) => h.parse(buf, req),
+        }
+    }
+
+    /// The index of the server a key goes to.
+    #[inline]
+    pub fn server_for(&self, key: &[u8]) -> usize {
+        match self {
+            Codec::Memcache(_, hash) => hash.index(key),
+            _ => 0,
+        }
+    }
+}
+
+/// What a codec is made from: the system, its options, the remote decision and, for
+/// several servers, their rendezvous seeds (all from the compiled order).
+pub struct Target<'a> {
+    pub system: &'a str,
+    pub options: &'a Value,
+    pub allow_remote: bool,
+    pub placement: Option<&'a [u32]>,
+}
+
+/// The protocol and the servers' addresses of a step.
+pub fn codec_for(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
+    match t.system {
+        "redis" => redis(t),
+        "memcached" => memcached(t),
+        "http" => {
+            let h = Http::from_options(t.options)?;
+            let addr = resolve(&h.host, h.port, "target.options.base_url", t.allow_remote)?;
+            Ok((Codec::Http(Box::new(h)), vec![addr]))
+        }
+        other => Err(format!(
+            "target.system: the native engine drives redis, memcached and http; got {:?}",
+            other
+        )),
+    }
+}
+
+fn redis(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
+    let where_ = "target.options.url";
+    let url = t.options["url"].as_str().unwrap_or("");
+    let rest = url.strip_prefix("redis://").ok_or_else(|| {
+        format!(
+            "{}: the native engine speaks redis:// (no TLS); got {:?}",
+            where_, url
+        )
+    })?;
+    let (auth, rest) = match rest.rfind('@') {
+        Some(i) => (Some(&rest[..i]), &rest[i + 1..]),
+        None => (None, rest),
+    };
+    let (hostport, db) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i + 1..].trim_matches('/')),
+        None => (rest, ""),
+    };
+    let db: i64 = if db.is_empty() {
+        0
+    } else {
+        db.parse()
+            .map_err(|_| format!("{}: bad database in {:?}", where_, url))?
+    };
+    let (host, port) = split_host_port(hostport, 6379, where_)?;
+    let env = |name: &str| {
+        t.options[name]
+            .as_str()
+            .and_then(|v| std::env::var(v).ok())
+            .filter(|v| !v.is_empty())
+    };
+    let username = env("username_env").or_else(|| {
+        auth.map(|a| a.split(':').next().unwrap_or("").to_string())
+            .filter(|u| !u.is_empty())
+    });
+    let password = env("password_env");
+    let addr = resolve(&host, port, where_, t.allow_remote)?;
+    Ok((Codec::Resp(Resp::new(username, password, db)), vec![addr]))
+}
+
+fn memcached(t: &Target<'_>) -> Result<(Codec, Vec<SocketAddr>), String> {
+    let where_ = "target.options.servers";
+    let list = t.options["servers"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return Err(format!(
+            "{}: expected at least one memcached server such as 127.0.0.1:11211",
+            where_
+        ));
+    }
+    let mut addrs = Vec::new();
+    for s in list {
+        let (host, port) = split_host_port(s.as_str().unwrap_or("").trim(), 11211, where_)?;
+        addrs.push(resolve(&host, port, where_, t.allow_remote)?);
+    }
+    let seeds = t.placement.unwrap_or(&[]);
+    if addrs.len() > 1 && seeds.len() != addrs.len() {
+        return Err(format!(
+            "step order: {} servers but {} placement seeds",
+            addrs.len(),
+            seeds.len()
+        ));
+    }
+    Ok((Codec::Memcache(Memcache, Rendezvous::new(seeds)), addrs))
+}
+
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost"
+        || h.parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+/// The address of a server; a remote one only when the order allows it.
+fn resolve(host: &str, port: u16, where_: &str, allow_remote: bool) -> Result<SocketAddr, String> {
+    if !allow_remote && !is_loopback(host) {
+        return Err(format!(
+            "{}: {:?} is not a loopback address (127.0.0.1, ::1, localhost); to load a \
+             remote target, set target.allow_remote = true or pass --allow-remote",
+            where_, host
+        ));
+    }
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    (h, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{}: {}", where_, e))?
+        .next()
+        .ok_or_else(|| format!("{}: no address for {}", where_, host))
+}
+
+fn split_host_port(text: &str, default: u16, where_: &str) -> Result<(String, u16), String> {
+    let bad = || format!("{}: expected host:port; got {:?}", where_, text);
+    if let Some(rest) = text.strip_prefix('[') {
+        let close = rest.find(']').ok_or_else(bad)?;
+        let port = rest[close + 1..].trim_start_matches(':');
+        let port = if port.is_empty() {
+            default
+        } else {
+            port.parse().map_err(|_| bad())?
+        };
+        return Ok((rest[..close].to_string(), port));
+    }
+    match text.rfind(':') {
+        Some(i) if text.matches(':').count() == 1 => Ok((
+            text[..i].to_string(),
+            text[i + 1..].parse().map_err(|_| bad())?,
+        )),
+        _ => Ok((text.to_string(), default)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target<'a>(options: &'a Value, allow_remote: bool) -> Target<'a> {
+        Target {
+            system: "redis",
+            options,
+            allow_remote,
+            placement: None,
+        }
+    }
+
+    #[test]
+    fn a_remote_address_needs_the_orders_consent() {
+        let o = json!({"url": "redis://192.0.2.7:6379/0"});
+        let e = codec_for(&target(&o, false)).err().unwrap();
+        assert!(e.contains("not a loopback address"), "{}", e);
+        let (_, addrs) = codec_for(&target(&o, true)).ok().unwrap();
+        assert_eq!(addrs[0].to_string(), "192.0.2.7:6379");
+    }
+}

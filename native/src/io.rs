@@ -1,0 +1,598 @@
+//! The mio loop of one worker: stdin for orders, a timerfd for precise wake-ups, and one
+//! connection per virtual client (per server) with `pipeline` requests in flight,
+//! refilled after every reply (memtier's `fill_pipeline`). What a client sends next and
+//! what a reply counts as is `issue.rs`; the step's phases are `step.rs`.
+
+use crate::client::{Pending, BACKOFF_START, READ_CHUNK};
+use crate::frames::{In, Out};
+use crate::pacing::{self, now_ns, Timer};
+use crate::proto::{Reply, Req};
+use crate::step::{self, Run};
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+
+const STDIN: Token = Token(0);
+const TIMER: Token = Token(1);
+const FIRST_CONN: usize = 2;
+const BACKOFF_MAX: u64 = 250_000_000; // a reconnection's backoff doubles up to this
+const HOUSEKEEPING: u64 = 50_000_000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Idle,
+    Prefill,
+    Load,
+}
+
+pub struct Engine {
+    pub poll: Poll,
+    pub events: Events,
+    pub timer: Timer,
+    input: In,
+    pub out: Out,
+    pub stop: bool,
+    pub eof: bool,
+    pub go: Option<Option<f64>>,
+    pub orders: VecDeque<Value>,
+}
+
+impl Engine {
+    pub fn new(out: Out) -> Engine {
+        let poll = Poll::new().expect("epoll");
+        let timer = Timer::new();
+        // SAFETY: fcntl on our own stdin.
+        unsafe {
+            let flags = libc::fcntl(0, libc::F_GETFL);
+            libc::fcntl(0, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        poll.registry()
+            .register(&mut SourceFd(&0), STDIN, Interest::READABLE)
+            .expect("register stdin");
+        poll.registry()
+            .register(&mut SourceFd(&timer.fd), TIMER, Interest::READABLE)
+            .expect("register timer");
+        Engine {
+            poll,
+            events: Events::with_capacity(1024),
+            timer,
+            input: In::default(),
+            out,
+            stop: false,
+            eof: false,
+            go: None,
+            orders: VecDeque::new(),
+        }
+    }
+
+    fn read_stdin(&mut self) {
+        let mut buf = [0u8; 65536];
+        loop {
+            // SAFETY: reads into buf from our stdin.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if n > 0 {
+                self.input.feed(&buf[..n as usize]);
+                continue;
+            }
+            if n == 0 {
+                self.eof = true;
+                self.stop = true;
+            } else {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                if err.kind() != ErrorKind::WouldBlock {
+                    self.eof = true;
+                    self.stop = true;
+                }
+            }
+            break;
+        }
+        loop {
+            match self.input.next() {
+                Ok(Some(frame)) => match frame["type"].as_str().unwrap_or("") {
+                    "step" => {
+                        // A step's stop may follow its order in the same read: it is cleared
+                        // here, when the order arrives, not when the step begins.
+                        self.stop = self.eof;
+                        self.orders.push_back(frame)
+                    }
+                    "go" => self.go = Some(frame["start"].as_f64()),
+                    "stop" => self.stop = true,
+                    _ => {}
+                },
+                Ok(None) => break,
+                Err(message) => {
+                    eprintln!("workbench-native: {}", message);
+                    self.eof = true;
+                    self.stop = true;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Wait for orders (no step running) until `deadline` (0: no deadline).
+    pub fn wait_idle(&mut self, deadline: u64) {
+        if deadline > 0 {
+            self.timer.arm(deadline);
+        }
+        let _ = self.poll.poll(&mut self.events, None);
+        let mut stdin = false;
+        for ev in self.events.iter() {
+            if ev.token() == STDIN {
+                stdin = true;
+            } else if ev.token() == TIMER {
+                self.timer.clear();
+            }
+        }
+        if stdin {
+            self.read_stdin();
+        }
+    }
+
+    pub fn error(&mut self, kind: &str, message: &str) {
+        self.out
+            .send(&json!({"type": "error", "kind": kind, "message": message, "trace": ""}));
+    }
+
+    /// Run one step order to its end; returns the step_done status.
+    /// Run one step order to its end; returns the step_done status.
+    pub fn run_step(&mut self, frame: &Value) -> &'static str {
+        self.go = None;
+        step::run_step(self, frame)
+    }
+}
+
+impl<'a> Run<'a> {
+    fn token(&self, ci: usize, si: usize) -> Token {
+        Token(FIRST_CONN + ci * self.clients[0].conns.len() + si)
+    }
+
+    /// Open (or reopen) a connection; the handshake (AUTH, SELECT) is queued first.
+    pub fn open(&mut self, ci: usize, si: usize) -> Result<(), String> {
+        let token = self.token(ci, si);
+        let conn = &mut self.clients[ci].conns[si];
+        if conn.sock.is_none() && conn.retry_at > 0 {
+            self.down -= 1;
+            conn.retry_at = 0;
+        }
+        let mut sock = TcpStream::connect(conn.addr)
+            .map_err(|e| format!("cannot connect to {}: {}", conn.addr, e))?;
+        let _ = sock.set_nodelay(true);
+        self.eng
+            .poll
+            .registry()
+            .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|e| e.to_string())?;
+        conn.sock = Some(sock);
+        conn.connected = false;
+        conn.out.clear();
+        conn.out_pos = 0;
+        conn.inb.clear();
+        conn.progress = now_ns();
+        let n = self.codec.hello(&mut conn.out);
+        for _ in 0..n {
+            conn.pending.push_back(Pending::hello());
+        }
+        Ok(())
+    }
+
+    pub fn close_all(&mut self) {
+        for ci in 0..self.clients.len() {
+            for si in 0..self.clients[ci].conns.len() {
+                if let Some(mut s) = self.clients[ci].conns[si].sock.take() {
+                    let _ = self.eng.poll.registry().deregister(&mut s);
+                }
+            }
+        }
+    }
+
+    /// One turn of the loop: wait for sockets, stdin or the timer (at most until
+    /// `deadline`, 0: none), then send what is due and handle what happened.
+    pub fn turn(&mut self, deadline: u64) {
+        let due = self.next_due();
+        let other = self.other_wake(deadline);
+        let armed = other.min(self.tuner.arm_at(due));
+        let now = now_ns();
+        let timeout = if armed > now {
+            self.eng.timer.arm(armed);
+            None
+        } else {
+            Some(std::time::Duration::from_millis(0))
+        };
+        let _ = self.eng.poll.poll(&mut self.eng.events, timeout);
+        let (stdin, timer) = self.collect_events();
+        if timer {
+            self.eng.timer.clear();
+            self.tuner.observe(armed, now_ns());
+            if due <= other {
+                self.dispatch(); // replies that came with the timer keep their times
+                self.spin_to(due);
+            }
+        }
+        self.issue_due(now_ns());
+        if stdin {
+            self.eng.read_stdin();
+        }
+        self.dispatch();
+        let now = now_ns();
+        self.issue_due(now);
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + HOUSEKEEPING;
+            self.housekeeping(now);
+        } else if self.down > 0 && self.mode != Mode::Idle {
+            self.retry_due(now);
+        }
+    }
+
+    /// Woken ahead of a send on purpose: poll without sleeping until it is due (at most
+    /// `SPIN_MAX`), replies handled as they come so that their times stay true.
+    fn spin_to(&mut self, due: u64) {
+        if due.saturating_sub(now_ns()) > pacing::SPIN_MAX {
+            return;
+        }
+        while now_ns() < due {
+            let zero = Some(std::time::Duration::from_millis(0));
+            let _ = self.eng.poll.poll(&mut self.eng.events, zero);
+            if self.eng.events.is_empty() {
+                std::hint::spin_loop();
+                continue;
+            }
+            let (stdin, _) = self.collect_events();
+            if stdin {
+                self.eng.read_stdin();
+            }
+            self.dispatch();
+        }
+    }
+
+    /// The earliest intended start of an open-loop client with a free slot (MAX: none).
+    fn next_due(&self) -> u64 {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return u64::MAX;
+        }
+        self.clients
+            .iter()
+            .filter(|c| c.inflight < self.order.pipeline)
+            .filter_map(|c| c.schedule.as_ref().map(|s| s.next))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The deadline, housekeeping and the reconnections due, whichever comes first.
+    fn other_wake(&self, deadline: u64) -> u64 {
+        let mut wake = if deadline > 0 { deadline } else { u64::MAX };
+        wake = wake.min(self.next_housekeeping.max(1));
+        if self.down > 0 {
+            for k in self.clients.iter().flat_map(|c| c.conns.iter()) {
+                if k.sock.is_none() {
+                    wake = wake.min(k.retry_at);
+                }
+            }
+        }
+        wake
+    }
+
+    /// The poll's events: whether stdin and the timer fired; sockets are added to
+    /// `self.ready` (until `dispatch` handles them).
+    fn collect_events(&mut self) -> (bool, bool) {
+        let (mut stdin, mut timer) = (false, false);
+        for ev in self.eng.events.iter() {
+            match ev.token() {
+                STDIN => stdin = true,
+                TIMER => timer = true,
+                Token(t) => self.ready.push((
+                    t - FIRST_CONN,
+                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    ev.is_writable(),
+                    ev.is_read_closed() || ev.is_error(),
+                )),
+            }
+        }
+        self.eng.events.clear();
+        (stdin, timer)
+    }
+
+    /// Handle the sockets that were ready: finish connects, write, read and consume.
+    fn dispatch(&mut self) {
+        let mut ready = std::mem::take(&mut self.ready);
+        let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
+        for &(t, readable, writable, closing) in ready.iter() {
+            let (ci, si) = (t / per, t % per);
+            if ci >= self.clients.len() {
+                continue;
+            }
+            if writable {
+                self.on_writable(ci, si);
+            }
+            if readable {
+                self.on_readable(ci, si, closing);
+            }
+        }
+        // Handled once: with edge-triggered readiness, an event dropped unhandled would
+        // never come again (the connection would wait for its timeout).
+        ready.clear();
+        self.ready = ready;
+    }
+
+    /// Open loop: every client whose next op is due sends it (as its pipeline allows).
+    fn issue_due(&mut self, now: u64) {
+        if self.mode != Mode::Load || !self.order.open_loop {
+            return;
+        }
+        for ci in 0..self.clients.len() {
+            if self.clients[ci]
+                .schedule
+                .as_ref()
+                .map_or(false, |s| s.next <= now)
+            {
+                self.refill(ci, now);
+            }
+        }
+    }
+
+    fn retry_due(&mut self, now: u64) {
+        for ci in 0..self.clients.len() {
+            for si in 0..self.clients[ci].conns.len() {
+                let k = &self.clients[ci].conns[si];
+                if k.sock.is_none() && now >= k.retry_at {
+                    self.reconnect(ci, si);
+                }
+            }
+        }
+    }
+
+    fn housekeeping(&mut self, now: u64) {
+        for ci in 0..self.clients.len() {
+            for si in 0..self.clients[ci].conns.len() {
+                let k = &self.clients[ci].conns[si];
+                if k.sock.is_some()
+                    && !k.pending.is_empty()
+                    && now.saturating_sub(k.progress) > self.timeout
+                {
+                    let secs = self.timeout as f64 / 1e9;
+                    self.drop_conn(
+                        ci,
+                        si,
+                        "timeout",
+                        &format!("no reply from {} within {}s", k.addr, secs),
+                    );
+                }
+            }
+        }
+        if self.down > 0 && self.mode != Mode::Idle {
+            self.retry_due(now);
+        }
+    }
+
+    fn reconnect(&mut self, ci: usize, si: usize) {
+        if let Err(e) = self.open(ci, si) {
+            self.drop_conn(ci, si, "connection", &e);
+        }
+    }
+
+    fn on_writable(&mut self, ci: usize, si: usize) {
+        let k = &mut self.clients[ci].conns[si];
+        if !k.connected {
+            let sock = match k.sock.as_ref() {
+                Some(s) => s,
+                None => return,
+            };
+            if let Ok(Some(e)) | Err(e) = sock.take_error() {
+                let msg = format!("cannot connect to {}: {}", k.addr, e);
+                self.drop_conn(ci, si, "connection", &msg);
+                return;
+            }
+            if sock.peer_addr().is_err() {
+                return; // still connecting
+            }
+            k.connected = true;
+            k.backoff = BACKOFF_START;
+            if self.mode != Mode::Idle {
+                self.refill(ci, now_ns());
+            }
+        }
+        self.flush(ci, si);
+    }
+
+    pub fn flush(&mut self, ci: usize, si: usize) {
+        let k = &mut self.clients[ci].conns[si];
+        if !k.connected {
+            return;
+        }
+        let sock = match k.sock.as_mut() {
+            Some(s) => s,
+            None => return,
+        };
+        while k.out_pos < k.out.len() {
+            match sock.write(&k.out[k.out_pos..]) {
+                Ok(0) => break,
+                Ok(n) => k.out_pos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let msg = format!("writing to {}: {}", k.addr, e);
+                    self.drop_conn(ci, si, "connection", &msg);
+                    return;
+                }
+            }
+        }
+        k.out.clear();
+        k.out_pos = 0;
+    }
+
+    fn on_readable(&mut self, ci: usize, si: usize, closing: bool) {
+        let mut closed: Option<String> = None;
+        {
+            let k = &mut self.clients[ci].conns[si];
+            let sock = match k.sock.as_mut() {
+                Some(s) => s,
+                None => return,
+            };
+            loop {
+                let len = k.inb.len();
+                if k.inb.capacity() - len < READ_CHUNK / 4 {
+                    k.inb.reserve(len.max(READ_CHUNK));
+                }
+                let cap = k.inb.capacity();
+                // SAFETY: the bytes past len are only exposed after read() initialised them.
+                unsafe { k.inb.set_len(cap) };
+                let r = sock.read(&mut k.inb[len..]);
+                let got = match r {
+                    Ok(n) => n,
+                    Err(ref e) if e.kind() == ErrorKind::WouldBlock => 0,
+                    Err(ref e) if e.kind() == ErrorKind::Interrupted => {
+                        k.inb.truncate(len);
+                        continue;
+                    }
+                    Err(e) => {
+                        k.inb.truncate(len);
+                        closed = Some(format!("reading from {}: {}", k.addr, e));
+                        break;
+                    }
+                };
+                k.inb.truncate(len + got);
+                match r {
+                    Ok(0) => {
+                        closed = Some(format!("{} closed the connection", k.addr));
+                        break;
+                    }
+                    // A short read drained the socket: with edge-triggered epoll, anything
+                    // arriving later raises a new event, so no read to see EAGAIN.
+                    // (Unless the peer is closing: then read on to see the end.)
+                    Ok(n) if n < cap - len && !closing => break,
+                    Ok(_) => continue,
+                    _ => break,
+                }
+            }
+        }
+        self.consume(ci, si);
+        if let Some(msg) = closed {
+            if self.clients[ci].conns[si].sock.is_some() {
+                self.drop_conn(ci, si, "connection", &msg);
+            }
+        }
+    }
+
+    /// Parse every complete reply, record it, refill the pipeline, then write once.
+    fn consume(&mut self, ci: usize, si: usize) {
+        let now = now_ns();
+        let mut pos = 0;
+        let mut close_after = false;
+        loop {
+            let k = &mut self.clients[ci].conns[si];
+            let req = match k.pending.front() {
+                Some(p) => p.req,
+                None => break,
+            };
+            let parsed = match self.codec.parse(&k.inb[pos..], req) {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    let msg = format!("{}: {}", k.addr, e);
+                    k.inb.clear();
+                    self.drop_conn(ci, si, "protocol", &msg);
+                    return;
+                }
+            };
+            let p = k
+                .pending
+                .pop_front()
+                .expect("a reply answers the oldest request");
+            k.progress = now;
+            let start = pos;
+            pos += parsed.used;
+            close_after |= parsed.close;
+            if p.req == Req::Hello {
+                if let Reply::Failed(kind, m) = &parsed.reply {
+                    let (kind, m) = (kind.clone(), format!("{}: {}", k.addr, m));
+                    self.drop_conn(ci, si, &kind, &m);
+                    return;
+                }
+                continue;
+            }
+            let value_len = parsed.reply.value_len();
+            let _ = start;
+            self.answered(ci, p, parsed.reply, value_len, now);
+            if close_after {
+                break;
+            }
+        }
+        let k = &mut self.clients[ci].conns[si];
+        if pos > 0 {
+            k.inb.drain(..pos);
+        }
+        if close_after {
+            self.drop_conn(
+                ci,
+                si,
+                "connection",
+                "the server closed the connection after a reply",
+            );
+            return;
+        }
+        self.refill(ci, now);
+    }
+
+    /// Close a connection: what was in flight on it failed (counted once each, under
+    /// `kind`), and it is reopened after a backoff.
+    pub fn drop_conn(&mut self, ci: usize, si: usize, kind: &str, message: &str) {
+        let phase = self.phase;
+        let measuring = self.mode != Mode::Prefill;
+        let now = now_ns();
+        let c = &mut self.clients[ci];
+        let k = &mut c.conns[si];
+        if let Some(mut s) = k.sock.take() {
+            let _ = self.eng.poll.registry().deregister(&mut s);
+        }
+        let was_connected = k.connected;
+        k.failure = Some((kind.to_string(), message.to_string()));
+        k.connected = false;
+        k.out.clear();
+        k.out_pos = 0;
+        k.inb.clear();
+        let mut failed = 0u64;
+        let mut ops = 0usize;
+        for p in k.pending.drain(..) {
+            if p.req == Req::Hello {
+                continue;
+            }
+            ops += 1;
+            if p.phase == phase {
+                failed += 1;
+            }
+        }
+        // Closed with nothing in flight (an HTTP `Connection: close`, an idle keep-alive
+        // ended by the server): reopened at once, nothing failed.
+        let quiet = was_connected && ops == 0;
+        if quiet {
+            k.retry_at = now;
+        } else {
+            k.retry_at = now + k.backoff;
+            k.backoff = (k.backoff * 2).min(BACKOFF_MAX);
+        }
+        c.release(ops, now, self.order.pipeline);
+        self.down += 1;
+        if quiet {
+            return;
+        }
+        if self.mode == Mode::Prefill {
+            self.prefill_error
+                .get_or_insert_with(|| message.to_string());
+            return;
+        }
+        if measuring {
+            // A failed connection attempt counts once and takes an op from the budget, so
+            // that a run against a dead server still ends.
+            if failed == 0 && self.mode == Mode::Load && !self.reserve(now) {
+                self.mode = Mode::Idle;
+            }
+            self.rec.errors_n(kind, message, failed.max(1));
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! What a client sends next and what a reply counts as: the pipeline refilled closed
+//! loop at once or open loop as its schedule allows, each op taken from the phase budget,
+//! each reply recorded under its kind, a cache-aside miss filled.
+
+use crate::client::Pending;
+use crate::io::Mode;
+use crate::order::Action;
+use crate::proto::{Reply, Req};
+use crate::step::Run;
+use crate::workload;
+
+impl<'a> Run<'a> {
+    pub fn answered(&mut self, ci: usize, p: Pending, reply: Reply, value_len: usize, now: u64) {
+        let in_phase = p.phase == self.phase && self.mode != Mode::Prefill;
+        let pipeline = self.order.pipeline;
+        let c = &mut self.clients[ci];
+        match (p.req, reply) {
+            (_, Reply::Failed(kind, msg)) => {
+                c.release(1, now, pipeline);
+                if self.mode == Mode::Prefill {
+                    self.prefill_error.get_or_insert(msg);
+                } else if in_phase {
+                    self.rec.error(&kind, &msg);
+                }
+            }
+            (Req::Get, reply) => {
+                let hit = matches!(reply, Reply::Hit { .. });
+                if in_phase {
+                    let r = &mut self.rec;
+                    r.latency(self.kinds.get, now.saturating_sub(p.t0));
+                    if hit {
+                        r.hits += 1;
+                        r.bytes_in += value_len as u64;
+                        if p.hot {
+                            r.hot_hits += 1;
+                        }
+                    } else {
+                        r.misses += 1;
+                    }
+                    if p.hot {
+                        r.hot_gets += 1;
+                    }
+                }
+                if !hit && p.aside && self.mode != Mode::Idle {
+                    // Cache-aside: the miss is filled before the client's next op.
+                    self.send(
+                        ci,
+                        Req::Set,
+                        p.index,
+                        p.size as usize,
+                        p.ttl,
+                        now,
+                        p.phase,
+                        false,
+                        false,
+                    );
+                } else {
+                    self.clients[ci].release(1, now, pipeline);
+                }
+            }
+            (Req::Set, _) => {
+                c.release(1, now, pipeline);
+                if in_phase {
+                    self.rec.latency(self.kinds.set, now.saturating_sub(p.t0));
+                    self.rec.bytes_out += p.size as u64;
+                }
+            }
+            (Req::Delete, _) => {
+                c.release(1, now, pipeline);
+                if in_phase {
+                    self.rec
+                        .latency(self.kinds.delete, now.saturating_sub(p.t0));
+                }
+            }
+            (Req::Hello, _) => {}
+        }
+    }
+
+    /// Queue one request on the connection its key belongs to (written by `refill`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(
+        &mut self,
+        ci: usize,
+        req: Req,
+        index: u64,
+        size: usize,
+        ttl: Option<f64>,
+        t0: u64,
+        phase: u32,
+        aside: bool,
+        hot: bool,
+    ) {
+        let k = &self.order.keys;
+        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
+        let si = self.codec.server_for(key);
+        let value = if req == Req::Set {
+            self.values.value(index, size)
+        } else {
+            &[][..]
+        };
+        let k = &mut self.clients[ci].conns[si];
+        if !self.codec.encode(&mut k.out, req, key, value, ttl) {
+            // An HTTP delete without a template: counted, never sent.
+            self.clients[ci].release(1, t0, self.order.pipeline);
+            if phase == self.phase {
+                self.rec.error(
+                    "unsupported",
+                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
+                );
+            }
+            return;
+        }
+        if k.pending.is_empty() {
+            k.progress = t0.max(k.progress);
+        }
+        k.pending.push_back(Pending {
+            req,
+            aside,
+            index,
+            size: size as u32,
+            ttl,
+            t0,
+            phase,
+            hot,
+        });
+    }
+
+    /// Take one op from the phase budget; false: do not issue it.
+    pub fn reserve(&mut self, now: u64) -> bool {
+        match self.remaining.as_mut() {
+            None => true,
+            Some(r) => {
+                *r -= 1;
+                if *r == 0 {
+                    self.phase_over = true;
+                    self.spent_at = now;
+                }
+                *r >= 0 || !self.budget_stops
+            }
+        }
+    }
+
+    /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
+    pub fn refill(&mut self, ci: usize, now: u64) {
+        loop {
+            let c = &self.clients[ci];
+            if c.inflight >= self.order.pipeline
+                || c.conns.iter().any(|k| !k.connected) && c.conns.len() == 1
+            {
+                break;
+            }
+            let sent = match self.mode {
+                Mode::Idle => false,
+                Mode::Prefill => self.prefill_next(ci, now),
+                Mode::Load => self.load_next(ci, now),
+            };
+            if !sent {
+                break;
+            }
+        }
+        // One write per connection for everything queued (a cache-aside set included).
+        for si in 0..self.clients[ci].conns.len() {
+            let k = &self.clients[ci].conns[si];
+            if k.out.len() > k.out_pos {
+                self.flush(ci, si);
+            }
+        }
+    }
+
+    /// Queue the set of the next key to prefill; false when none is left.
+    fn prefill_next(&mut self, ci: usize, now: u64) -> bool {
+        let index = match self.prefill.pop_front() {
+            Some(i) => i,
+            None => return false,
+        };
+        let size = self
+            .prefill_sizes
+            .as_mut()
+            .map(|s| s.next_size())
+            .unwrap_or(0);
+        self.clients[ci].inflight += 1;
+        self.send(ci, Req::Set, index, size, None, now, 0, false, false);
+        true
+    }
+
+    /// Queue the client's next op when its schedule and the budget allow; false if not.
+    fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        let due_before = self.due_before;
+        let c = &mut self.clients[ci];
+        // Open loop: the latency of an op runs from its intended start when the client was
+        // busy then (coordinated omission corrected), but never before its run of
+        // back-to-back ops began; else from the send, which begins a run: a late timer is
+        // the generator's lateness, shown in the send lag (docs/frames.md, "Latency").
+        let (t0, due) = match c.schedule.as_mut() {
+            Some(s) => {
+                if s.next > now || s.next >= due_before {
+                    return false;
+                }
+                let due = s.take();
+                let t0 = if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                };
+                (t0, due)
+            }
+            None => (now, now),
+        };
+        let op = match c.parked.take() {
+            Some(op) => op,
+            None => {
+                if !self.reserve(now) {
+                    self.mode = Mode::Idle;
+                    return false;
+                }
+                self.clients[ci].stream.next_op()
+            }
+        };
+        if self.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
+            self.clients[ci].parked = Some(op);
+            return false;
+        }
+        let c = &mut self.clients[ci];
+        if c.schedule.is_some() {
+            self.rec.lag(now - due);
+        }
+        let hot = op.index < c.stream.hot_end;
+        c.inflight += 1;
+        let phase = self.phase;
+        // A cache-aside op is a get that sets on a miss.
+        let (req, aside) = match self.order.actions[op.code as usize] {
+            Action::Get => (Req::Get, false),
+            Action::CacheAside => (Req::Get, true),
+            Action::Set => (Req::Set, false),
+            _ => (Req::Delete, false),
+        };
+        if req != Req::Delete {
+            if let Some(trace) = self.trace.as_mut() {
+                trace.add(self.measuring, now, op.index, op.size as u64);
+            }
+        }
+        self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
+        true
+    }
+
+    /// Whether the connection the op's key goes to is up.
+    fn server_up(&mut self, ci: usize, op: &workload::Op) -> bool {
+        let k = &self.order.keys;
+        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
+        let si = self.codec.server_for(key);
+        self.clients[ci].conns[si].connected
+    }
+}

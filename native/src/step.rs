@@ -1,0 +1,517 @@
+//! The phases of one step in a worker: connect every client, prefill, arm, wait for the
+//! start, warm up, measure on the interval grid, then stop and report (docs/frames.md).
+
+use crate::client::{Client, Conn};
+use crate::codec::{codec_for, Codec, Target};
+use crate::io::{Engine, Mode};
+use crate::order::{Action, StepOrder};
+use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
+use crate::record::Recorder;
+use crate::trace::Capture;
+use crate::workload::{KeyTable, OpStream, Values};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+/// The histogram indexes of the kinds this engine records (it issues no pub/sub).
+#[derive(Clone, Copy)]
+pub struct Kinds {
+    pub get: usize,
+    pub set: usize,
+    pub delete: usize,
+}
+
+/// One step's state.
+pub struct Run<'a> {
+    pub eng: &'a mut Engine,
+    pub order: StepOrder,
+    pub codec: Codec,
+    pub clients: Vec<Client>,
+    pub values: Values,
+    pub timeout: u64,
+    pub mode: Mode,
+    pub rec: Recorder,
+    pub kinds: Kinds,
+    pub phase: u32,
+    pub remaining: Option<i64>,
+    pub budget_stops: bool,
+    pub phase_over: bool,
+    pub spent_at: u64,
+    pub prefill: VecDeque<u64>,
+    pub prefill_sizes: Option<OpStream>,
+    pub prefill_error: Option<String>,
+    pub next_housekeeping: u64,
+    pub down: usize,
+    pub key: Vec<u8>,
+    pub keys: Option<KeyTable>,
+    pub ready: Vec<(usize, bool, bool, bool)>,
+    pub load_start: u64,
+    pub phase_begin: u64,
+    /// When the measured phase ends, once known: no op is due at or after it.
+    pub due_before: u64,
+    /// In the measured phase (not warm-up): where a traced op goes.
+    pub measuring: bool,
+    /// The step's op trace, when the order asks for one (`trace.rs`).
+    pub trace: Option<Capture>,
+    /// How early the timer is armed ahead of a send (open loop).
+    pub tuner: WakeTuner,
+}
+
+/// Run one step order to its end; returns the step_done status.
+pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
+    let order = match StepOrder::from_frame(frame) {
+        Ok(o) => o,
+        Err(e) => {
+            eng.error("spec", &e);
+            return "failed";
+        }
+    };
+    let target = Target {
+        system: &order.system,
+        options: &order.target,
+        allow_remote: order.allow_remote,
+        placement: order.placement.as_deref(),
+    };
+    let (codec, addrs) = match codec_for(&target) {
+        Ok(x) => x,
+        Err(e) => {
+            eng.error("target", &e);
+            return "failed";
+        }
+    };
+    let mut run = match Run::new(eng, order, codec, &addrs) {
+        Ok(r) => r,
+        Err(e) => {
+            eng.error("spec", &e);
+            return "failed";
+        }
+    };
+    let status = run.execute();
+    run.close_all();
+    status
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        eng: &'a mut Engine,
+        order: StepOrder,
+        codec: Codec,
+        addrs: &[SocketAddr],
+    ) -> Result<Run<'a>, String> {
+        let publish = order.code_of(Action::Publish);
+        if order
+            .clients
+            .iter()
+            .any(|c| c.mix.iter().any(|(code, _)| Some(*code) == publish))
+        {
+            return Err(
+                "workload.mix: the native engine has no pub/sub; use a Python strategy for publish"
+                    .into(),
+            );
+        }
+        let kinds = Kinds {
+            get: order.kind_index("get")?,
+            set: order.kind_index("set")?,
+            delete: order.kind_index("delete")?,
+        };
+        let clients = order
+            .clients
+            .iter()
+            .map(|c| Client {
+                conns: addrs.iter().map(|a| Conn::new(*a)).collect(),
+                stream: OpStream::new(&order, &c.mix, c.id, c.sequence_start),
+                inflight: 0,
+                free_at: 0,
+                run_began: 0,
+                timing: c.timing,
+                schedule: None,
+                offered: None,
+                parked: None,
+            })
+            .collect();
+        let order_trace = order.trace_part.clone().map(Capture::new);
+        Ok(Run {
+            values: Values::new(order.value_bytes, order.value_spread, order.seed),
+            keys: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),
+            rec: Recorder::new(order.open_loop, order.record.len()),
+            timeout: order.timeout_ns.unwrap_or(u64::MAX),
+            eng,
+            order,
+            codec,
+            clients,
+            mode: Mode::Idle,
+            kinds,
+            phase: 1,
+            remaining: None,
+            budget_stops: false,
+            phase_over: false,
+            spent_at: 0,
+            prefill: VecDeque::new(),
+            prefill_sizes: None,
+            prefill_error: None,
+            next_housekeeping: 0,
+            down: 0,
+            key: Vec::with_capacity(256),
+            ready: Vec::with_capacity(64),
+            load_start: 0,
+            phase_begin: 0,
+            due_before: u64::MAX,
+            measuring: false,
+            trace: order_trace,
+            tuner: WakeTuner::default(),
+        })
+    }
+
+    /// The recorder of the next span, in place of the one it returns.
+    fn take_recorder(&mut self) -> Recorder {
+        let fresh = Recorder::new(self.order.open_loop, self.order.record.len());
+        std::mem::replace(&mut self.rec, fresh)
+    }
+
+    fn execute(&mut self) -> &'static str {
+        if let Some(status) = self.connect_all() {
+            return status;
+        }
+        if self.order.prefill.is_some() {
+            if let Some(status) = self.run_prefill() {
+                return status;
+            }
+        }
+        self.eng.out.send(&json!({"type": "armed"}));
+        while self.eng.go.is_none() && !self.eng.stop {
+            self.turn(0);
+        }
+        if self.eng.stop {
+            return "interrupted";
+        }
+        let start = match self.eng.go.take().unwrap_or(None) {
+            Some(t) => pacing::mono_of_realtime(t),
+            None => now_ns(),
+        };
+        while now_ns() < start && !self.eng.stop {
+            self.turn(start);
+        }
+        if self.eng.stop {
+            return "interrupted";
+        }
+        let status = self.warm_and_measure(start);
+        self.mode = Mode::Idle;
+        if let Some(trace) = &self.trace {
+            if let Err(e) = trace.write() {
+                self.eng
+                    .error("trace", &format!("cannot write the step's trace: {}", e));
+            }
+        }
+        status
+    }
+
+    /// Connect every client; a server that is not there fails the step in one line.
+    fn connect_all(&mut self) -> Option<&'static str> {
+        for ci in 0..self.clients.len() {
+            for si in 0..self.clients[ci].conns.len() {
+                if let Err(e) = self.open(ci, si) {
+                    self.eng.error("connection", &e);
+                    return Some("failed");
+                }
+            }
+        }
+        let limit = now_ns() + self.order.connect_timeout_ns;
+        while !self.all_connected() {
+            if let Some((kind, e)) = self.first_dead() {
+                self.eng.error(&kind, &e);
+                return Some("failed");
+            }
+            if now_ns() >= limit {
+                self.eng
+                    .error("timeout", "connecting to the server timed out");
+                return Some("failed");
+            }
+            if self.eng.stop {
+                return Some("interrupted");
+            }
+            self.turn(limit);
+        }
+        None
+    }
+
+    /// The warm-up (by ops or by time), then the measured phase (by ops or by time).
+    fn warm_and_measure(&mut self, start: u64) -> &'static str {
+        let p = self.order.phases.clone();
+        let warm_ops = p.warmup_ops;
+        let budget = p.ops;
+        let warm_time = warm_ops.is_none() && p.warmup_ns > 0;
+        if warm_ops.is_some() {
+            self.begin_phase(warm_ops, false);
+        } else if warm_time {
+            self.begin_phase(None, false);
+        } else {
+            self.begin_phase(budget, true);
+        }
+        self.start_load(start);
+        let mut begin = start;
+        if warm_ops.is_some() {
+            while !self.phase_over && !self.eng.stop {
+                self.turn(0);
+            }
+            begin = if self.phase_over {
+                self.spent_at
+            } else {
+                now_ns()
+            };
+        } else if warm_time {
+            begin = start + p.warmup_ns;
+            while now_ns() < begin && !self.eng.stop {
+                self.turn(begin);
+            }
+        }
+        if self.eng.stop {
+            return "interrupted";
+        }
+        if warm_ops.is_some() || warm_time {
+            self.begin_phase(budget, true);
+        }
+        match (budget, p.duration_ns) {
+            (None, Some(d)) => self.measure_for(d, begin, p.interval_ns),
+            _ => self.measure_ops(begin, p.interval_ns),
+        }
+    }
+
+    fn all_connected(&self) -> bool {
+        self.clients
+            .iter()
+            .all(|c| c.conns.iter().all(|k| k.connected && k.pending.is_empty()))
+    }
+
+    /// The first connection that could not be opened: its failure (kind, message), as the
+    /// server said it (a refused AUTH says WRONGPASS), else that it cannot be reached.
+    fn first_dead(&self) -> Option<(String, String)> {
+        let k = self
+            .clients
+            .iter()
+            .flat_map(|c| c.conns.iter())
+            .find(|k| k.sock.is_none())?;
+        Some(match &k.failure {
+            Some((kind, message)) if kind != "connection" => (kind.clone(), message.clone()),
+            _ => ("connection".into(), format!("cannot reach {}", k.addr)),
+        })
+    }
+
+    fn run_prefill(&mut self) -> Option<&'static str> {
+        let fill = self.order.prefill.clone()?;
+        self.prefill = (fill.offset..fill.offset + fill.count).collect();
+        let set = self.order.code_of(Action::Set).unwrap_or(0);
+        self.prefill_sizes = Some(OpStream::new(&self.order, &[(set, 1.0)], fill.client, 0));
+        self.mode = Mode::Prefill;
+        self.phase = 0; // nothing of the prefill is recorded
+        for ci in 0..self.clients.len() {
+            self.refill(ci, now_ns());
+        }
+        while (!self.prefill.is_empty() || self.clients.iter().any(|c| c.inflight > 0))
+            && !self.eng.stop
+        {
+            if let Some(e) = self.prefill_error.take() {
+                self.eng.error("prefill", &e);
+                return Some("failed");
+            }
+            self.turn(0);
+        }
+        if let Some(e) = self.prefill_error.take() {
+            self.eng.error("prefill", &e);
+            return Some("failed");
+        }
+        self.mode = Mode::Idle;
+        self.phase = 1;
+        if self.eng.stop {
+            return Some("interrupted");
+        }
+        None
+    }
+
+    /// Every client starts: closed loop at once, open loop on its schedule from `start`.
+    fn start_load(&mut self, start: u64) {
+        self.mode = Mode::Load;
+        self.load_start = start;
+        for c in self.clients.iter_mut() {
+            c.schedule = c.timing.map(|t| Schedule::new(start, &t));
+            c.offered = c.timing.map(|t| Offered::new(start, t));
+        }
+        let now = now_ns();
+        for ci in 0..self.clients.len() {
+            self.refill(ci, now);
+        }
+    }
+
+    fn begin_phase(&mut self, ops: Option<u64>, measured: bool) {
+        self.phase += 1;
+        self.remaining = ops.map(|n| n as i64);
+        self.budget_stops = measured;
+        self.measuring = measured;
+        self.phase_over = false;
+        self.take_recorder();
+    }
+
+    /// A measured phase of a fixed duration on the grid of `pacing::grid`.
+    fn measure_for(&mut self, duration: u64, begin: u64, interval: u64) -> &'static str {
+        self.phase_begin = begin;
+        self.due_before = begin + duration;
+        let ends = pacing::grid(duration, interval);
+        let mut prev = 0u64;
+        let mut cpu = pacing::cpu_seconds();
+        for (k, &end) in ends.iter().enumerate() {
+            let at = begin + end;
+            while now_ns() < at && !self.eng.stop {
+                self.turn(at);
+            }
+            let stopped = self.eng.stop;
+            let last = stopped || k + 1 == ends.len();
+            let end = if stopped {
+                now_ns().saturating_sub(begin).min(end)
+            } else {
+                end
+            };
+            if last {
+                self.finish_load(interval);
+            }
+            let rec = self.take_recorder();
+            cpu = self.emit(k, rec, prev, end, cpu);
+            prev = end;
+            if last {
+                return if stopped { "interrupted" } else { "completed" };
+            }
+        }
+        "completed"
+    }
+
+    /// A measured phase that ends when its op budget is spent. An interval is held for
+    /// half an interval past its boundary: when the budget is spent before then, the short
+    /// tail is folded into it.
+    fn measure_ops(&mut self, begin: u64, interval: u64) -> &'static str {
+        self.phase_begin = begin;
+        let mut index = 0usize;
+        let mut prev = 0u64;
+        let mut boundary = interval;
+        let mut cpu = pacing::cpu_seconds();
+        let mut held: Option<(Recorder, u64, u64)> = None; // rec, its start, its end
+        loop {
+            let release = held
+                .as_ref()
+                .map(|h| begin + h.2 + interval / 2)
+                .unwrap_or(u64::MAX);
+            let wake = (begin + boundary).min(release);
+            while now_ns() < wake && !self.phase_over && !self.eng.stop {
+                self.turn(wake);
+            }
+            if self.phase_over || self.eng.stop {
+                return self.end_ops_phase(begin, interval, index, prev, held, cpu);
+            }
+            let now = now_ns();
+            if now >= release {
+                if let Some((h, h_start, h_end)) = held.take() {
+                    cpu = self.emit(index, h, h_start, h_end, cpu);
+                    index += 1;
+                }
+            }
+            if now >= begin + boundary {
+                let rec = self.take_recorder();
+                held = Some((rec, prev, boundary));
+                prev = boundary;
+                boundary += interval;
+            }
+        }
+    }
+
+    /// The last interval of a phase by ops: what was held folded in with the tail.
+    fn end_ops_phase(
+        &mut self,
+        begin: u64,
+        interval: u64,
+        index: usize,
+        prev: u64,
+        held: Option<(Recorder, u64, u64)>,
+        cpu: f64,
+    ) -> &'static str {
+        let stopped = self.eng.stop && !self.phase_over;
+        let end = if self.phase_over {
+            self.spent_at
+        } else {
+            now_ns()
+        }
+        .saturating_sub(begin);
+        self.finish_load(interval);
+        let mut rec = self.take_recorder();
+        let mut start = prev;
+        if let Some((mut h, h_start, _)) = held {
+            h.absorb(rec);
+            rec = h;
+            start = h_start;
+        }
+        self.emit(index, rec, start, end.max(start), cpu);
+        if stopped {
+            "interrupted"
+        } else {
+            "completed"
+        }
+    }
+
+    /// Stop issuing, wait for the ops still in flight (at most 2 s or one interval);
+    /// those that do not come back are counted as "abandoned".
+    fn finish_load(&mut self, interval: u64) {
+        self.mode = Mode::Idle;
+        let limit = now_ns() + interval.min(2_000_000_000);
+        while self.clients.iter().any(|c| c.inflight > 0) && now_ns() < limit {
+            if self.eng.eof {
+                break;
+            }
+            self.turn(limit);
+        }
+        let phase = self.phase;
+        let abandoned: u64 = self
+            .clients
+            .iter()
+            .flat_map(|c| c.conns.iter())
+            .map(|k| k.in_phase(phase) as u64)
+            .sum();
+        self.rec
+            .errors_n("abandoned", "no reply when the phase ended", abandoned);
+    }
+
+    /// Intended starts of every client in [start, end) of the phase (ns since it began).
+    fn offered(&mut self, start: u64, end: u64) -> u64 {
+        let (a, b) = (self.phase_begin + start, self.phase_begin + end);
+        self.clients
+            .iter_mut()
+            .filter_map(|c| c.offered.as_mut())
+            .map(|o| {
+                let before = o.before(a);
+                o.before(b) - before
+            })
+            .sum()
+    }
+
+    fn emit(
+        &mut self,
+        index: usize,
+        mut rec: Recorder,
+        start: u64,
+        end: u64,
+        cpu_before: f64,
+    ) -> f64 {
+        let cpu = pacing::cpu_seconds();
+        rec.offered = self.offered(start, end);
+        let duration = (end - start) as f64 / 1e9;
+        let stats = rec.to_json(
+            duration,
+            self.order.worker,
+            cpu - cpu_before,
+            &self.order.record,
+        );
+        self.eng.out.send(&json!({
+            "type": "interval",
+            "index": index,
+            "elapsed": end as f64 / 1e9,
+            "warmup": false,
+            "stats": stats,
+        }));
+        cpu
+    }
+}

@@ -1,0 +1,176 @@
+"""The native engine's step order: one step compiled to numbers, once, in Python.
+
+The native engine (native/) never reads the spec's text forms. What a step means arrives
+here already parsed by `workbench.workload` and planned by `engine.client_plans`, as numbers:
+distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
+seconds, each client's mix and schedule (period, offset, arrival process and its seed:
+`engine.arrivals`), where keys go over several servers, this
+worker's op budgets, the op kinds a report records and the remote decision. The target's
+own options (URL, servers, HTTP templates) travel as given: they are the protocol's,
+read by the engine's codec.
+
+The order carries `ORDER_VERSION`; the binary refuses any other version in one line, and
+the spec check asks the binary which version it reads (`native_build.require_binary`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench.adapter import CacheSystem
+from workbench.engine.client_plans import ClientPlan, client_plans
+from workbench.metrics import OP_KINDS
+from workbench.native_build import ORDER_VERSION
+from workbench.spec.model import Spec
+from workbench.spec.resolve import total_clients
+from workbench.workload import (
+    OP_CODES,
+    SEQUENCE_STRIDE,
+    Dist,
+    ValueBuffer,
+    gaussian_keys,
+    hot_cold_split,
+    hot_end,
+    max_value_size,
+    parse_key_distribution,
+    parse_ttl,
+    parse_value_size,
+    partition,
+    share,
+)
+
+if TYPE_CHECKING:
+    from workbench.engine.frames import StepOrder
+
+NS = 1_000_000_000
+# A connection attempt waits at least this long, whatever the option says.
+MIN_CONNECT_TIMEOUT = 0.1
+
+
+def compile_order(order: StepOrder) -> dict[str, Any]:
+    """The "native" part of a step order: its spec and resolved step (this worker's own)
+    compiled to numbers."""
+    spec, worker, workers = order.spec, order.worker, order.workers
+    own = order.resolved
+    system, system_options, strategy_options = own.system, own.system_options, own.strategy_options
+    plans = client_plans(spec, worker, workers)
+    wl, load = spec.workload, spec.load
+    offset, count = (0, wl.keys) if system.shared_state else partition(wl.keys, workers, worker)
+    count = max(count, 1)
+    value_size = parse_value_size(wl.value_size)
+    return {
+        "version": ORDER_VERSION,
+        "system": system.name,
+        "target": dict(system_options),
+        "allow_remote": own.allow_remote,  # the remote decision, as resolved
+        "worker": worker,
+        "seed": spec.seed,
+        "operations": list(OP_CODES),  # a mix names operations by their index here
+        "record": list(OP_KINDS),  # the op kinds a report has histograms for
+        "keys": _keys(spec, parse_key_distribution(wl.key_distribution), offset, count),
+        "value_size": _value_size(value_size),
+        "values": {
+            "bytes": max_value_size(value_size) + ValueBuffer.SPREAD,
+            "spread": ValueBuffer.SPREAD,
+        },
+        "ttl": _ttl(parse_ttl(wl.ttl)),
+        "placement": placement(system, system_options),
+        "prefill": _prefill(spec, worker, workers),
+        "clients": [_client(p) for p in plans],
+        "phases": _phases(spec, len(plans)),
+        "open_loop": load.rate is not None,
+        "pipeline": max(1, int(strategy_options.get("pipeline", 1))),
+        "timeout_ns": _ns(system_options.get("timeout")),
+        "connect_timeout_ns": int(
+            max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
+        ),
+        "trace_part": order.trace_part or None,  # where this worker writes its trace part
+    }
+
+
+def _ns(seconds: float | None) -> int | None:
+    """Seconds as ns; None or 0 (an option's "none") as None."""
+    return int(seconds * NS) if seconds else None
+
+
+def _keys(spec: Spec, dist: Dist, offset: int, count: int) -> dict[str, Any]:
+    wl = spec.workload
+    return {
+        "offset": offset,
+        "count": count,
+        "prefix": wl.key_prefix,
+        "length": wl.key_length,
+        "hot_end": hot_end(dist, count, offset),
+        "distribution": _key_distribution(dist, count),
+    }
+
+
+def _key_distribution(dist: Dist, n: int) -> dict[str, Any]:
+    if dist.kind == "zipf":
+        return {"kind": "zipf", "s": dist.params[0]}
+    if dist.kind == "gaussian":
+        mean, sd = gaussian_keys(dist, n)
+        return {"kind": "gaussian", "mean": mean, "sd": sd}
+    if dist.kind == "hotcold":
+        hot, cold = hot_cold_split(dist, n)
+        return {"kind": "hotcold", "access": dist.params[0], "hot": hot, "cold": cold}
+    return {"kind": dist.kind}  # uniform, sequential
+
+
+def _value_size(dist: Dist) -> dict[str, Any]:
+    if dist.kind == "fixed":
+        return {"kind": "fixed", "bytes": int(dist.params[0])}
+    if dist.kind == "uniform":
+        return {"kind": "uniform", "min": int(dist.params[0]), "max": int(dist.params[1])}
+    cum, total = [], 0.0
+    for weight in dist.params[1::2]:
+        total += weight
+        cum.append(total)
+    return {"kind": "weighted", "sizes": [int(s) for s in dist.params[0::2]], "cum_weights": cum}
+
+
+def _ttl(dist: Dist) -> dict[str, Any]:
+    if dist.kind == "fixed":
+        return {"kind": "fixed", "seconds": dist.params[0]}
+    if dist.kind == "range":
+        return {"kind": "range", "min": dist.params[0], "max": dist.params[1]}
+    return {"kind": "none"}
+
+
+def placement(system: CacheSystem, options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Rendezvous seeds per server (the system's own rule), or None for one server."""
+    if system.placement is None:
+        return None
+    return {"kind": "rendezvous", "seeds": list(system.placement(options))}
+
+
+def _prefill(spec: Spec, worker: int, workers: int) -> dict[str, int] | None:
+    if not spec.workload.prefill:
+        return None
+    offset, count = partition(spec.workload.keys, workers, worker)
+    return {"offset": offset, "count": count, "client": -1}
+
+
+def _client(plan: ClientPlan) -> dict[str, Any]:
+    return {
+        "id": plan.client_id,
+        "mix": [[code, weight] for code, weight in plan.mix.items()],
+        "period_ns": plan.period_ns,
+        "offset_ns": plan.offset_ns,
+        "arrivals": plan.arrivals,
+        "arrival_seed": plan.seed,
+        "sequence_start": plan.client_id * SEQUENCE_STRIDE,
+    }
+
+
+def _phases(spec: Spec, mine: int) -> dict[str, Any]:
+    load = spec.load
+    everyone = total_clients(spec)
+    return {
+        "warmup_ns": int(load.warmup * NS),
+        "warmup_ops": share(load.warmup_ops, mine, everyone) or None,
+        "duration_ns": None if load.duration is None else int(load.duration * NS),
+        "ops": share(load.ops, mine, everyone) or None,
+        "interval_ns": int(load.interval * NS),
+    }
