@@ -5,8 +5,8 @@
    `workbench mrc` uses) and fed request by request to tell hot from cold (what a step's
    simulation uses).
 2. The cost of --trace-out: the same Redis step with and without a trace, interleaved A B
-   A B, ops/s of each and the ratio, for every engine that captures traces (the Python
-   engine's `multiplexed`; the native engine's when it supports trace_out).
+   A B, ops/s of each and the ratio, and the load worker's CPU per op (steadier than ops/s
+   when the machine is shared), for the Python engine's `multiplexed` and the native one.
 
 Usage: python bench/bench_traces.py [requests] [seconds per step] [pairs]
 The machine may be shared: compare ratios within a pair, not absolute figures.
@@ -54,12 +54,14 @@ def simulation_speed(requests: int) -> None:
             )
 
 
-async def one_step(overrides: list[str], store: Store) -> float:
+async def one_step(overrides: list[str], store: Store) -> tuple[float, float]:
+    """ops/s, and the load worker's CPU per op in µs: the steadier figure on a busy machine."""
     spec = load_spec(None, overrides)
     async for event in session.run(spec, store):
         if isinstance(event, StepFinished):
-            return summarise(event.stats).ops_per_s
-    return 0.0
+            ops = max(event.stats.ops, 1)
+            return summarise(event.stats).ops_per_s, 1e6 * sum(event.stats.cpu.values()) / ops
+    return 0.0, 0.0
 
 
 async def trace_cost(seconds: float, pairs: int) -> None:
@@ -83,11 +85,12 @@ async def trace_cost(seconds: float, pairs: int) -> None:
                 print(f"trace cost, {name} engine: not measured ({exc.message})")
                 continue
             for _ in range(pairs):
-                plain = await one_step([*base, *shape], store)
-                traced = await one_step([*base, *shape, trace], store)
+                plain, plain_cpu = await one_step([*base, *shape], store)
+                traced, traced_cpu = await one_step([*base, *shape, trace], store)
                 print(
                     f"trace cost, {name} engine: {plain:,.0f} ops/s without, "
-                    f"{traced:,.0f} with --trace-out ({traced / plain:.2f}x)"
+                    f"{traced:,.0f} with --trace-out ({traced / plain:.2f}x); worker CPU "
+                    f"{plain_cpu:.2f} -> {traced_cpu:.2f} us/op ({traced_cpu / plain_cpu:.2f}x)"
                 )
 
 

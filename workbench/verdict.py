@@ -416,11 +416,15 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     # A busy client sends late by as much as it waited on the answer before, which its
     # latency (run from the intended start) holds too; an idle client woken late does not
     # (its latency runs from the send: far below the lag).
-    waited = lagged and lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99
+    # Waits that never ended (a timeout, still in flight at the end) are not latencies.
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
+    waited = lagged and (
+        unanswered > 0 or (lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99)
+    )
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
-        stall = _stall(totals, context, (lat_p50, lat_max), (schedule, cpu), figures)
+        stall = _stall(totals, context, (lat_p50, lat_max, unanswered), (schedule, cpu), figures)
         if stall is not None:
             return stall
     if full:  # a starved worker reads replies late too: nothing here is the server's alone
@@ -442,7 +446,7 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
 def _stall(
     totals: Stats,
     context: Context,
-    latency: tuple[int, int],
+    latency: tuple[int, int, int],
     texts: tuple[str, str],
     figures: dict[str, Any],
 ) -> Verdict | None:
@@ -452,7 +456,7 @@ def _stall(
     offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
     spare, and the shortfall came from a few waits far longer than a typical op.
     """
-    p50, longest = latency
+    p50, longest, unanswered = latency  # unanswered: ops that timed out or were abandoned
     schedule, cpu = texts
     rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
     needed = rate * p50 / 1e9
@@ -460,8 +464,6 @@ def _stall(
     clients = context.clients
     if clients is not None and needed >= STALL_ROOM * clients:
         return None
-    # Waits that never ended: ops that timed out, or were still unanswered at the end.
-    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
     if longest >= STALL_FACTOR * max(p50, 1):
         wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
     elif unanswered:

@@ -10,6 +10,7 @@ from workbench.engine import limits
 from workbench.engine.frames import STEP, StepOrder
 from workbench.engine.limits import check_limits
 from workbench.errors import SpecError
+from workbench.native_build import binary_path
 from workbench.remote import ALLOW_REMOTE
 from workbench.spec.resolve import ResolvedStep, resolve_step
 from workbench.spec.steps import check_spec, load_spec
@@ -70,6 +71,9 @@ def test_a_step_resolves_its_default_strategy_options_and_engine() -> None:
     assert r.strategy_options == {"pipeline": 4}
     assert r.system_options["url"] == "redis://127.0.0.1:6379/0"
     assert _resolved("target.system=embedded").strategy.name == "direct"
+    # With no strategy named: the native engine where it is installed (measures the server)
+    default = "native" if binary_path() is not None else "multiplexed"
+    assert _resolved("target.system=memcached").strategy.name == default
 
 
 def test_the_remote_decision_travels_in_the_order_and_reads_back_the_same() -> None:
