@@ -20,7 +20,7 @@ from workbench.events import Interval
 from workbench.live import RunView
 from workbench.native_build import binary_path
 from workbench.servers import ServerProcess
-from workbench.spec.load import load_spec
+from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 INTERVALS = 200  # of 0.1 s
