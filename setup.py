@@ -56,6 +56,9 @@ class BuildWithProfiles(build_py):
         self.mkpath(str(target))
         for profile in sorted(Path("profiles").glob("*.toml")):
             self.copy_file(str(profile), str(target / profile.name))
+        self.mkpath(str(target / "traces"))
+        for trace in sorted(Path("profiles/traces").glob("*.zst")):  # the profiles' samples
+            self.copy_file(str(trace), str(target / "traces" / trace.name))
         bin_dir = Path(self.build_lib) / "workbench" / "bin"
         if bin_dir.exists():  # a build folder reused from an earlier build with cargo
             shutil.rmtree(bin_dir)

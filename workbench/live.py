@@ -2,10 +2,16 @@
 
 ``view = view.apply(event)`` never mutates the old view, so a face can hold a snapshot
 while the next is built. Every figure comes from `metrics.summarise`, as in reports.
+
+A view stays the same size however long the run: per step, running totals (one
+cumulative histogram per op kind), the last interval's summary and a `Timeline` of at most
+`timeline.MAX_POINTS` chart points; notices beyond `MAX_NOTICES` are counted, not kept.
+The per-interval detail is the store's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,22 +33,12 @@ from workbench.metrics import (
     percentile_curve,
     summarise,
 )
+from workbench.timeline import Point, Timeline
 from workbench.verdict import Context, Usage, Verdict, context_for, judge
 
+__all__ = ["MAX_NOTICES", "Point", "RunView", "StepView", "point"]
 
-@dataclass(frozen=True)
-class Point:
-    """One interval on the time axis of a step."""
-
-    elapsed: float
-    ops_per_s: float
-    mib_per_s: float
-    p50_us: float
-    p99_us: float
-    p999_us: float
-    per_op_ops: dict[str, float]
-    hit_rate: float | None
-    errors: int
+MAX_NOTICES = 200  # the newest notices a view keeps; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -53,7 +49,7 @@ class StepView:
     workers: int = 0
     clients: int = 0
     server: dict[str, str] = field(default_factory=dict)
-    points: tuple[Point, ...] = ()
+    timeline: Timeline = field(default_factory=Timeline)
     totals: Stats = field(default_factory=Stats)
     summary: Summary | None = None  # of `totals`
     latest: Summary | None = None  # of the last interval
@@ -62,6 +58,11 @@ class StepView:
     simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
     reason: str = ""  # why the step failed, in one line
     connections: str = ""  # how its clients map to connections (workbench.connections)
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        """The step's chart points: one per interval, downsampled as the step grows."""
+        return self.timeline.points
 
     @property
     def verdict(self) -> Verdict:
@@ -81,7 +82,8 @@ class RunView:
     error: str | None = None
     steps: tuple[StepView, ...] = ()
     current: int | None = None
-    notices: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()  # the newest MAX_NOTICES
+    notices_dropped: int = 0  # older notices not kept
     spec: dict = field(default_factory=dict)
 
     @property
@@ -118,12 +120,13 @@ class RunView:
         if isinstance(event, Interval):
             old = self.steps[event.step]
             totals = merged((old.totals, event.stats), concurrent=False)
+            latest = summarise(event.stats)
             step = replace(
                 old,
-                points=(*old.points, point(event)),
+                timeline=old.timeline.add(point(event, latest)),
                 totals=totals,
                 summary=summarise(totals),
-                latest=summarise(event.stats),
+                latest=latest,
                 usage=old.usage.plus(event.stats),
             )
             return replace(self, steps=_put(self.steps, step))
@@ -140,14 +143,46 @@ class RunView:
             step = replace(self.steps[event.step], simulated=event.results)
             return replace(self, steps=_put(self.steps, step))
         if isinstance(event, Notice):
-            return replace(self, notices=(*self.notices, f"[{event.level}] {event.message}"))
+            notices = (*self.notices, f"[{event.level}] {event.message}")
+            dropped = max(0, len(notices) - MAX_NOTICES)
+            return replace(
+                self,
+                notices=notices[dropped:],
+                notices_dropped=self.notices_dropped + dropped,
+            )
         if isinstance(event, RunFinished):
             return replace(self, status=event.status, error=event.error)
         return self
 
+    def replayed(
+        self,
+        index: int,
+        samples: Iterable[tuple[Point, Stats]],
+        totals: Stats,
+        last: Stats | None,
+    ) -> RunView:
+        """A stored step's intervals applied without their histograms: what `apply` of
+        each Interval gives, from each one's stored point and counters (`samples`), the
+        step's stored totals, and its last interval (for `latest`)."""
+        old = self.steps[index]
+        timeline, usage = old.timeline, old.usage
+        for p, stats in samples:
+            timeline = timeline.add(p)
+            usage = usage.plus(stats)
+        step = replace(
+            old,
+            timeline=timeline,
+            usage=usage,
+            totals=totals,
+            summary=summarise(totals) if timeline.intervals else old.summary,
+            latest=summarise(last) if last is not None else old.latest,
+        )
+        return replace(self, steps=_put(self.steps, step))
 
-def point(event: Interval) -> Point:
-    s = summarise(event.stats)
+
+def point(event: Interval, summary: Summary | None = None) -> Point:
+    """The chart point of one interval (from its summary, when already taken)."""
+    s = summary if summary is not None else summarise(event.stats)
     return Point(
         event.elapsed,
         s.ops_per_s,

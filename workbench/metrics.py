@@ -8,10 +8,15 @@ standard HdrHistogram compressed encoding.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import weakref
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate, compress, repeat
+from operator import add, lshift, mul, sub
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
@@ -33,7 +38,19 @@ SUMMARY_TICKS = tuple(sorted({*DOC_TICKS, 90.0, 99.0, 99.9, 99.99}))
 
 
 def new_histogram() -> HdrHistogram:
-    return HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+    return _acyclic(HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS))
+
+
+def _acyclic(hist: HdrHistogram) -> HdrHistogram:
+    """`hist` with its encoder pointing back at it weakly.
+
+    hdrh's histogram and its encoder reference each other, so a dropped histogram (and its
+    ~130 KB of counts) waits for the cyclic garbage collector, which counts objects, not
+    bytes: a long run's coordinator drops a few per interval and grew by about 100 MB
+    before a collection came. With the back reference weak, the last reference frees it.
+    """
+    hist.encoder.histogram = weakref.proxy(hist)
+    return hist
 
 
 def quantise(values: Iterable[int]) -> dict[int, int]:
@@ -101,7 +118,7 @@ def encode(hist: HdrHistogram) -> str:
 
 
 def decode(text: str | bytes) -> HdrHistogram:
-    return HdrHistogram.decode(text.encode("ascii") if isinstance(text, str) else text)
+    return _acyclic(HdrHistogram.decode(text.encode("ascii") if isinstance(text, str) else text))
 
 
 @dataclass
@@ -251,6 +268,17 @@ class Summary:
         return self.percentiles_us.get(tick, 0.0)
 
 
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}  # memoryview formats by counter width
+
+
+def _counts(hist: HdrHistogram, start: int, stop: int) -> list[int]:
+    """hist's counts[start:stop] as a list, read through a memoryview: many times faster
+    than slicing the ctypes array, which converts element by element."""
+    array = hist.counts
+    fmt = _UNSIGNED[ctypes.sizeof(array._type_)]
+    return memoryview(array).cast("B").cast(fmt)[start:stop].tolist()
+
+
 class Recorded:
     """The non-empty buckets of a histogram, read once, answering as HdrHistogram would.
 
@@ -264,55 +292,80 @@ class Recorded:
     def __init__(self, hist: HdrHistogram) -> None:
         self.hist = hist
         self.total = hist.get_total_count()
-        self.buckets: list[tuple[int, int]] = []  # (counts index, count)
+        self.indices: list[int] = []  # counts indices of the non-empty buckets
+        self.counts: list[int] = []  # and their counts
+        self.cumulative: list[int] = []  # running sums of `counts`
         if not self.total:
             return
         usable = min(hist.counts_len, hist.encoder.payload.counts_len)
         lo = 0 if hist.counts[0] else hist._counts_index_for(min(hist.min_value, hist.max_value))
         hi = min(usable - 1, hist._counts_index_for(hist.max_value))
         lo = max(0, min(lo, hi))
-        counts = hist.counts[lo : hi + 1]
+        counts = _counts(hist, lo, hi + 1)
         if sum(counts) != self.total:  # min/max not tracked (never seen, but be exact)
-            lo, counts = 0, hist.counts[:usable]
-        self.buckets = [(lo + i, c) for i, c in enumerate(counts) if c]
+            lo, counts = 0, _counts(hist, 0, usable)
+        # The non-empty buckets picked out by C-level iterators: a wide histogram has tens
+        # of thousands of buckets, and summaries are taken several times per interval.
+        self.indices = list(compress(range(lo, lo + len(counts)), counts))
+        self.counts = list(filter(None, counts))
+        self.cumulative = list(accumulate(self.counts))
+
+    @property
+    def buckets(self) -> list[tuple[int, int]]:
+        """(counts index, count) of each non-empty bucket."""
+        return list(zip(self.indices, self.counts, strict=True))
 
     def values_at(self, percentiles: Iterable[float]) -> dict[float, int]:
-        """Values (ns) at each percentile, in one pass over the buckets."""
+        """Values (ns) at each percentile, by bisecting the running counts."""
         h, out = self.hist, {}
         wanted = sorted(set(percentiles))
         if not self.total:
             return dict.fromkeys(wanted, 0)
-        running, i = 0, 0
+        last = len(self.indices) - 1
         for p in wanted:
             target = max(int(min(p, 100.0) * self.total / 100 + 0.5), 1)
-            while running < target and i < len(self.buckets):
-                running += self.buckets[i][1]
-                i += 1
-            value = h.get_value_from_index(self.buckets[max(i - 1, 0)][0])
+            # The first bucket whose running count reaches the target.
+            i = min(bisect_left(self.cumulative, target), last)
+            value = h.get_value_from_index(self.indices[i])
             out[p] = (
                 h.get_highest_equivalent_value(value) if p else h.get_lowest_equivalent_value(value)
             )
         return out
 
     def mean_and_stddev(self) -> tuple[float, float]:
+        """hdrh's mean and standard deviation, each bucket counted at its median equivalent
+        value, with C-level maps and sums over the buckets (the same arithmetic, in the same
+        order, as a Python loop over them)."""
         if not self.total:
             return 0.0, 0.0
-        h = self.hist
-        shift, half = h.sub_bucket_half_count_magnitude, h.sub_bucket_half_count
-        unit = h.unit_magnitude
-
-        def middle(i: int) -> int:  # hdrh's "median equivalent value" of bucket i
-            bucket = (i >> shift) - 1
-            sub = (i & (half - 1)) + half
-            if bucket < 0:
-                sub -= half
-                bucket = 0
-            return (sub << (bucket + unit)) + ((1 << (unit + bucket)) >> 1)
-
-        mids = [(middle(i), c) for i, c in self.buckets]
-        mean = sum(v * c for v, c in mids) / self.total
-        var = sum((v - mean) ** 2 * c for v, c in mids) / self.total
+        n = self.total
+        mids = self._middles()
+        mean = sum(map(mul, mids, self.counts)) / n
+        deviations = map(pow, map(sub, mids, repeat(mean)), repeat(2))
+        var = sum(map(mul, deviations, self.counts)) / n
         return mean, math.sqrt(var)
+
+    def _middles(self) -> list[int]:
+        """The median equivalent value of each non-empty bucket, one HdrHistogram bucket
+        (a power of two) at a time: indices below 2 x half are bucket 0, then `half` per
+        bucket; in bucket b, index i's middle is ((i - b x half) << (b + unit)) plus half
+        a step."""
+        h, idx = self.hist, self.indices
+        shift, half, unit = (
+            h.sub_bucket_half_count_magnitude,
+            h.sub_bucket_half_count,
+            h.unit_magnitude,
+        )
+        out: list[int] = []
+        start = 0
+        while start < len(idx):
+            b = max((idx[start] >> shift) - 1, 0)
+            end = bisect_left(idx, (b + 2) << shift, start)
+            step = b + unit
+            offset = ((1 << step) >> 1) - ((b * half) << step)
+            out += map(add, map(lshift, idx[start:end], repeat(step)), repeat(offset))
+            start = end
+        return out
 
 
 def percentile_us(hist: HdrHistogram, p: float) -> float:

@@ -3,6 +3,12 @@
 Location: the ``--store`` option, else ``$WORKBENCH_STORE``, else
 ``$XDG_DATA_HOME/cache-workbench/runs.sqlite3``. Events are written as they happen, so an
 interrupted or crashed run keeps everything measured up to that point.
+
+A long run is appended to, one row per interval, and never rewritten as a whole. Reading
+one back costs the same whatever its length: a step's intervals are read lazily
+(`StoredIntervals`, decoded one at a time as they are iterated), and its chart points and
+CPU figures come from small per-interval rows (`StoredStep.samples`), never from decoding
+every interval's histograms.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import os
 import platform
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,10 +35,11 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.live import RunView
+from workbench.live import RunView, point
 from workbench.metrics import Stats, merged, summarise
 from workbench.run_owner import runner_gone
 from workbench.spec.model import check_name
+from workbench.timeline import Point
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -64,7 +71,17 @@ ADDED_COLUMNS = (
     ("runs", "runner", "TEXT"),  # {"host", "pid", "pid_start"} of the process running it
     ("steps", "resolved", "TEXT"),  # StepStarted.resolved(): the facts a reader needs
     ("steps", "simulated", "TEXT"),  # StepSimulated.results: the simulated hit rates
+    # The interval's chart point (`live.point`): charts and views of a long run read these
+    # small rows instead of decoding every interval's histograms.
+    ("intervals", "point", "TEXT"),
 )
+
+
+# SQLite's page cache, per connection. A long run's store grows by tens of MB per hour;
+# its default 2 MiB cache filled over the first minutes of a soak run as a visible slope
+# in the coordinator's memory. Appends and the streamed reads of a long run gain nothing
+# from a bigger one.
+CACHE_KIB = 512
 
 
 ABANDONED_ERROR = "the process running it ended without finishing it"
@@ -108,6 +125,75 @@ def default_path() -> Path:
     return base / "cache-workbench" / "runs.sqlite3"
 
 
+_INTERVAL_COLUMNS = "idx, elapsed, stats"
+# What a view needs of an interval without its histograms: the chart point, and the
+# duration, worker CPU and server figures its verdict sums (`verdict.Usage.plus`).
+_SAMPLE_COLUMNS = (
+    "idx, elapsed, point, json_extract(stats, '$.duration'), json_extract(stats, '$.cpu'), "
+    "json_extract(stats, '$.server')"
+)
+
+
+class StoredIntervals(Sequence[Interval]):
+    """A step's stored intervals, read from the store as they are used: `len` counts
+    rows, iterating decodes one interval at a time, an index reads one row."""
+
+    def __init__(self, store: Store, run_id: str, step: int) -> None:
+        self.store, self.run_id, self.step = store, run_id, step
+
+    def _where(self) -> tuple[str, tuple[Any, ...]]:
+        return "FROM intervals WHERE run_id=? AND step=?", (self.run_id, self.step)
+
+    def __len__(self) -> int:
+        where, args = self._where()
+        (n,) = self.store.db.execute(f"SELECT COUNT(*) {where}", args).fetchone()
+        return int(n)
+
+    def __iter__(self) -> Iterator[Interval]:
+        where, args = self._where()
+        rows = self.store.db.execute(f"SELECT {_INTERVAL_COLUMNS} {where} ORDER BY idx", args)
+        for row in rows:
+            yield self._interval(row)
+
+    def __getitem__(self, i: int) -> Interval:  # type: ignore[override]
+        if not isinstance(i, int):
+            raise TypeError("stored intervals are read one index at a time, or iterated")
+        where, args = self._where()
+        order, offset = ("DESC", -i - 1) if i < 0 else ("", i)  # the last: no counting
+        row = self.store.db.execute(
+            f"SELECT {_INTERVAL_COLUMNS} {where} ORDER BY idx {order} LIMIT 1 OFFSET ?",
+            (*args, offset),
+        ).fetchone()
+        if row is None:
+            raise IndexError(f"no interval {i} in step {self.step} of run {self.run_id}")
+        return self._interval(row)
+
+    def _interval(self, row: tuple[Any, ...]) -> Interval:
+        i, elapsed, stats = row
+        return Interval(self.run_id, self.step, i, elapsed, Stats.from_dict(json.loads(stats)))
+
+    def samples(self) -> Iterator[tuple[Point, Stats]]:
+        """Per interval: its chart point and its counters without histograms (duration,
+        worker CPU, server figures). Rows stored before points were kept are decoded."""
+        where, args = self._where()
+        for i, elapsed, pt, duration, cpu, server in self.store.db.execute(
+            f"SELECT {_SAMPLE_COLUMNS} {where} ORDER BY idx", args
+        ):
+            if pt is None:
+                (old,) = self.store.db.execute(
+                    f"SELECT stats {where} AND idx=?", (*args, i)
+                ).fetchone()
+                stats = Stats.from_dict(json.loads(old))
+                yield point(Interval(self.run_id, self.step, i, elapsed, stats)), stats
+                continue
+            light = Stats(
+                duration=float(duration or 0.0),
+                cpu=json.loads(cpu) if cpu else {},
+                server=json.loads(server) if server else {},
+            )
+            yield Point.from_dict(json.loads(pt), elapsed), light
+
+
 @dataclass
 class StoredStep:
     index: int
@@ -119,10 +205,23 @@ class StoredStep:
     server: dict[str, Any]
     status: str
     stats: Stats
-    intervals: list[Interval] = field(default_factory=list)
+    intervals: Sequence[Interval] = field(default_factory=list)  # StoredIntervals when read
     # StepStarted.resolved(); in runs stored before it was kept, what the spec says.
     resolved: dict[str, Any] = field(default_factory=dict)
     simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results, if any
+
+    def samples(self) -> Iterator[tuple[Point, Stats]]:
+        """Each interval's chart point and histogram-free counters (`StoredIntervals`)."""
+        if isinstance(self.intervals, StoredIntervals):
+            yield from self.intervals.samples()
+            return
+        for interval in self.intervals:
+            yield point(interval), interval.stats
+
+    @property
+    def points(self) -> list[Point]:
+        """One chart point per interval, as stored: the detail a report plots."""
+        return [p for p, _ in self.samples()]
 
     @property
     def system(self) -> str:
@@ -171,8 +270,9 @@ class StoredRun:
     notices: list[Notice]
     runner: dict[str, Any] = field(default_factory=dict)
 
-    def events(self) -> Iterator[Event]:
-        """The run again as the engine produced it."""
+    def events(self, *, intervals: bool = True) -> Iterator[Event]:
+        """The run again as the engine produced it (without its Interval events if not
+        `intervals`)."""
         yield RunStarted(
             self.id,
             self.name,
@@ -184,7 +284,8 @@ class StoredRun:
         )
         for s in self.steps:
             yield s.started_event(self.id)
-            yield from s.intervals
+            if intervals:
+                yield from s.intervals
             for n in self.notices:
                 if n.step == s.index:
                     yield n
@@ -200,11 +301,22 @@ class StoredRun:
         return target_and_strategy(self.spec, [s.strategy for s in self.steps if s.strategy])
 
     def view(self) -> RunView:
-        """The run replayed through the reducer every face uses."""
+        """The run replayed through the reducer every face uses, as `events()` would
+        replay it, without decoding every interval: each step's intervals come in as their
+        stored points and counters, its totals as stored (`RunView.replayed`)."""
         view = RunView()
-        for event in self.events():
-            view = view.apply(event)
+        for event in self.events(intervals=False):
+            if isinstance(event, StepStarted):
+                view = view.apply(event)
+                s = self._step(event.step)
+                last = _last(s.intervals)
+                view = view.replayed(s.index, s.samples(), s.stats, last)
+            else:
+                view = view.apply(event)
         return view
+
+    def _step(self, index: int) -> StoredStep:
+        return next(s for s in self.steps if s.index == index)
 
     @property
     def allow_remote(self) -> bool:
@@ -254,6 +366,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             self.db.executescript(SCHEMA)
             self._add_columns()
             self.mark_abandoned()
@@ -383,13 +496,15 @@ class Store:
 
     def _interval(self, event: Interval, now: float) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO intervals VALUES (?,?,?,?,?)",
+            "INSERT OR REPLACE INTO intervals (run_id, step, idx, elapsed, stats, point) "
+            "VALUES (?,?,?,?,?,?)",
             (
                 event.run_id,
                 event.step,
                 event.index,
                 event.elapsed,
                 json.dumps(event.stats.to_dict()),
+                json.dumps(point(event).to_dict()),
             ),
         )
 
@@ -439,14 +554,7 @@ class Store:
             "SELECT idx FROM steps WHERE run_id=? AND status='running'", (event.run_id,)
         ).fetchall()
         for (idx,) in running:
-            intervals = [
-                Interval(event.run_id, idx, i, el, Stats.from_dict(json.loads(st)))
-                for i, el, st in self.db.execute(
-                    "SELECT idx, elapsed, stats FROM intervals WHERE run_id=? AND step=? "
-                    "ORDER BY idx",
-                    (event.run_id, idx),
-                )
-            ]
+            intervals = StoredIntervals(self, event.run_id, idx)
             self.record(StepFinished(event.run_id, idx, status, _from_intervals(intervals)))
 
     def resolve(self, ref: str) -> str:
@@ -494,14 +602,7 @@ class Store:
             "status, stats, resolved, simulated FROM steps WHERE run_id=? ORDER BY idx",
             (run_id,),
         ):
-            intervals = [
-                Interval(run_id, row[0], i, el, Stats.from_dict(json.loads(st)))
-                for i, el, st in self.db.execute(
-                    "SELECT idx, elapsed, stats FROM intervals WHERE run_id=? AND step=? "
-                    "ORDER BY idx",
-                    (run_id, row[0]),
-                )
-            ]
+            intervals = StoredIntervals(self, run_id, row[0])
             stats = Stats.from_dict(json.loads(row[8])) if row[8] else _from_intervals(intervals)
             steps.append(
                 StoredStep(
@@ -646,7 +747,14 @@ _KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
 }
 
 
-def _from_intervals(intervals: list[Interval]) -> Stats:
+def _last(intervals: Sequence[Interval]) -> Stats | None:
+    try:
+        return intervals[-1].stats
+    except IndexError:
+        return None
+
+
+def _from_intervals(intervals: Iterable[Interval]) -> Stats:
     """A step that never finished (abandoned, or a crash): its totals from its intervals."""
     return merged((i.stats for i in intervals), concurrent=False)
 

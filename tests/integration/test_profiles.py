@@ -32,11 +32,13 @@ QUICK: dict[str, list[str]] = {
     "caching-proxy-miss": [*SHORT, "load.concurrency=4"],
     "caching-proxy-hit": [*SHORT, "load.concurrency=4"],
     "kv-store": ["load.duration=1", "load.warmup=0.3"],
+    "trace-replay": ["workload.trace.limit=3000", "load.warmup_ops=1000"],
 }
 # Errors a profile may meet for real: memcached refuses items when a slab class is full.
 ALLOWED_ERRORS: dict[str, set[str]] = {
     "memory-limit-hit-rate": {"server"},
     "memory-limit-hit-rate-quick": {"server"},
+    "trace-replay": {"server"},
 }
 
 

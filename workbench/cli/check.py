@@ -14,7 +14,7 @@ import typer
 
 from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
-from workbench.live import RunView, StepView
+from workbench.live import StepView
 from workbench.spec.model import ChecksSpec, Spec
 
 FailOnOption = Annotated[
@@ -85,9 +85,7 @@ def command(
             "no checks: give --fail-on EXPR or a [checks] fail_on list in the profile",
             ExitStatus.BAD_INPUT,
         )
-    view = RunView()
-    for event in stored.events():
-        view = view.apply(event)
+    view = stored.view()
     out(f"run {stored.id} '{stored.name}' {stored.status}")
     if not judge_steps(checks, view.steps):
         raise typer.Exit(int(ExitStatus.CHECKS_FAILED))

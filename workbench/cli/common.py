@@ -82,14 +82,19 @@ def one_line_errors(fn: F) -> F:
         except WorkbenchError as exc:
             if DEBUG["on"]:
                 raise
-            status = {
+            table = {
                 SpecError: ExitStatus.BAD_INPUT,
                 PluginError: ExitStatus.BAD_INPUT,
                 TargetError: ExitStatus.RUN_FAILED,
                 StoreError: ExitStatus.ERROR,
                 RunRefError: ExitStatus.BAD_INPUT,
                 RunActiveError: ExitStatus.BAD_INPUT,
-            }.get(type(exc), ExitStatus.ERROR)
+            }
+            # The nearest listed class decides, so a subclass (a trace's format error is a
+            # SpecError) exits as its family does.
+            status = next(
+                (table[k] for k in type(exc).__mro__ if k in table), ExitStatus.ERROR
+            )
             raise fail(str(exc), status) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)

@@ -20,6 +20,7 @@ try:
         search,
         serve,
         simulate,
+        trace,
     )
     from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
     from workbench.cli.run import run_command
@@ -46,6 +47,7 @@ app.command("check")(check.command)
 app.command("search")(search.command)
 app.command("simulate")(simulate.command)
 app.command("mrc")(mrc.command)
+app.add_typer(trace.app, name="trace")
 app.command("doctor")(doctor.command)
 
 

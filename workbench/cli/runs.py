@@ -98,6 +98,8 @@ def show(
     )
     if stored.allow_remote:
         out("remote targets allowed (target.allow_remote = true)")
+    if view.notices_dropped:
+        out(f"({view.notices_dropped} earlier notices: `workbench report {stored.id} -f json`)")
     for n in view.notices:
         out(n)
     for step in view.steps:

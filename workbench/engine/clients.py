@@ -24,6 +24,7 @@ from typing import Any
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.timer import Wakeups
+from workbench.engine.trace_feed import TraceEnd, TraceStream
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -104,6 +105,13 @@ class Pacer:
         return self.schedule.take()
 
 
+def _pacer(plan: ClientPlan, stream: Any, start_ns: int) -> Any:
+    """The client's open-loop schedule: a timed trace replay's own, load.rate's, or None."""
+    if isinstance(stream, TraceStream):
+        return stream.pacer(start_ns)
+    return Pacer(plan, start_ns) if plan.period_ns is not None else None
+
+
 def stopwatch_start(due: int, sent: int, last_end: int, run_began: int) -> tuple[int, int]:
     """Where an open-loop op's latency starts (docs/frames.md, "Latency"), and when the
     client's current run of back-to-back ops began (kept for its next op).
@@ -147,20 +155,26 @@ async def async_client(
     yield_every = max(1, min(YIELD_EVERY, TURN_OPS // max(clients, 1)))
     perf = time.perf_counter_ns
     nxt, value, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
-    pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
+    pacer = _pacer(plan, stream, state.start_ns)
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
     trace, warm_trace = state.trace, state.warm_trace
     due = last_end = run_began = count = seq = 0
     while state.running:
-        if pacer is not None and not await _until_due(due := pacer.take(), state):
-            break  # the load ended, or this op's time is past the end
+        try:
+            if pacer is not None and not await _until_due(due := pacer.take(), state):
+                break  # the load ended, or this op's time is past the end
+        except TraceEnd:  # a timed replay: this client's share is done
+            break
         if state.remaining is not None and not state.reserve():
             break
         # An op is recorded only if it ends in the phase it began in: one still in
         # flight when warm-up ends is not measured.
         phase = state.phase
-        code, index, key, size, ttl = nxt()
+        try:
+            code, index, key, size, ttl = nxt()
+        except TraceEnd:  # replaying a trace: this client's share is done
+            break
         state.in_flight += 1
         t0 = perf()
         if trace is not None and code in TRACED:
@@ -259,13 +273,16 @@ def thread_client(
     state.begun_threads.wait()
     perf = time.perf_counter_ns
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
-    pacer = Pacer(plan, state.start_ns) if plan.period_ns is not None else None
+    pacer = _pacer(plan, stream, state.start_ns)
     lock = state.lock
     trace, warm_trace = state.trace, state.warm_trace
     due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
-            due = pacer.take()
+            try:
+                due = pacer.take()
+            except TraceEnd:  # a timed replay: this client's share is done
+                break
             while (ahead := due - perf()) > 0 and not state.halted.is_set():
                 state.halted.wait(ahead / 1e9)
             if state.halted.is_set() or due >= state.end_ns:
@@ -275,7 +292,12 @@ def thread_client(
                 break
             phase = state.phase
             state.in_flight += 1
-        code, index, key, size, ttl = nxt()
+        try:
+            code, index, key, size, ttl = nxt()
+        except TraceEnd:  # replaying a trace: this client's share is done
+            with lock:
+                state.in_flight -= 1
+            break
         off = index % spread
         value = view[off : off + size]
         t0 = perf()

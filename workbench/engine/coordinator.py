@@ -83,8 +83,11 @@ class _StepTally:
 
     live: set[int]
     pending: dict[int, dict[int, Stats]] = field(default_factory=dict)  # index -> worker -> stats
-    elapsed: dict[int, float] = field(default_factory=dict)
-    emitted: list[Stats] = field(default_factory=list)
+    elapsed: dict[int, float] = field(default_factory=dict)  # of the pending intervals
+    # What was emitted, as running totals: an hour of intervals holds no more than one.
+    emitted: int = 0
+    total: Stats = field(default_factory=Stats)  # the emitted intervals merged
+    server: _ServerTotals = field(default_factory=lambda: _ServerTotals())
     tails: list[Stats] = field(default_factory=list)  # deliveries after the load stopped
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
@@ -417,11 +420,11 @@ class Coordinator:
                 get.cancel()
 
     def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
-        total = merged(tally.emitted + tally.tails, concurrent=False)
+        total = merged([tally.total, *tally.tails], concurrent=False)
         if tally.emitted:
             # The sums and averages over the intervals win over the last interval's values
             # that merging kept; the final reading's statistics win over both.
-            total.server = total.server | _step_server(tally.emitted) | figures
+            total.server = total.server | tally.server.figures() | figures
         status = self._step_status(tally)
         reason = ""
         if status in ("completed", "degraded"):
@@ -549,24 +552,44 @@ class Coordinator:
             if self.hosts is not None and (hosts := self.hosts.sample()):
                 stats.server["hosts"] = hosts
             del tally.pending[index]
-            tally.emitted.append(stats)
-            events.append(Interval(self.run_id, step.index, index, tally.elapsed[index], stats))
+            tally.emitted += 1
+            tally.total.merge(stats, concurrent=False)
+            tally.server.add(stats)
+            elapsed = tally.elapsed.pop(index)
+            events.append(Interval(self.run_id, step.index, index, elapsed, stats))
         return events
+
+
+@dataclass
+class _ServerTotals:
+    """A step's server figures as its intervals arrive: the last interval's, with CPU
+    summed and the machine's busy share averaged over time (running sums, not a list)."""
+
+    last: dict[str, Any] = field(default_factory=dict)
+    cpu_seconds: float | None = None
+    busy_time: float = 0.0  # busy share x seconds
+    busy_span: float = 0.0
+    busy_seen: bool = False
+
+    def add(self, stats: Stats) -> None:
+        server = stats.server
+        self.last = dict(server)
+        if "cpu_seconds" in server:
+            self.cpu_seconds = (self.cpu_seconds or 0.0) + server["cpu_seconds"]
+        if "host_busy" in server:
+            self.busy_seen = True
+            self.busy_time += server["host_busy"] * stats.duration
+            self.busy_span += stats.duration
+
+    def figures(self) -> dict[str, Any]:
+        out = dict(self.last)
+        if self.cpu_seconds is not None:
+            out["cpu_seconds"] = round(self.cpu_seconds, 4)
+        if self.busy_seen and self.busy_span > 0:
+            out["host_busy"] = round(self.busy_time / self.busy_span, 4)
+        return out
 
 
 def _remote(handle: Handle) -> bool:
     """A worker on another machine, maybe (a Ray actor): its silence can mean it is gone."""
     return bool(getattr(handle, "remote", False))
-
-
-def _step_server(intervals: list[Stats]) -> dict[str, Any]:
-    """A step's server figures: the last interval's, with CPU summed and busy share averaged."""
-    out = dict(intervals[-1].server)
-    cpu = [s.server["cpu_seconds"] for s in intervals if "cpu_seconds" in s.server]
-    if cpu:
-        out["cpu_seconds"] = round(sum(cpu), 4)
-    busy = [(s.server["host_busy"], s.duration) for s in intervals if "host_busy" in s.server]
-    span = sum(d for _, d in busy)
-    if busy and span > 0:
-        out["host_busy"] = round(sum(b * d for b, d in busy) / span, 4)
-    return out

@@ -25,6 +25,7 @@ from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mi
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
+from workbench.engine.trace_feed import MAX_TRACE_VALUE, TraceFeed
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -76,6 +77,7 @@ class StepRun:
         self.conn: Connection | None = None
         self.threads: ThreadPoolExecutor | None = None
         self.plans: list[ClientPlan] = []
+        self.feed: TraceFeed | None = None  # replaying a trace (workload.trace)
 
     def stop(self) -> None:
         self.stop_requested.set()
@@ -94,12 +96,16 @@ class StepRun:
             max(
                 max_value_size(parse_value_size(spec.workload.value_size)),
                 spec.workload.pubsub.message_size,
+                MAX_TRACE_VALUE if spec.workload.trace is not None else 0,
             ),
             spec.seed,
         )
+        if spec.workload.trace is not None:
+            self.feed = self._trace_feed()
         self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
-        if spec.load.rate and not resolved.blocking:
+        timed = spec.workload.trace is not None and spec.workload.trace.speed > 0
+        if (spec.load.rate or timed) and not resolved.blocking:
             self.state.wakeups = Wakeups.create(self.state.loop)
         if ctx.trace_part:
             self.state.trace = []
@@ -107,6 +113,27 @@ class StepRun:
             await self._prefill()
         self._start_clients()
         self.subs = await self._start_subscribers()
+
+    def _trace_feed(self) -> TraceFeed:
+        state, resolved = self.state, self.ctx.resolved
+        loop = state.loop
+        assert loop is not None
+
+        def skipped(kind: str, message: str) -> None:
+            with state.lock:
+                state.buf.count_error(kind, message)
+
+        def done() -> None:  # the trace ends the step: as a spent budget does
+            loop.call_soon_threadsafe(state.phase_over.set)
+
+        return TraceFeed(
+            self.ctx.spec,
+            [p.client_id for p in self.plans],
+            self.ctx.spec.load.concurrency,  # workload.groups are refused with a trace
+            frozenset(resolved.strategy.operations),
+            skipped,
+            done,
+        )
 
     async def _prefill(self) -> None:
         wl = self.ctx.spec.workload
@@ -146,7 +173,7 @@ class StepRun:
             # min(32, cores + 4) threads and would silently cap the concurrency.
             self.threads = ThreadPoolExecutor(len(self.plans), thread_name_prefix="wb-client")
         for plan, client in zip(self.plans, self.clients, strict=True):
-            stream = self.workload.stream(plan)
+            stream = self.feed.stream(plan.client_id) if self.feed else self.workload.stream(plan)
             if self.threads is not None:
                 args = (client, stream, self.values, self.state, plan)
                 loop_ = self.state.loop
@@ -231,6 +258,8 @@ class StepRun:
             state.measuring = not warmup
         if not self.stop_requested.is_set():
             state.phase_over.clear()
+        if self.feed is not None and self.feed.done.is_set():
+            state.phase_over.set()  # the trace ended in the warm-up: nothing left to measure
 
     def _boundaries(self, seconds: float | None) -> Iterator[float]:
         """Interval ends (s since the phase began): the fold rule's grid, or endless."""
@@ -293,7 +322,8 @@ class StepRun:
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
-        paced = self.ctx.spec.load.rate is not None
+        trace = self.ctx.spec.workload.trace
+        paced = self.ctx.spec.load.rate is not None or (trace is not None and trace.speed > 0)
         for buf in span.bufs:
             stats.merge(await to_stats(buf, 0.0, paced=paced), concurrent=False)
         stats.duration = span.end - span.begin

@@ -68,12 +68,16 @@ class StepData:
     def summary(self) -> Summary:
         return self.view.summary or summarise(self.view.totals)
 
-    @property
+    @cached_property
     def points(self) -> tuple[Point, ...]:
+        """One point per interval, as stored (the live view's chart points are downsampled
+        in a long run; a report plots and counts every interval)."""
+        if self.stored is not None:
+            return tuple(self.stored.points)
         return self.view.points
 
     @property
-    def intervals(self) -> list[Interval]:
+    def intervals(self) -> Sequence[Interval]:
         return self.stored.intervals if self.stored is not None else []
 
     @property

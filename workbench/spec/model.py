@@ -54,6 +54,21 @@ class PubSub:
     message_size: int = 64
 
 
+# workload.trace.ops: every request a get then a set on a miss, or the trace's own ops.
+TRACE_OPS = ("get-set-on-miss", "as-recorded")
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """Replay a cache trace (`workbench.traces`) instead of drawing keys and ops."""
+
+    path: str = ""
+    format: str = ""  # oracleGeneral, twitter or csv; "": from the file name
+    speed: float = 0.0  # 0: closed loop; 1: the trace's own timing; 10: ten times faster
+    ops: str = "get-set-on-miss"
+    limit: int = 0  # requests replayed from the start; 0: all
+
+
 @dataclass(frozen=True)
 class Workload:
     mix: Mapping[str, float] = field(default_factory=lambda: {"get": 0.9, "set": 0.1})
@@ -70,6 +85,8 @@ class Workload:
     # Capture what the workers send in the measured phase as a libCacheSim oracleGeneral
     # trace (`workbench.oracle_trace`); with several steps, each its own file. "" : none.
     trace_out: str = field(default="", metadata={"omit_default": True})
+    # Replay a trace file; left out of a spec's data when not given.
+    trace: TraceSpec | None = field(default=None, metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)

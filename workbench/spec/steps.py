@@ -15,7 +15,15 @@ from workbench.native_build import require_binary
 from workbench.oracle_trace import step_path
 from workbench.simulate.policies import parse_policies
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
-from workbench.spec.model import ARRIVALS, Load, Spec, check_name, spec_from_dict, spec_to_dict
+from workbench.spec.model import (
+    ARRIVALS,
+    TRACE_OPS,
+    Load,
+    Spec,
+    check_name,
+    spec_from_dict,
+    spec_to_dict,
+)
 from workbench.spec.resolve import (
     ResolvedStep,
     resolve_step,
@@ -23,6 +31,7 @@ from workbench.spec.resolve import (
     total_clients,
     workers_for,
 )
+from workbench.traces.formats import format_of
 from workbench.workload import (
     OP_CODES,
     OP_NEEDS,
@@ -127,6 +136,8 @@ def _combinations(spec: Spec) -> list[Step]:
 
 
 def used_operations(spec: Spec) -> set[str]:
+    if spec.workload.trace is not None:  # as-recorded ops a strategy lacks are skipped
+        return {"cache_aside"} if spec.workload.trace.ops == "get-set-on-miss" else {"get"}
     mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
     return {op for mix in mixes for op, w in mix.items() if w > 0}
 
@@ -212,12 +223,48 @@ def check_step(spec: Spec) -> ResolvedStep:
             'traces are written by workers on this machine: use load.launcher = "local"',
             "workload.trace_out",
         )
+    if wl.trace is not None:
+        check_trace(spec, strategy.engine)
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
             "workload.ttl",
         )
     return resolved
+
+
+def check_trace(spec: Spec, engine: str) -> None:
+    """workload.trace names a readable file in a known format, and what can replay it."""
+    tr, where = spec.workload.trace, "workload.trace"
+    assert tr is not None
+    if not tr.path:
+        raise SpecError("expected the path of a trace file", f"{where}.path")
+    if not Path(tr.path).is_file():
+        raise SpecError(f"expected a trace file; no file at {tr.path!r}", f"{where}.path")
+    format_of(tr.path, tr.format or None, f"{where}.format")
+    if tr.speed < 0:
+        raise SpecError(
+            f"expected 0 (closed loop) or a speed above 0; got {tr.speed:g}", f"{where}.speed"
+        )
+    if tr.ops not in TRACE_OPS:
+        raise SpecError(f"expected one of {', '.join(TRACE_OPS)}; got {tr.ops!r}", f"{where}.ops")
+    if tr.limit < 0:
+        raise SpecError(f"expected 0 (all) or more requests; got {tr.limit}", f"{where}.limit")
+    if spec.load.rate is not None:
+        raise SpecError(
+            "a trace is paced by workload.trace.speed, not load.rate: leave one out", "load.rate"
+        )
+    if engine == "native":
+        raise SpecError(
+            "the native engine does not replay traces yet: name a Python strategy",
+            "strategy.name",
+        )
+    if spec.load.launcher != "local":
+        raise SpecError(
+            'workers read the trace on this machine: use load.launcher = "local"', f"{where}.path"
+        )
+    if spec.workload.groups:
+        raise SpecError("a trace has its own ops: leave workload.groups out", "workload.groups")
 
 
 def needs(op: str, strategy: Strategy) -> set[str]:
@@ -302,10 +349,22 @@ def _checked_steps(spec: Spec) -> list[Step]:
     return checked
 
 
+def _trace_beside(data: dict[str, Any], profile: Path) -> None:
+    """A profile's relative workload.trace.path names a file beside the profile (a --set
+    one stays relative to the current directory)."""
+    workload = data.get("workload")
+    trace = workload.get("trace") if isinstance(workload, dict) else None
+    path = trace.get("path") if isinstance(trace, dict) else None
+    if isinstance(path, str) and path and not Path(path).is_absolute():
+        trace["path"] = str(profile.parent / path)  # type: ignore[index]
+
+
 def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
     """A profile file (or the defaults when None) with overrides applied, fully checked."""
     data = read_profile(path) if path else {}
     source = str(path) if path else "--set" if overrides else ""
+    if path:
+        _trace_beside(data, path)
     spec = spec_from_data(data, overrides, source)
     try:
         check_spec(spec)

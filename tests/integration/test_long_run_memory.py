@@ -1,0 +1,74 @@
+"""A long run does not grow the coordinator: hundreds of short intervals against a real
+redis-server, in both engines, with the coordinator's allocations traced (tracemalloc).
+
+After the first intervals, what the process holds may grow only by the view's bounded
+chart points, far below one interval's histograms (about 135 KB per op kind): before the
+coordinator kept running totals, it grew by about 540 KB per interval. Allocations are
+counted, never time.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from workbench import session
+from workbench.events import Interval
+from workbench.live import RunView
+from workbench.native_build import binary_path
+from workbench.servers import ServerProcess
+from workbench.spec.steps import load_spec
+from workbench.store import Store
+
+INTERVALS = 200  # of 0.1 s
+SETTLED = 50  # intervals before the baseline: imports, caches and connections warmed
+BOUND = 8 * 1024  # bytes per interval after that (one histogram is about 135 KB)
+EVERY = 25  # intervals between readings
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("strategy", ["native", "multiplexed"])
+async def test_the_coordinators_memory_stays_flat_over_hundreds_of_intervals(
+    redis_server: ServerProcess, tmp_path: Path, strategy: str
+) -> None:
+    if strategy == "native" and binary_path() is None:
+        pytest.fail("the native engine is not built: run ./dev setup")
+    spec = load_spec(
+        None,
+        [
+            "target.system=redis",
+            f"target.options.url={redis_server.target_options['url']}",
+            f"strategy.name={strategy}",
+            "load.warmup=0",
+            "load.interval=0.1",
+            f"load.duration={INTERVALS * 0.1}",
+            "load.workers=2",
+            "load.concurrency=4",
+            "workload.keys=1000",
+        ],
+    )
+    store = Store(tmp_path / "runs.sqlite3")
+    traced: list[int] = []  # every EVERY intervals from the SETTLED-th on
+    view = RunView()  # the faces' state, applied as the CLI and the TUI apply it
+    tracemalloc.start()
+    try:
+        async for event in session.run(spec, store):
+            view = view.apply(event)
+            done = event.index + 1 if isinstance(event, Interval) else 0
+            if done >= SETTLED and (done - SETTLED) % EVERY == 0:
+                gc.collect()
+                traced.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    assert view.status == "completed", view.error
+    step = view.steps[0]
+    assert step.timeline.intervals >= INTERVALS * 0.9, "hundreds of intervals were measured"
+    assert len(traced) >= 5
+    growth = (traced[-1] - traced[0]) / ((len(traced) - 1) * EVERY)
+    assert growth < BOUND, f"{growth:.0f} bytes per interval after the first {SETTLED}"
+    # The view's totals are everything measured, the stored intervals every interval.
+    assert step.totals.ops == store.load(view.run_id).steps[0].stats.ops
+    assert len(store.load(view.run_id).steps[0].intervals) == step.timeline.intervals
