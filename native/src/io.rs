@@ -212,10 +212,13 @@ impl<'a> Run<'a> {
         if timer {
             self.eng.timer.clear();
             self.tuner.observe(armed, now_ns());
-            if due <= other {
-                self.dispatch(); // replies that came with the timer keep their times
-                self.spin_to(due);
-            }
+        }
+        // Woken by the timer, or already inside the early window (a reply woke the loop
+        // there): spin the rest of the way, counted against the spin budget. Without this,
+        // the loop turned with zero timeouts until the send, a spin nothing counted.
+        if (timer || armed <= now) && due <= other {
+            self.dispatch(); // replies that came with the wake-up keep their times
+            self.spin_to(due);
         }
         self.issue_due(now_ns());
         if stdin {
