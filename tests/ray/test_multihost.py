@@ -106,11 +106,9 @@ def store_path(host: netbed.Host) -> Path:
 
 
 def last_run(host: netbed.Host):  # type: ignore[no-untyped-def]
-    store = Store(store_path(host))
-    try:
-        return store.load("last")
-    finally:
-        store.close()
+    # A stored run reads its intervals from the store as they are iterated, so the store
+    # stays open as long as the run is used (closed when the run is collected).
+    return Store(store_path(host)).load("last")
 
 
 def no_ray_lines(out: Output) -> None:
