@@ -2,7 +2,9 @@
 //! servers by highest-random-weight scores against the servers' seeds, which the step
 //! order carries (`plugins/workbench_memcached/protocol.py` makes them).
 
-use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
+use crate::proto::{
+    first_line, hit_body, parse_int, parsed, push_num, show, ParseResult, Reply, Req,
+};
 
 const THIRTY_DAYS: i64 = 30 * 24 * 3600;
 
@@ -66,14 +68,8 @@ impl Memcache {
             Some(l) => l,
             None => return Ok(None),
         };
-        if line.starts_with(b"SERVER_ERROR")
-            || line.starts_with(b"CLIENT_ERROR")
-            || line == b"ERROR"
-        {
-            return parsed(
-                Reply::Failed("server".into(), format!("memcached: {}", show(line))),
-                used,
-            );
+        if let Some(failed) = server_error(line, used) {
+            return failed;
         }
         match req {
             Req::Get => {
@@ -86,24 +82,7 @@ impl Memcache {
                 let size_at = line.iter().rposition(|&b| b == b' ').unwrap_or(0) + 1;
                 let n = parse_int(&line[size_at..])
                     .ok_or_else(|| format!("bad VALUE line {:?}", show(line)))?;
-                let end = used + n as usize;
-                if buf.len() < end + 7 {
-                    return Ok(None);
-                }
-                if &buf[end..end + 7] != b"\r\nEND\r\n" {
-                    return Err(format!(
-                        "expected END after a value; got {:?}",
-                        show(&buf[end..end + 7])
-                    ));
-                }
-                parsed(
-                    Reply::Hit {
-                        start: used,
-                        end,
-                        decoded: None,
-                    },
-                    end + 7,
-                )
+                hit_body(buf, used, n as usize, b"\r\nEND\r\n", "a value")
             }
             Req::Set if line == b"STORED" => parsed(Reply::Done, used),
             Req::Delete if line == b"DELETED" => parsed(Reply::Deleted(true), used),
@@ -161,6 +140,18 @@ impl Rendezvous {
         }
         winner
     }
+}
+
+/// A memcached error line (either protocol's): the op failed on the server's side.
+pub fn server_error(line: &[u8], used: usize) -> Option<ParseResult> {
+    let failed =
+        line.starts_with(b"SERVER_ERROR") || line.starts_with(b"CLIENT_ERROR") || line == b"ERROR";
+    failed.then(|| {
+        parsed(
+            Reply::Failed("server".into(), format!("memcached: {}", show(line))),
+            used,
+        )
+    })
 }
 
 #[cfg(test)]

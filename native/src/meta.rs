@@ -4,8 +4,10 @@
 //! (ERROR, CLIENT_ERROR, SERVER_ERROR) answer meta commands too. Keys are sent as they
 //! are (the workbench's keys are printable, without spaces).
 
-use crate::memcache::exptime;
-use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
+use crate::memcache::{exptime, server_error};
+use crate::proto::{
+    first_line, hit_body, parse_int, parsed, push_num, show, ParseResult, Reply, Req,
+};
 
 pub struct Meta;
 
@@ -45,14 +47,8 @@ impl Meta {
             Some(l) => l,
             None => return Ok(None),
         };
-        if line.starts_with(b"SERVER_ERROR")
-            || line.starts_with(b"CLIENT_ERROR")
-            || line == b"ERROR"
-        {
-            return parsed(
-                Reply::Failed("server".into(), format!("memcached: {}", show(line))),
-                used,
-            );
+        if let Some(failed) = server_error(line, used) {
+            return failed;
         }
         let code = &line[..line.len().min(2)];
         let flagged = line.len() == 2 || line.get(2) == Some(&b' ');
@@ -66,21 +62,7 @@ impl Meta {
                     .and_then(parse_int)
                     .filter(|&n| n >= 0)
                     .ok_or_else(|| format!("bad VA line {:?}", show(line)))?;
-                let end = used + size as usize;
-                if buf.len() < end + 2 {
-                    return Ok(None);
-                }
-                if &buf[end..end + 2] != b"\r\n" {
-                    return Err("a value not ended by CRLF".into());
-                }
-                parsed(
-                    Reply::Hit {
-                        start: used,
-                        end,
-                        decoded: None,
-                    },
-                    end + 2,
-                )
+                hit_body(buf, used, size as usize, b"\r\n", "a value")
             }
             (Req::Set, b"HD") if flagged => parsed(Reply::Done, used),
             (Req::Set, b"NS") if flagged => parsed(

@@ -60,6 +60,32 @@ pub fn parsed(reply: Reply, used: usize) -> ParseResult {
     }))
 }
 
+/// A value of `n` bytes from `start`, followed by `tail` (CRLF, or memcached's
+/// CRLF END CRLF): a hit, not yet complete, or a stream that cannot be read on (`what`
+/// names the value in the error).
+pub fn hit_body(buf: &[u8], start: usize, n: usize, tail: &[u8], what: &str) -> ParseResult {
+    let end = start + n;
+    if buf.len() < end + tail.len() {
+        return Ok(None);
+    }
+    if &buf[end..end + tail.len()] != tail {
+        return Err(format!(
+            "{} not ended by {:?}; got {:?}",
+            what,
+            show(tail),
+            show(&buf[end..end + tail.len()])
+        ));
+    }
+    parsed(
+        Reply::Hit {
+            start,
+            end,
+            decoded: None,
+        },
+        end + tail.len(),
+    )
+}
+
 /// The line ending at the first CRLF from `from`: its end (index of CR), if complete.
 #[inline]
 pub fn line_end(buf: &[u8], from: usize) -> Option<usize> {

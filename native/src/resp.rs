@@ -1,6 +1,8 @@
 //! Redis RESP2: GET, SET with PX, DEL, and the opening AUTH/SELECT; replies parsed in place.
 
-use crate::proto::{first_line, parse_int, parsed, push_num, show, ParseResult, Reply, Req};
+use crate::proto::{
+    first_line, hit_body, parse_int, parsed, push_num, show, ParseResult, Reply, Req,
+};
 
 pub struct Resp {
     pub hello: Vec<Vec<Vec<u8>>>,
@@ -103,21 +105,7 @@ impl Resp {
                 if n < 0 {
                     return parsed(Reply::Miss, used);
                 }
-                let end = used + n as usize;
-                if buf.len() < end + 2 {
-                    return Ok(None);
-                }
-                if &buf[end..end + 2] != b"\r\n" {
-                    return Err("a bulk string not ended by CRLF".into());
-                }
-                parsed(
-                    Reply::Hit {
-                        start: used,
-                        end,
-                        decoded: None,
-                    },
-                    end + 2,
-                )
+                hit_body(buf, used, n as usize, b"\r\n", "a bulk string")
             }
             Some(b'+') if req == Req::Set || req == Req::Hello => parsed(Reply::Done, used),
             Some(b':') if req == Req::Publish => {
