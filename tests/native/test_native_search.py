@@ -60,8 +60,9 @@ async def test_the_highest_passing_rate_is_at_least_half_the_closed_loop_through
     finally:
         server.stop()
     search = searching.search
-    assert not search.stopped, search.conclusion()
     assert search.best is not None, search.conclusion()
+    if search.stopped:  # only past the knee it found, and only for the generator's fault
+        assert "the generator, not the target, failed" in search.stopped, search.conclusion()
     # Issue 20 asks for half the closed-loop rate. Paced sends each cost a wake-up
     # (20-30 µs of CPU on these VMs), so today the knee is found at about a quarter of it
     # on a quiet machine (45,488 of 194,081 ops/s); a search that stops early on a worker

@@ -282,4 +282,4 @@ def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_o
     assert run.status == "degraded" and run.steps[0].status == "degraded"
     assert len(run.steps[0].intervals) == duration / interval
     # The two machines that stayed measured every interval to the end.
-    assert all(len(i.stats.cpu) == 2 for i in run.steps[0].intervals[4:])
+    assert all(len(i.stats.cpu) == 2 for i in list(run.steps[0].intervals)[4:])

@@ -349,7 +349,7 @@ def _checked_steps(spec: Spec) -> list[Step]:
     return checked
 
 
-def _trace_beside(data: dict[str, Any], profile: Path) -> None:
+def trace_beside(data: dict[str, Any], profile: Path) -> None:
     """A profile's relative workload.trace.path names a file beside the profile (a --set
     one stays relative to the current directory)."""
     workload = data.get("workload")
@@ -364,7 +364,7 @@ def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
     data = read_profile(path) if path else {}
     source = str(path) if path else "--set" if overrides else ""
     if path:
-        _trace_beside(data, path)
+        trace_beside(data, path)
     spec = spec_from_data(data, overrides, source)
     try:
         check_spec(spec)

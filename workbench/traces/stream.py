@@ -20,6 +20,9 @@ def compressed(path: str | Path) -> bool:
     return str(path).endswith(".zst")
 
 
+COMPRESSED_PIECE = 16 * 1024
+
+
 class _ZstdReader:
     """Decompressed bytes of every frame in turn. zstandard's stream_reader ends quietly at a
     truncated frame; this raises instead, so a cut-off download is never half-replayed."""
@@ -32,7 +35,10 @@ class _ZstdReader:
 
     def read(self, _size: int = CHUNK) -> bytes:
         while True:
-            data = self._raw.read(CHUNK)
+            # Compressed input goes in small pieces: one piece's output is bounded by the
+            # compression ratio, which is in the thousands for repetitive data (a 1 MiB
+            # piece of such a file decompressed to hundreds of MB at once).
+            data = self._raw.read(COMPRESSED_PIECE)
             if not data:
                 if self._started and not self._obj.eof:
                     raise zstandard.ZstdError("the compressed stream ends inside a frame")

@@ -26,6 +26,7 @@ from workbench.spec.load import get_path, read_profile
 from workbench.spec.model import Spec, TargetSpec, spec_to_dict
 from workbench.spec.resolve import default_strategy
 from workbench.spec.save import save_spec
+from workbench.spec.steps import trace_beside
 from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps
 from workbench.tui.layout import mark_narrow
@@ -385,6 +386,7 @@ class SetupScreen(Screen[None]):
         except SpecError as exc:
             self.notify(str(exc), severity="error")
             return
+        trace_beside(data, path)  # as the CLI reads it: a relative trace sits beside the profile
         await self.apply_base(data, str(path))
         self.notify(f"Opened {path}")
 
