@@ -65,6 +65,7 @@ async def test_the_highest_passing_rate_is_at_least_half_the_closed_loop_through
         assert "the generator, not the target, failed" in search.stopped, search.conclusion()
     # Issue 20 asks for half the closed-loop rate. Paced sends each cost a wake-up
     # (20-30 µs of CPU on these VMs), so today the knee is found at about a quarter of it
-    # on a quiet machine (45,488 of 194,081 ops/s; 22,271 of 190,045 in a CI run); a search that stops early on a worker
-    # busy spinning (as before the spin budget) finds about a twentieth and fails here.
+    # on a quiet machine (45,488 of 194,081 ops/s; 22,271 of 190,045 in a CI run); a
+    # search that stops early on a worker busy spinning (as before the spin budget) finds
+    # about a twentieth and fails here.
     assert search.best.rate >= throughput / 10, (throughput, search.conclusion())
