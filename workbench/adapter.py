@@ -18,6 +18,9 @@ Robustness rules:
   (``blocking=True``) return clients with plain methods, driven one thread per client.
 - ``subscribe`` must not return before the subscription is live on the server, so that
   nothing published after it returns is lost.
+- A connection to a Redis Cluster may have ``redirects() -> tuple[int, int]``: the ops
+  redirected by MOVED and by ASK since its last call (counts, not times). The driver reads
+  it at each interval's end and shows the figures as ``moved`` and ``ask``.
 """
 
 from __future__ import annotations

@@ -145,6 +145,9 @@ class Stats:
     cpu: dict[str, float] = field(default_factory=dict)
     offered: int = 0  # open loop: ops whose intended start fell in the span
     send_lag: HdrHistogram | None = None  # open loop: actual send minus intended start (ns)
+    # Redis Cluster: ops redirected by -MOVED (slot map refreshed) and -ASK, then retried.
+    moved: int = 0
+    ask: int = 0
 
     @property
     def ops(self) -> int:
@@ -180,6 +183,8 @@ class Stats:
         for worker, seconds in other.cpu.items():
             self.cpu[worker] = self.cpu.get(worker, 0.0) + seconds
         self.offered += other.offered
+        self.moved += other.moved
+        self.ask += other.ask
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -209,6 +214,8 @@ class Stats:
             "cpu": self.cpu,
             "offered": self.offered,
             "send_lag": encode(self.send_lag) if self.send_lag is not None else "",
+            "moved": self.moved,
+            "ask": self.ask,
         }
 
     @classmethod
@@ -430,6 +437,21 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
+
+
+def redirects_text(stats: Stats) -> str:
+    """Redis Cluster redirections as memtier shows them (MOVED/s, ASK/s); "" when none."""
+    if not (stats.moved or stats.ask):
+        return ""
+    dur = stats.duration or 0.0
+
+    def rate(n: int) -> str:
+        return f" ({n / dur:,.1f}/s)" if dur > 0 else ""
+
+    return (
+        f"redirects: MOVED {stats.moved:,}{rate(stats.moved)}, ASK {stats.ask:,}{rate(stats.ask)}"
+        " (each op sent again and counted once)"
+    )
 
 
 def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:

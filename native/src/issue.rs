@@ -11,6 +11,11 @@ use crate::workload;
 
 impl<'a> Run<'a> {
     pub fn answered(&mut self, ci: usize, p: Pending, reply: Reply, value_len: usize, now: u64) {
+        if let (Reply::Failed(_, msg), Some(_)) = (&reply, &self.cluster) {
+            if let Some(r) = crate::cluster::redirect_of(msg) {
+                return self.redirect(ci, p, r, now); // MOVED or ASK: sent again (cluster.rs)
+            }
+        }
         let in_phase = p.phase == self.phase && self.mode != Mode::Prefill;
         let pipeline = self.order.pipeline;
         let c = &mut self.clients[ci];
@@ -115,7 +120,7 @@ impl<'a> Run<'a> {
             };
             (key, value, size)
         };
-        let si = self.codec.server_for(key);
+        let si = crate::cluster::node_for(&self.cluster, &self.codec, key);
         let k = &mut self.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
@@ -160,6 +165,7 @@ impl<'a> Run<'a> {
 
     /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
     pub fn refill(&mut self, ci: usize, now: u64) {
+        self.unpark_nodes(ci, now);
         loop {
             let c = &self.clients[ci];
             if c.inflight >= self.order.pipeline
@@ -236,9 +242,19 @@ impl<'a> Run<'a> {
             }
         };
         if self.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
+            if self.cluster.is_some() {
+                // Its node's connection is full or down: the next op may go to another.
+                return self.park_on_node(ci, op, t0, due);
+            }
             self.clients[ci].parked = Some(op);
             return false;
         }
+        self.issue_op(ci, op, t0, due, now);
+        true
+    }
+
+    /// Send a drawn op: its send lag, its kind, its trace line.
+    pub fn issue_op(&mut self, ci: usize, op: workload::Op, t0: u64, due: u64, now: u64) {
         let c = &mut self.clients[ci];
         if c.schedule.is_some() {
             self.rec.lag(now - due);
@@ -260,14 +276,13 @@ impl<'a> Run<'a> {
             }
         }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
-        true
     }
 
     /// Whether the connection the op's key goes to is up.
     fn server_up(&mut self, ci: usize, op: &workload::Op) -> bool {
         let k = &self.order.keys;
         let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
-        let si = self.codec.server_for(key);
-        self.clients[ci].conns[si].connected
+        let si = crate::cluster::node_for(&self.cluster, &self.codec, key);
+        self.node_ready(ci, si)
     }
 }

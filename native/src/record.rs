@@ -97,6 +97,9 @@ pub struct Recorder {
     pub delivered: u64,
     pub expected: u64,
     pub offered: u64,
+    /// Redis Cluster redirections followed (cluster.rs).
+    pub moved: u64,
+    pub ask: u64,
     pub open_loop: bool,
     pub send_lag: Option<Box<Counts>>,
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
@@ -117,6 +120,8 @@ impl Recorder {
             delivered: 0,
             expected: 0,
             offered: 0,
+            moved: 0,
+            ask: 0,
             open_loop,
             send_lag: None,
             errors: Vec::new(),
@@ -183,6 +188,8 @@ impl Recorder {
         self.delivered += other.delivered;
         self.expected += other.expected;
         self.offered += other.offered;
+        self.moved += other.moved;
+        self.ask += other.ask;
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
         }
@@ -233,6 +240,8 @@ impl Recorder {
             "cpu": cpu,
             "offered": self.offered,
             "send_lag": lag,
+            "moved": self.moved,
+            "ask": self.ask,
         })
     }
 }

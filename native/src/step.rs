@@ -61,6 +61,11 @@ pub struct Run<'a> {
     pub tuner: WakeTuner,
     /// The step's TLS (tls.rs); None for plain TCP.
     pub tls: Option<crate::tls::TlsConfig>,
+    /// A Redis Cluster's slot map and nodes (cluster.rs); None for one server. In a
+    /// cluster, `order.pipeline` is a client's depth over all its node connections.
+    pub cluster: Option<crate::cluster::Cluster>,
+    /// Tokens a client's connections take (its nodes may grow in a cluster).
+    pub stride: usize,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -86,6 +91,13 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
+    let (cluster, addrs) = match crate::cluster::discover(&order, &codec, addrs) {
+        Ok(x) => x,
+        Err(e) => {
+            eng.error("connection", &e);
+            return "failed";
+        }
+    };
     let pubsub = match PubSubOrder::from_frame(frame) {
         Ok(p) => p,
         Err(e) => {
@@ -93,7 +105,7 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
-    let mut run = match Run::new(eng, order, codec, &addrs, pubsub) {
+    let mut run = match Run::new(eng, order, codec, &addrs, pubsub, cluster) {
         Ok(r) => r,
         Err(e) => {
             eng.error("spec", &e);
@@ -113,7 +125,16 @@ impl<'a> Run<'a> {
         codec: Codec,
         addrs: &[SocketAddr],
         pubsub: Option<PubSubOrder>,
+        cluster: Option<crate::cluster::Cluster>,
     ) -> Result<Run<'a>, String> {
+        let mut order = order;
+        let stride = match &cluster {
+            Some(c) => {
+                order.pipeline = c.per_conn * addrs.len();
+                crate::cluster::MAX_NODES
+            }
+            None => addrs.len(),
+        };
         let publish = order.code_of(Action::Publish);
         let publishes = order
             .clients
@@ -185,6 +206,8 @@ impl<'a> Run<'a> {
             measuring: false,
             trace: order_trace,
             tuner: WakeTuner::default(),
+            cluster,
+            stride,
         })
     }
 
@@ -506,7 +529,9 @@ impl<'a> Run<'a> {
     fn finish_load(&mut self, interval: u64) {
         self.mode = Mode::Idle;
         let limit = now_ns() + interval.min(2_000_000_000);
-        while self.clients.iter().any(|c| c.inflight > 0) && now_ns() < limit {
+        while (self.clients.iter().any(|c| c.inflight > 0) || self.cluster_parked() > 0)
+            && now_ns() < limit
+        {
             if self.eng.eof {
                 break;
             }
@@ -518,7 +543,8 @@ impl<'a> Run<'a> {
             .iter()
             .flat_map(|c| c.conns.iter())
             .map(|k| k.in_phase(phase) as u64)
-            .sum();
+            .sum::<u64>()
+            + self.cluster_parked() as u64;
         self.rec
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
     }

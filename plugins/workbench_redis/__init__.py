@@ -188,10 +188,10 @@ plugin = CacheSystem(
         ),
         Strategy(
             "cluster",
-            "redis.asyncio RedisCluster per worker: CLUSTER SLOTS topology, MOVED/ASK followed",
+            "redis.asyncio RedisCluster per client: CLUSTER SLOTS topology, MOVED/ASK followed",
             connect_cluster,
             operations=KV,
-            connections=one_per_worker,
+            connections=per_client,
         ),
         Strategy(
             "native",

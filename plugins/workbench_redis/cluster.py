@@ -1,6 +1,6 @@
 """Redis Cluster: a managed cluster of throw-away redis-servers, and the `cluster` strategy
-(redis.asyncio.cluster.RedisCluster: topology from CLUSTER SLOTS, CRC16 slots with hash
-tags, -MOVED and -ASK followed by redis-py).
+(redis.asyncio.cluster.RedisCluster per client: topology from CLUSTER SLOTS, CRC16 slots
+with hash tags, -MOVED and -ASK followed by redis-py and counted).
 
 `start_cluster` starts N servers with `cluster-enabled yes` on free loopback ports, joins
 them with `redis-cli --cluster create` and waits (bounded) for `cluster_state:ok` on every
@@ -18,7 +18,7 @@ from typing import Any
 import redis
 import redis.asyncio as aredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import ClusterDownError, RedisClusterException
+from redis.exceptions import AskError, ClusterDownError, MovedError, RedisClusterException
 
 from workbench.adapter import AdapterError
 from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
@@ -100,12 +100,41 @@ def start_cluster(nodes: int = 3, host: str = LOOPBACK, binary: str = "") -> Clu
     )
 
 
+class CountingCluster(RedisCluster):
+    """RedisCluster that counts the MOVED and ASK redirections it follows.
+
+    redis-py follows both inside `_execute_command` and reports each through
+    `_record_error_metric` (redis 8.1, pinned in constraints.txt); counting there is the
+    only place that sees every one. The slot-migration test keeps this honest.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.moved = 0
+        self.ask = 0
+
+    async def _record_error_metric(self, error: Exception, *args: Any, **kwargs: Any) -> None:
+        if isinstance(error, MovedError):
+            self.moved += 1
+        elif isinstance(error, AskError):
+            self.ask += 1
+        await super()._record_error_metric(error, *args, **kwargs)
+
+
 class ClusterConnection:
-    """One RedisCluster per worker, shared by its clients (connections per node inside)."""
+    """One RedisCluster per client (a connection per node each): a client's commands never
+    interleave with another's on a connection.
+
+    redis-py sends ASKING as its own command on a pooled connection, then the redirected
+    command on whichever connection is free: with clients sharing one RedisCluster another
+    client's command can take the ASKING, and the op bounces between the nodes until
+    "TTL exhausted". A full refresh (every 5th MOVED) closes only the client's own
+    connections, too.
+    """
 
     def __init__(self, target: RedisTarget) -> None:
         self.target = target
-        kwargs: dict[str, Any] = {
+        self.kwargs: dict[str, Any] = {
             "startup_nodes": [ClusterNode(target.host, target.port)],
             "username": target.username,
             "password": target.password,
@@ -114,34 +143,52 @@ class ClusterConnection:
             "retry": no_retries(True),
         }
         if target.tls:
-            kwargs.update(ssl=True, **target._ssl_kwargs())
-        self.r = RedisCluster(**kwargs)
+            self.kwargs.update(ssl=True, **target._ssl_kwargs())
+        self.clusters: list[CountingCluster] = []
+        self.spare: CountingCluster | None = None  # the one connect() checked with
+        self._counted = (0, 0)
 
-    async def _call(self, *args: Any) -> Any:
-        try:
-            return await self.r.execute_command(*args)
-        except redis.ResponseError as exc:
-            raise AdapterError("server", str(exc)) from exc
-        except (RedisClusterException, ClusterDownError) as exc:
-            # No node reachable, or the cluster lost slots: a lost connection, said so.
-            raise AdapterError("connection", f"redis cluster: {exc}") from exc
+    async def open(self) -> CountingCluster:
+        """A RedisCluster that has read the slot map (CLUSTER SLOTS)."""
+        r = CountingCluster(**self.kwargs)
+        self.clusters.append(r)
+        await r.initialize()
+        return r
 
     async def client(self) -> AsyncClient:
-        return AsyncClient(self._call, self.target)
+        r, self.spare = self.spare or await self.open(), None
+
+        async def call(*args: Any) -> Any:
+            try:
+                return await r.execute_command(*args)
+            except redis.ResponseError as exc:
+                raise AdapterError("server", str(exc)) from exc
+            except (RedisClusterException, ClusterDownError) as exc:
+                # No node reachable, or the cluster lost slots: a lost connection, said so.
+                raise AdapterError("connection", f"redis cluster: {exc}") from exc
+
+        return AsyncClient(call, self.target)
+
+    def redirects(self) -> tuple[int, int]:
+        """MOVED and ASK followed since the last call (the adapter contract's counts)."""
+        now = (sum(r.moved for r in self.clusters), sum(r.ask for r in self.clusters))
+        before, self._counted = self._counted, now
+        return now[0] - before[0], now[1] - before[1]
 
     async def server_stats(self) -> dict[str, Any]:
         return {}
 
     async def close(self) -> None:
-        await self.r.aclose()
+        for r in self.clusters:
+            await r.aclose()
 
 
 async def connect_cluster(system: dict[str, Any], strategy: dict[str, Any]) -> ClusterConnection:
     conn = ClusterConnection(parse_target(system))
     try:
-        await conn.r.initialize()  # CLUSTER SLOTS now: an unreachable cluster says so here
+        conn.spare = await conn.open()  # CLUSTER SLOTS now: an unreachable one says so here
     except redis.RedisError as exc:
-        await conn.r.aclose()
+        await conn.close()
         raise ConnectionRefusedError(f"redis cluster at {system['url']}: {exc}") from None
     return conn
 

@@ -1,6 +1,7 @@
 """Redis Cluster against real servers: a managed three-node cluster (redis-cli --cluster
-create), the `cluster` strategy spreading keys over every node, and a node killed mid-run
-counted as errors by kind, without a hang."""
+create) run by the native engine by default, both engines (the native engine and the
+`cluster` strategy) spreading keys over every node, and a node killed mid-run counted as
+errors by kind, without a hang."""
 
 from __future__ import annotations
 
@@ -39,19 +40,21 @@ async def test_a_managed_cluster_gets_keys_on_every_node(tmp_path: Path) -> None
         on_event=on_event,
     )
     (step,) = finished(events)
-    assert seen["started"].strategy == "cluster"
+    assert seen["started"].strategy == "native"  # the native engine speaks Redis Cluster
     assert step.status == "completed", step.reason
     assert step.stats.errors == {}
     assert not Path(f"/proc/{seen['started'].server['pid']}").exists()  # stopped with the step
 
 
-async def test_keys_land_on_every_node(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["native", "cluster"])
+async def test_keys_land_on_every_node(strategy: str, tmp_path: Path) -> None:
     with start_cluster(3) as cluster:
         events = await collect(
             [
                 "target.system=redis",
                 f"target.options.url={cluster.target_options['url']}",
                 "target.options.cluster=true",
+                f"strategy.name={strategy}",
                 "load.ops=3000",
                 "load.workers=1",
                 "workload.prefill=false",
@@ -66,7 +69,10 @@ async def test_keys_land_on_every_node(tmp_path: Path) -> None:
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # all stopped
 
 
-async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["native", "cluster"])
+async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(
+    strategy: str, tmp_path: Path
+) -> None:
     with start_cluster(3) as cluster:
         victim = cluster.nodes[2]
 
@@ -79,6 +85,7 @@ async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(tmp_path: 
                 "target.system=redis",
                 f"target.options.url={cluster.target_options['url']}",
                 "target.options.cluster=true",
+                f"strategy.name={strategy}",
                 "target.options.timeout=1",
                 "load.duration=2",
                 "load.workers=1",
@@ -91,4 +98,4 @@ async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(tmp_path: 
     (step,) = finished(events)
     assert not victim.alive()
     assert step.stats.errors, "a third of the slots went away: some ops must fail"
-    assert set(step.stats.errors) <= {"connection", "timeout", "server", "refused"}
+    assert set(step.stats.errors) <= {"connection", "timeout", "server", "refused", "abandoned"}

@@ -7,7 +7,7 @@ from typing import Any
 
 from workbench.events import StepStarted
 from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
+from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
 from workbench.refusals import refusals
 
 
@@ -50,6 +50,8 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
             f"{step.totals.delivered:,} of {step.totals.expected_deliveries:,} "
             f"expected, lost {s.lost:,}"
         )
+    if redirected := redirects_text(step.totals):
+        lines.append(redirected)
     lines += errors
     lines += refused
     lines.append("Response times percentiles:")

@@ -60,6 +60,8 @@ class _Span:
     end: float
     bufs: list[Buffers]
     cpu: float  # CPU seconds this process used in it
+    moved: int = 0  # Redis Cluster redirections the connection followed (`redirects`)
+    ask: int = 0
 
 
 class StepRun:
@@ -256,6 +258,7 @@ class StepRun:
             state.early = Buffers()
             state.phase += 1
             state.measuring = not warmup
+        self._redirects()  # those of the phase before are not this phase's
         if not self.stop_requested.is_set():
             state.phase_over.clear()
         if self.feed is not None and self.feed.done.is_set():
@@ -318,7 +321,15 @@ class StepRun:
         span.bufs.append(buf)
         span.cpu += now - self._cpu_mark
         self._cpu_mark = now
+        moved, ask = self._redirects()
+        span.moved += moved
+        span.ask += ask
         return span
+
+    def _redirects(self) -> tuple[int, int]:
+        """MOVED and ASK redirections since the last call, when the connection counts them."""
+        read = getattr(self.conn, "redirects", None)
+        return read() if read is not None else (0, 0)
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
@@ -329,6 +340,7 @@ class StepRun:
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
+        stats.moved, stats.ask = span.moved, span.ask
         if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))

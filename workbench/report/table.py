@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.metrics import SUMMARY_TICKS, format_us
+from workbench.metrics import SUMMARY_TICKS, format_us, redirects_text
 from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
@@ -172,6 +172,8 @@ def notes(runs: Sequence[RunData]) -> list[str]:
                     f"- {name}: published {t.published:,}, delivered {t.delivered:,} of "
                     f"{t.expected_deliveries:,} expected, lost {step.summary.lost:,}"
                 )
+            if redirected := redirects_text(t):
+                lines.append(f"- {name}: {redirected}")
         for n in run.stored.notices:
             lines.append(f"- {run.name} step {n.step + 1}: {n.level}: {n.message}")
     return ["### Notes", "", *lines, ""] if lines else []

@@ -107,7 +107,8 @@ def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
     declared = system.strategy(system.default_strategy)
     clustered = spec.target.options.get("cluster") or spec.target.server.get("cluster")
     if clustered and any(s.name == "cluster" for s in system.strategies):
-        return system.strategy("cluster"), "the native engine speaks no Redis Cluster"
+        # A cluster's Python client is the `cluster` strategy, not the declared default.
+        declared = system.strategy("cluster")
     native = next((s for s in system.strategies if s.engine == "native"), None)
     if native is None:
         return declared, ""
