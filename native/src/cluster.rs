@@ -522,11 +522,27 @@ impl<'a> Run<'a> {
             None => return,
         };
         for si in 0..n {
-            let waiting = self
+            let index = match self
                 .cluster
                 .as_ref()
-                .map_or(false, |c| c.parked[ci][si].is_some());
-            if waiting && self.node_ready(ci, si) {
+                .and_then(|c| c.parked[ci][si].as_ref())
+            {
+                Some(p) => p.op.index,
+                None => continue,
+            };
+            // A slot map read again may have given its slot to another node (a failover).
+            let k = &self.order.keys;
+            let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
+            let now_at = node_for(&self.cluster, &self.codec, key);
+            let mut at = si;
+            if let Some(c) = self.cluster.as_mut() {
+                if now_at != si && c.parked[ci][now_at].is_none() {
+                    c.parked[ci][now_at] = c.parked[ci][si].take();
+                    at = now_at;
+                }
+            }
+            if self.node_ready(ci, at) {
+                let si = at;
                 let p = self
                     .cluster
                     .as_mut()

@@ -82,7 +82,9 @@ async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) ->
 
 def _start(options: dict[str, Any]) -> ServerProcess:
     if options["cluster"]:
-        return start_cluster(options["cluster_nodes"], binary=options["binary"])
+        return start_cluster(
+            options["cluster_nodes"], binary=options["binary"], replicas=options["cluster_replicas"]
+        )
     return start_redis(
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
         policy=options["maxmemory_policy"],
@@ -230,7 +232,20 @@ plugin = CacheSystem(
                 Option("tls", "bool", False, "TLS only, with a throw-away CA the client trusts"),
                 Option("cluster", "bool", False, "a Redis Cluster of cluster_nodes servers"),
                 Option(
-                    "cluster_nodes", "int", 3, "servers of a managed cluster", minimum=3, maximum=16
+                    "cluster_nodes",
+                    "int",
+                    3,
+                    "primaries of a managed cluster",
+                    minimum=3,
+                    maximum=16,
+                ),
+                Option(
+                    "cluster_replicas",
+                    "int",
+                    0,
+                    "replicas of each primary of a managed cluster (a failover takes over)",
+                    minimum=0,
+                    maximum=2,
                 ),
                 Option(
                     "tls_auth_clients",

@@ -40,35 +40,45 @@ class ClusterProcess(ServerProcess):
             node.stop()
 
 
-def _cluster_state(host: str, port: int) -> str:
+def _ready(host: str, port: int, known: int) -> bool:
+    """The node sees the cluster whole (every slot served, every node known) and, if it is a
+    replica, has its primary's data: only then can it take over."""
     r = redis.Redis(host=host, port=port, socket_timeout=2, socket_connect_timeout=2)
     try:
-        info = r.execute_command("CLUSTER", "INFO")
+        text = r.execute_command("CLUSTER", "INFO")
+        role = r.execute_command("ROLE")
     finally:
         r.close()
-    text = info.decode() if isinstance(info, bytes) else str(info)
-    for line in text.splitlines():
-        if line.startswith("cluster_state:"):
-            return line.split(":", 1)[1].strip()
-    return ""
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    synced = role[0] in (b"master", "master") or role[3] in (b"connected", "connected")
+    whole = info.get("cluster_state") == "ok" and int(info.get("cluster_known_nodes", 0)) >= known
+    return whole and synced
 
 
-def start_cluster(nodes: int = 3, host: str = LOOPBACK, binary: str = "") -> ClusterProcess:
-    """N throw-away cluster nodes joined into one cluster with every slot assigned."""
+def start_cluster(
+    nodes: int = 3, host: str = LOOPBACK, binary: str = "", replicas: int = 0
+) -> ClusterProcess:
+    """N throw-away primaries (and `replicas` replicas of each) joined into one cluster with
+    every slot assigned."""
     cli = require_program("redis-cli", "redis-tools")
     started: list[ServerProcess] = []
+    total = nodes * (1 + replicas)
     try:
-        for _ in range(nodes):
+        for _ in range(total):
             # The bus port given: the default (port + 10000) may not exist.
             extra = [
                 "--cluster-enabled", "yes",
                 "--cluster-node-timeout", "2000",
                 "--cluster-port", str(free_port(host)),
+                # A replica syncs at once (not after the 5 s diskless default).
+                "--repl-diskless-sync-delay", "0",
             ]  # fmt: skip
             started.append(start_redis(host=host, binary=binary, extra=extra))
         addresses = [f"{host}:{s.port}" for s in started]
+        create = [cli, "--cluster", "create", *addresses, "--cluster-yes"]
         done = subprocess.run(
-            [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+            [*create, "--cluster-replicas", str(replicas)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -77,10 +87,11 @@ def start_cluster(nodes: int = 3, host: str = LOOPBACK, binary: str = "") -> Clu
         if done.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-400:]}")
         deadline = time.monotonic() + READY_TIMEOUT
-        while not all(_cluster_state(host, s.port) == "ok" for s in started):
+        while not all(_ready(host, s.port, total) for s in started):
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"the cluster did not reach cluster_state:ok in {READY_TIMEOUT:g}s"
+                    f"the cluster did not reach cluster_state:ok (replicas synced) in "
+                    f"{READY_TIMEOUT:g}s"
                 )
             time.sleep(0.1)
     except BaseException:
@@ -93,7 +104,8 @@ def start_cluster(nodes: int = 3, host: str = LOOPBACK, binary: str = "") -> Clu
         process=first.process,
         host=first.host,
         port=first.port,
-        version=f"{first.version} cluster of {nodes}",
+        version=f"{first.version} cluster of {nodes}"
+        + (f" with {replicas} replica(s) each" if replicas else ""),
         target_options={"url": f"redis://{host}:{first.port}/0", "cluster": True},
         log_path=first.log_path,
         nodes=started,

@@ -5,16 +5,19 @@ errors by kind, without a hang."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 from support import collect, finished
-from workbench_redis.cluster import start_cluster
+from workbench_redis.cluster import ClusterProcess, start_cluster
 
 from workbench.events import Interval, StepStarted
+from workbench.servers import ServerProcess
 from workbench.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
@@ -99,3 +102,53 @@ async def test_a_node_killed_mid_run_gives_errors_by_kind_and_no_hang(
     assert not victim.alive()
     assert step.stats.errors, "a third of the slots went away: some ops must fail"
     assert set(step.stats.errors) <= {"connection", "timeout", "server", "refused", "abandoned"}
+
+
+def _primary(cluster: ClusterProcess) -> ServerProcess:
+    """A node that is a primary now (redis-cli picks which of the nodes are)."""
+    for node in cluster.nodes:
+        role = redis.Redis(port=node.port).execute_command("ROLE")
+        if role[0] in (b"master", "master"):
+            return node
+    raise AssertionError("no primary in the cluster")
+
+
+@pytest.mark.parametrize("strategy", ["native", "cluster"])
+async def test_a_replica_takes_over_a_killed_primary_and_the_load_goes_on(
+    strategy: str, tmp_path: Path
+) -> None:
+    with start_cluster(3, replicas=1) as cluster:
+        assert len(cluster.nodes) == 6
+        victim = _primary(cluster)
+        intervals: list[Interval] = []
+
+        def on_event(e: Any) -> None:
+            if isinstance(e, Interval):
+                intervals.append(e)
+                if e.index == 3 and victim.alive():
+                    os.kill(victim.pid, signal.SIGKILL)
+
+        events = await collect(
+            [
+                "target.system=redis",
+                f"target.options.url={cluster.target_options['url']}",
+                "target.options.cluster=true",
+                f"strategy.name={strategy}",
+                "target.options.timeout=1",
+                "load.duration=9",
+                "load.workers=1",
+                "load.concurrency=4",
+                "load.rate=1000",
+                "workload.prefill=false",
+            ],
+            Store(tmp_path / "runs.sqlite"),
+            on_event=on_event,
+        )
+    (step,) = finished(events)
+    assert not victim.alive()
+    assert step.status == "completed", step.reason
+    assert step.stats.errors, "the primary's slots were unserved until the failover"
+    assert set(step.stats.errors) <= {"connection", "timeout", "server", "abandoned"}
+    # The replica took over (node timeout 2 s): the last second ran without an error.
+    last = [i.stats for i in intervals if i.index >= 0][-4:]
+    assert all(s.ops > 0 and not s.errors for s in last), [s.errors for s in last]
