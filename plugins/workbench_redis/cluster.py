@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -22,6 +22,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, RedisCluste
 
 from workbench.adapter import AdapterError
 from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
+from workbench_redis.info import CPU_FIELDS, InfoReader
 from workbench_redis.pooled import AsyncClient
 from workbench_redis.server import start_redis
 from workbench_redis.target import RedisTarget, no_retries, parse_target
@@ -158,6 +159,7 @@ class ClusterConnection:
             self.kwargs.update(ssl=True, **target._ssl_kwargs())
         self.clusters: list[CountingCluster] = []
         self.spare: CountingCluster | None = None  # the one connect() checked with
+        self.readers: dict[str, InfoReader] = {}  # INFO by node address (server_stats)
         self._counted = (0, 0)
 
     async def open(self) -> CountingCluster:
@@ -188,9 +190,32 @@ class ClusterConnection:
         return now[0] - before[0], now[1] - before[1]
 
     async def server_stats(self) -> dict[str, Any]:
-        return {}
+        """INFO of every primary: the figures summed, each node's CPU under `nodes`."""
+        r = self.spare or (self.clusters[0] if self.clusters else None)
+        if r is None:
+            return {}
+        figures: dict[str, Any] = {}
+        nodes: dict[str, dict[str, float]] = {}
+        for node in r.get_primaries():
+            address = f"{node.host}:{node.port}"
+            if address not in self.readers:
+                self.readers[address] = InfoReader(
+                    replace(self.target, host=node.host, port=node.port)
+                )
+            try:
+                info = await self.readers[address].read()
+            except (OSError, redis.RedisError, AdapterError):
+                continue  # a node gone: the others still report
+            nodes[address] = {k: float(info[k]) for k in CPU_FIELDS if k in info}
+            for k, v in info.items():
+                figures[k] = figures.get(k, 0) + v
+        if nodes:
+            figures["nodes"] = nodes
+        return figures
 
     async def close(self) -> None:
+        for reader in self.readers.values():
+            await reader.close()
         for r in self.clusters:
             await r.aclose()
 

@@ -17,7 +17,8 @@ from support import collect, finished
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
 from workbench.events import Interval, StepStarted
-from workbench.servers import ServerProcess
+from workbench.live import RunView
+from workbench.servers import LOOPBACK, ServerProcess
 from workbench.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
@@ -29,6 +30,8 @@ async def test_a_managed_cluster_gets_keys_on_every_node(tmp_path: Path) -> None
     def on_event(e: Any) -> None:
         if isinstance(e, StepStarted):
             seen["started"] = e
+            url = redis.Redis.from_url(e.server["url"])
+            seen["ports"] = [int(r[2][1]) for r in url.execute_command("CLUSTER", "SLOTS")]
 
     events = await collect(
         [
@@ -46,6 +49,17 @@ async def test_a_managed_cluster_gets_keys_on_every_node(tmp_path: Path) -> None
     assert seen["started"].strategy == "native"  # the native engine speaks Redis Cluster
     assert step.status == "completed", step.reason
     assert step.stats.errors == {}
+    # The server's CPU is read per node (each node's process): the verdict's cores are the
+    # nodes' and it names the busiest node.
+    view = RunView()
+    for e in events:
+        view = view.apply(e)
+    figures = view.steps[0].verdict.figures
+    nodes = [f"{LOOPBACK}:{port}" for port in seen["ports"]]
+    assert sorted(figures["nodes_core_share"]) == sorted(nodes), figures
+    assert figures["busiest_node"] in nodes
+    assert figures["server_cores"] == min(3.0, figures["machine_cpus"] or 3.0)
+    assert "busiest node" in view.steps[0].verdict.line
     assert not Path(f"/proc/{seen['started'].server['pid']}").exists()  # stopped with the step
 
 
