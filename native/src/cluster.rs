@@ -385,6 +385,63 @@ pub fn discover(
     Ok((Some(cluster), nodes))
 }
 
+/// The probe's slot map (probe.rs): node index by slot, and the nodes' addresses.
+pub fn slot_map(
+    codec: &Codec,
+    addr: SocketAddr,
+    tls: Option<&TlsConfig>,
+    timeout: Duration,
+    allow_remote: bool,
+) -> Result<(Vec<u16>, Vec<SocketAddr>), String> {
+    let mut hello = Vec::new();
+    let hellos = codec.hello(&mut hello);
+    let ranges = fetch(addr, &hello, hellos, tls, timeout)?;
+    let mut cluster = Cluster {
+        slots: vec![NONE; SLOTS],
+        nodes: Vec::new(),
+        per_conn: 1,
+        parked: Vec::new(),
+        stale: false,
+        refreshed_at: 0,
+        hello,
+        hellos,
+        allow_remote,
+    };
+    cluster.apply(&ranges, addr)?;
+    Ok((cluster.slots, cluster.nodes))
+}
+
+/// The node a key goes to in a probe's slot map.
+pub fn slot_node(slots: &[u16], key: &[u8]) -> usize {
+    match slots[slot_of(key)] {
+        NONE => 0,
+        n => n as usize,
+    }
+}
+
+/// A redirection followed in a probe's slot map: the node to ask (added when new), the
+/// slot moved to it for MOVED.
+pub fn follow(
+    slots: &mut [u16],
+    nodes: &mut Vec<SocketAddr>,
+    r: &Redirect,
+    allow_remote: bool,
+) -> Result<usize, String> {
+    let asked = nodes[0];
+    let addr = node_addr(&r.host, r.port, asked, allow_remote)?;
+    let node = match nodes.iter().position(|a| *a == addr) {
+        Some(i) => i,
+        None => {
+            nodes.push(addr);
+            nodes.len() - 1
+        }
+    };
+    if !r.ask {
+        slots[r.slot] = node as u16;
+    }
+    Ok(node)
+}
+
 impl<'a> Run<'a> {
     /// A reply that redirects the op: counted, the slot map updated (MOVED), and the op
     /// sent again on the node named (after ASKING for ASK). Never an error, never lost.

@@ -20,7 +20,7 @@ import redis.asyncio as aredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import AskError, ClusterDownError, MovedError, RedisClusterException
 
-from workbench.adapter import AdapterError
+from workbench.adapter import NODE_CPU, AdapterError
 from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
 from workbench_redis.info import CPU_FIELDS, InfoReader
 from workbench_redis.pooled import AsyncClient
@@ -190,27 +190,25 @@ class ClusterConnection:
         return now[0] - before[0], now[1] - before[1]
 
     async def server_stats(self) -> dict[str, Any]:
-        """INFO of every primary: the figures summed, each node's CPU under `nodes`."""
+        """INFO of every primary: the figures summed, and each node's CPU seconds as
+        ``node_cpu@HOST:PORT`` (the coordinator reads the nodes' shares from them)."""
         r = self.spare or (self.clusters[0] if self.clusters else None)
         if r is None:
             return {}
         figures: dict[str, Any] = {}
-        nodes: dict[str, dict[str, float]] = {}
         for node in r.get_primaries():
             address = f"{node.host}:{node.port}"
             if address not in self.readers:
-                self.readers[address] = InfoReader(
-                    replace(self.target, host=node.host, port=node.port)
-                )
+                target = replace(self.target, host=node.host, port=node.port)
+                self.readers[address] = InfoReader(target)
             try:
                 info = await self.readers[address].read()
             except (OSError, redis.RedisError, AdapterError):
                 continue  # a node gone: the others still report
-            nodes[address] = {k: float(info[k]) for k in CPU_FIELDS if k in info}
+            if all(k in info for k in CPU_FIELDS):
+                figures[f"{NODE_CPU}{address}"] = sum(float(info[k]) for k in CPU_FIELDS)
             for k, v in info.items():
                 figures[k] = figures.get(k, 0) + v
-        if nodes:
-            figures["nodes"] = nodes
         return figures
 
     async def close(self) -> None:

@@ -9,7 +9,7 @@ never waiting for a slow or stopped server. Added to every interval's ``server``
   ``used_cpu_user``/``used_cpu_sys``, memcached ``rusage_user``/``rusage_system``);
 - ``cpu_cores``: the cores the server may use, when known (a managed server's affinity);
 - ``node_cpu``: a cluster's CPU seconds by node address (a managed cluster's node
-  processes, else each node's own counters under the figures' ``nodes``); then
+  processes, else the figures ``node_cpu@HOST:PORT`` its nodes report); then
   ``cpu_seconds`` is their sum and ``cpu_cores`` the cores any node may use;
 - ``host_busy`` (0..1 across all cores of this machine, from /proc/stat), ``host_cpus``.
 
@@ -25,7 +25,7 @@ import os
 from collections.abc import Awaitable
 from typing import Any
 
-from workbench.adapter import CacheSystem, Connection, ManagedServer, Strategy
+from workbench.adapter import NODE_CPU, CacheSystem, Connection, ManagedServer, Strategy
 
 STATS_TIMEOUT = 2.0
 FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
@@ -183,13 +183,10 @@ class ServerMonitor:
                 for address, pid in self._nodes
                 if (cpu := process_cpu_seconds(pid)) is not None
             }
-        nodes = self.latest.get("nodes")
-        if not isinstance(nodes, dict):
-            return {}
         return {
-            address: cpu
-            for address, figures in nodes.items()
-            if isinstance(figures, dict) and (cpu := counted_cpu(figures)) is not None
+            key[len(NODE_CPU) :]: float(value)
+            for key, value in self.latest.items()
+            if key.startswith(NODE_CPU) and isinstance(value, int | float)
         }
 
     def _add_nodes(self, out: dict[str, Any]) -> None:
