@@ -28,20 +28,32 @@ pub const MAX_NODES: usize = 64;
 const REFRESH_GAP: u64 = 100_000_000; // 100 ms between two full refreshes
 const FETCH_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// CRC16-CCITT (XMODEM), Redis Cluster's key hash.
-pub fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
+/// CRC16-CCITT (XMODEM) of each byte value: the per-byte step of the key hash.
+const CRC16_TABLE: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
             crc = if crc & 0x8000 != 0 {
                 (crc << 1) ^ 0x1021
             } else {
                 crc << 1
             };
+            bit += 1;
         }
+        table[i] = crc;
+        i += 1;
     }
-    crc
+    table
+};
+
+/// CRC16-CCITT (XMODEM), Redis Cluster's key hash (a table lookup per byte).
+pub fn crc16(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |crc, &b| {
+        (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize]
+    })
 }
 
 /// The slot of a key: of its hash tag (the text between the first `{` and the next `}`,
