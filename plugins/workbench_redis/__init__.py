@@ -19,6 +19,7 @@ from workbench.adapter import (
     pool_of,
     runs_in_native_engine,
 )
+from workbench.errors import TargetError
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
 from workbench.tls import TLS_OPTIONS
@@ -82,8 +83,17 @@ async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) ->
 
 def _start(options: dict[str, Any]) -> ServerProcess:
     if options["cluster"]:
+        if options["tls_auth_clients"]:
+            raise TargetError(
+                "a managed cluster takes no client certificates (tls_auth_clients); "
+                "use tls = true alone",
+                "target.server.tls_auth_clients",
+            )
         return start_cluster(
-            options["cluster_nodes"], binary=options["binary"], replicas=options["cluster_replicas"]
+            options["cluster_nodes"],
+            binary=options["binary"],
+            replicas=options["cluster_replicas"],
+            tls=options["tls"],
         )
     return start_redis(
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",

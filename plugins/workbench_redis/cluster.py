@@ -5,14 +5,19 @@ with hash tags, -MOVED and -ASK followed by redis-py and counted).
 `start_cluster` starts N servers with `cluster-enabled yes` on free loopback ports, joins
 them with `redis-cli --cluster create` and waits (bounded) for `cluster_state:ok` on every
 node. The cluster is one `ServerProcess` (its first node) that stops all of them; each node
-also dies with the workbench (the process toolkit's registry).
+also dies with the workbench (the process toolkit's registry). With `tls`, one throw-away CA
+signs the certificate every node serves (clients, the cluster bus and replication all speak
+TLS); its directory is removed when the cluster stops.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -22,6 +27,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, RedisCluste
 
 from workbench.adapter import NODE_CPU, AdapterError
 from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
+from workbench.tls_certs import TlsFiles, make_tls_files
 from workbench_redis.info import CPU_FIELDS, InfoReader
 from workbench_redis.pooled import AsyncClient
 from workbench_redis.server import start_redis
@@ -35,16 +41,34 @@ class ClusterProcess(ServerProcess):
     """The cluster as one managed server: node 0's process, and every node to stop."""
 
     nodes: list[ServerProcess] = field(default_factory=list)
+    tls_dir: Path | None = None  # the throw-away CA of a TLS cluster
 
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+        if self.tls_dir is not None:
+            shutil.rmtree(self.tls_dir, ignore_errors=True)
 
 
-def _ready(host: str, port: int, known: int) -> bool:
+def _tls_argv(port: int, files: TlsFiles) -> list[str]:
+    return [
+        "--port", "0", "--tls-port", str(port),
+        "--tls-cert-file", str(files.server_cert),
+        "--tls-key-file", str(files.server_key),
+        "--tls-ca-cert-file", str(files.ca),
+        # The cluster bus always asks the connecting node for a certificate: the client one.
+        "--tls-client-cert-file", str(files.client_cert),
+        "--tls-client-key-file", str(files.client_key),
+        "--tls-auth-clients", "no",
+        "--tls-cluster", "yes", "--tls-replication", "yes",
+    ]  # fmt: skip
+
+
+def _ready(host: str, port: int, known: int, files: TlsFiles | None) -> bool:
     """The node sees the cluster whole (every slot served, every node known) and, if it is a
     replica, has its primary's data: only then can it take over."""
-    r = redis.Redis(host=host, port=port, socket_timeout=2, socket_connect_timeout=2)
+    tls: dict[str, Any] = {"ssl": True, "ssl_ca_certs": str(files.ca)} if files else {}
+    r = redis.Redis(host=host, port=port, socket_timeout=2, socket_connect_timeout=2, **tls)
     try:
         text = r.execute_command("CLUSTER", "INFO")
         role = r.execute_command("ROLE")
@@ -58,15 +82,19 @@ def _ready(host: str, port: int, known: int) -> bool:
 
 
 def start_cluster(
-    nodes: int = 3, host: str = LOOPBACK, binary: str = "", replicas: int = 0
+    nodes: int = 3, host: str = LOOPBACK, binary: str = "", replicas: int = 0, tls: bool = False
 ) -> ClusterProcess:
     """N throw-away primaries (and `replicas` replicas of each) joined into one cluster with
-    every slot assigned."""
+    every slot assigned; with `tls`, over TLS only."""
     cli = require_program("redis-cli", "redis-tools")
     started: list[ServerProcess] = []
     total = nodes * (1 + replicas)
+    tls_dir = Path(tempfile.mkdtemp(prefix="workbench-cluster-tls-")) if tls else None
+    files = make_tls_files(tls_dir) if tls_dir is not None else None
+    cli_tls = ["--tls", "--cacert", str(files.ca)] if files else []
     try:
         for _ in range(total):
+            port = free_port(host)
             # The bus port given: the default (port + 10000) may not exist.
             extra = [
                 "--cluster-enabled", "yes",
@@ -75,9 +103,11 @@ def start_cluster(
                 # A replica syncs at once (not after the 5 s diskless default).
                 "--repl-diskless-sync-delay", "0",
             ]  # fmt: skip
-            started.append(start_redis(host=host, binary=binary, extra=extra))
+            if files is not None:
+                extra += _tls_argv(port, files)
+            started.append(start_redis(port=port, host=host, binary=binary, extra=extra))
         addresses = [f"{host}:{s.port}" for s in started]
-        create = [cli, "--cluster", "create", *addresses, "--cluster-yes"]
+        create = [cli, *cli_tls, "--cluster", "create", *addresses, "--cluster-yes"]
         done = subprocess.run(
             [*create, "--cluster-replicas", str(replicas)],
             capture_output=True,
@@ -88,7 +118,7 @@ def start_cluster(
         if done.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-400:]}")
         deadline = time.monotonic() + READY_TIMEOUT
-        while not all(_ready(host, s.port, total) for s in started):
+        while not all(_ready(host, s.port, total, files) for s in started):
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"the cluster did not reach cluster_state:ok (replicas synced) in "
@@ -98,8 +128,13 @@ def start_cluster(
     except BaseException:
         for s in started:
             s.stop()
+        if tls_dir is not None:
+            shutil.rmtree(tls_dir, ignore_errors=True)
         raise
     first = started[0]
+    target: dict[str, Any] = {"url": f"redis://{host}:{first.port}/0", "cluster": True}
+    if files is not None:
+        target.update(url=f"rediss://{host}:{first.port}/0", tls_ca=str(files.ca))
     return ClusterProcess(
         name="redis-cluster",
         process=first.process,
@@ -107,9 +142,10 @@ def start_cluster(
         port=first.port,
         version=f"{first.version} cluster of {nodes}"
         + (f" with {replicas} replica(s) each" if replicas else ""),
-        target_options={"url": f"redis://{host}:{first.port}/0", "cluster": True},
+        target_options=target,
         log_path=first.log_path,
         nodes=started,
+        tls_dir=tls_dir,
     )
 
 

@@ -166,3 +166,37 @@ async def test_a_replica_takes_over_a_killed_primary_and_the_load_goes_on(
     # The replica took over (node timeout 2 s): the last second ran without an error.
     last = [i.stats for i in intervals if i.index >= 0][-4:]
     assert all(s.ops > 0 and not s.errors for s in last), [s.errors for s in last]
+
+
+@pytest.mark.parametrize("strategy", ["native", "cluster"])
+async def test_a_managed_tls_cluster_is_loaded_over_tls_in_both_engines(
+    strategy: str, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def on_event(e: Any) -> None:
+        if isinstance(e, StepStarted):
+            seen["url"] = e.server["url"]
+            seen["ca"] = e.server["tls_ca"]
+
+    events = await collect(
+        [
+            "target.system=redis",
+            "target.managed=true",
+            "target.server.cluster=true",
+            "target.server.tls=true",
+            f"strategy.name={strategy}",
+            "load.ops=3000",
+            "load.workers=1",
+            "load.concurrency=4",
+            "workload.prefill=false",
+        ],
+        Store(tmp_path / "runs.sqlite"),
+        on_event=on_event,
+    )
+    (step,) = finished(events)
+    assert seen["url"].startswith("rediss://")
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}, step.stats.first_errors
+    assert step.stats.ops == 3000
+    assert not Path(seen["ca"]).exists()  # the throw-away CA went with the cluster

@@ -107,8 +107,13 @@ def test_errors_are_classified_when_the_server_goes_away(name: str, strategy: st
 
 
 # The kit over production-shaped targets: every strategy of a system against a managed TLS
-# server (a throw-away CA), and the native engine against a managed Redis Cluster.
-VARIANTS = {"tls": {"tls": True}, "cluster": {"cluster": True}}
+# server (a throw-away CA), the native engine against a managed Redis Cluster, and both
+# cluster clients against a TLS cluster.
+VARIANTS = {
+    "tls": {"tls": True},
+    "cluster": {"cluster": True},
+    "tls-cluster": {"cluster": True, "tls": True},
+}
 
 
 def _variant_cases() -> Iterator[Any]:
@@ -117,6 +122,8 @@ def _variant_cases() -> Iterator[Any]:
             if s.name != "cluster":
                 yield pytest.param(name, s.name, "tls", id=f"{name}-{s.name}-tls")
     yield pytest.param("redis", "native", "cluster", id="redis-native-cluster")
+    for strategy in ("native", "cluster"):
+        yield pytest.param("redis", strategy, "tls-cluster", id=f"redis-{strategy}-tls-cluster")
 
 
 @pytest.fixture(scope="session")
