@@ -140,6 +140,9 @@ def _server_figure(key: str, value: object) -> Row:
             if isinstance(f, dict) and isinstance(f.get("busy"), int | float)
         )
         key = "hosts busy"
+    elif key == "node_cpu" and isinstance(value, dict):  # a cluster: each node's CPU seconds
+        shown = ", ".join(f"{node} {seconds:.2f}s" for node, seconds in value.items())
+        key = "nodes cpu"
     elif isinstance(value, int | float) and memory:
         shown = format_bytes(value)
     elif isinstance(value, int):
@@ -187,6 +190,8 @@ def counter_rows(step: StepView | None) -> list[Row]:
     ]
     if t.published:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
+    if t.moved or t.ask:  # a Redis Cluster's redirections, each op counted once
+        rows += [("MOVED", format_count(t.moved)), ("ASK", format_count(t.ask))]
     rows += [_server_figure(key, value) for key, value in sorted(t.server.items())]
     return rows
 
