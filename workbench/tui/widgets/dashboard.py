@@ -19,6 +19,7 @@ from textual.containers import Container, Grid
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from workbench.adapter import NODE_CPU
 from workbench.live import RunView, StepView
 from workbench.metrics import Summary
 from workbench.tui.figures import (
@@ -192,7 +193,9 @@ def counter_rows(step: StepView | None) -> list[Row]:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
     if t.moved or t.ask:  # a Redis Cluster's redirections, each op counted once
         rows += [("MOVED", format_count(t.moved)), ("ASK", format_count(t.ask))]
-    rows += [_server_figure(key, value) for key, value in sorted(t.server.items())]
+    # A cluster node's raw CPU counter is shown as "nodes cpu" (per interval) instead.
+    figures = sorted((k, v) for k, v in t.server.items() if not k.startswith(NODE_CPU))
+    rows += [_server_figure(key, value) for key, value in figures]
     return rows
 
 
