@@ -660,7 +660,7 @@ impl<'a> Run<'a> {
             Some(c) => c.stale && now.saturating_sub(c.refreshed_at) >= REFRESH_GAP,
             None => false,
         };
-        if !due || self.mode == Mode::Idle {
+        if !due || self.mode == Mode::Idle || self.clients.is_empty() {
             return;
         }
         let (hello, hellos) = match self.cluster.as_ref() {
