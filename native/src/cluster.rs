@@ -286,14 +286,7 @@ pub struct Parked {
     op: Op,
     t0: u64,
     due: u64,
-}
-
-/// Whether an op is still to be sent: one parked on a node, or the client's own.
-fn parked_count(cluster: &Option<Cluster>, clients: &[crate::client::Client]) -> usize {
-    let on_nodes = cluster.as_ref().map_or(0, |c| {
-        c.parked.iter().flatten().filter(|p| p.is_some()).count()
-    });
-    on_nodes + clients.iter().filter(|c| c.parked.is_some()).count()
+    phase: u32,
 }
 
 /// A cluster step's topology and what it counts on.
@@ -305,6 +298,8 @@ pub struct Cluster {
     /// Requests in flight on one connection (the strategy's `pipeline`).
     pub per_conn: usize,
     parked: Vec<Vec<Option<Parked>>>,
+    /// By client: a drawn op whose node's place was taken.
+    overflow: Vec<Option<Parked>>,
     stale: bool,
     refreshed_at: u64,
     hello: Vec<u8>,
@@ -377,6 +372,7 @@ pub fn discover(
         nodes: Vec::new(),
         per_conn: order.pipeline,
         parked: Vec::new(),
+        overflow: Vec::new(),
         stale: false,
         refreshed_at: now_ns(),
         hello,
@@ -393,6 +389,7 @@ pub fn discover(
     cluster.parked = (0..order.clients.len())
         .map(|_| (0..cluster.nodes.len()).map(|_| None).collect())
         .collect();
+    cluster.overflow = (0..order.clients.len()).map(|_| None).collect();
     let nodes = cluster.nodes.clone();
     Ok((Some(cluster), nodes))
 }
@@ -413,6 +410,7 @@ pub fn slot_map(
         nodes: Vec::new(),
         per_conn: 1,
         parked: Vec::new(),
+        overflow: Vec::new(),
         stale: false,
         refreshed_at: 0,
         hello,
@@ -562,26 +560,35 @@ impl<'a> Run<'a> {
     }
 
     /// An op whose node is full or down waits in that node's place; false when the place is
-    /// taken (the op then waits as the client's parked op, and the client draws no more).
+    /// taken (the op then waits as the client's overflow, and the client draws no more).
     pub fn park_on_node(&mut self, ci: usize, op: Op, t0: u64, due: u64) -> bool {
         let k = &self.order.keys;
         let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
         let si = node_for(&self.cluster, &self.codec, key);
+        let phase = self.phase;
         let c = match self.cluster.as_mut() {
             Some(c) => c,
             None => return false,
         };
-        let place = &mut c.parked[ci][si];
-        if place.is_some() {
-            self.clients[ci].parked = Some(op);
+        let parked = Parked { op, t0, due, phase };
+        if c.parked[ci][si].is_some() {
+            c.overflow[ci] = Some(parked);
             return false;
         }
-        *place = Some(Parked { op, t0, due });
+        c.parked[ci][si] = Some(parked);
         true
     }
 
-    /// Send the ops parked for nodes that have room again (before drawing new ones); they
-    /// were taken from the budget, so they go out after the load stops too.
+    /// Whether the client holds an op no node could take yet: it draws no more until then.
+    pub fn cluster_blocked(&self, ci: usize) -> bool {
+        self.cluster
+            .as_ref()
+            .map_or(false, |c| c.overflow[ci].is_some())
+    }
+
+    /// Send the ops parked for nodes that have room again (before drawing new ones), each
+    /// in the phase it was drawn in; they were taken from the budget, so they go out after
+    /// the load stops too.
     pub fn unpark_nodes(&mut self, ci: usize, now: u64) {
         if self.mode == Mode::Prefill {
             return;
@@ -600,50 +607,64 @@ impl<'a> Run<'a> {
                 None => continue,
             };
             // A slot map read again may have given its slot to another node (a failover).
-            let k = &self.order.keys;
-            let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
-            let now_at = node_for(&self.cluster, &self.codec, key);
-            let mut at = si;
+            let at = self.node_of_index(index);
             if let Some(c) = self.cluster.as_mut() {
-                if now_at != si && c.parked[ci][now_at].is_none() {
-                    c.parked[ci][now_at] = c.parked[ci][si].take();
-                    at = now_at;
+                if at != si && c.parked[ci][at].is_none() {
+                    c.parked[ci][at] = c.parked[ci][si].take();
                 }
             }
-            if self.node_ready(ci, at) {
-                let si = at;
-                let p = self
-                    .cluster
-                    .as_mut()
-                    .and_then(|c| c.parked[ci][si].take())
-                    .expect("a parked op");
-                self.issue_op(ci, p.op, p.t0, p.due, now);
+            self.send_parked(ci, at, now);
+            self.send_parked(ci, si, now);
+        }
+        // The overflow takes its node's place once that is free.
+        let index = match self.cluster.as_ref().and_then(|c| c.overflow[ci].as_ref()) {
+            Some(p) => p.op.index,
+            None => return,
+        };
+        let at = self.node_of_index(index);
+        if let Some(c) = self.cluster.as_mut() {
+            if c.parked[ci][at].is_none() {
+                c.parked[ci][at] = c.overflow[ci].take();
             }
         }
-        // The client's own parked op (its node's place was taken): drawn first by the
-        // load, but after it stops only this sends it.
-        if self.mode == Mode::Idle {
-            if let Some(op) = self.clients[ci].parked.take() {
-                let k = &self.order.keys;
-                let key =
-                    workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
-                let si = node_for(&self.cluster, &self.codec, key);
-                if self.node_ready(ci, si) {
-                    self.issue_op(ci, op, now, now, now);
-                } else {
-                    self.clients[ci].parked = Some(op);
-                }
-            }
+        self.send_parked(ci, at, now);
+    }
+
+    fn node_of_index(&mut self, index: u64) -> usize {
+        let k = &self.order.keys;
+        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
+        node_for(&self.cluster, &self.codec, key)
+    }
+
+    /// The op parked in node `si`'s place, sent if the node has room.
+    fn send_parked(&mut self, ci: usize, si: usize, now: u64) {
+        let waiting = self
+            .cluster
+            .as_ref()
+            .map_or(false, |c| c.parked[ci][si].is_some());
+        if !waiting || !self.node_ready(ci, si) {
+            return;
+        }
+        if let Some(p) = self.cluster.as_mut().and_then(|c| c.parked[ci][si].take()) {
+            self.issue_op(ci, p.op, p.t0, p.due, now, p.phase);
         }
     }
 
-    /// Ops drawn (and taken from the budget) but not sent yet: the end of the load waits
-    /// for them as for those in flight, and counts those never sent as abandoned.
-    pub fn cluster_parked(&self) -> usize {
-        match self.cluster {
-            Some(_) => parked_count(&self.cluster, &self.clients),
-            None => 0,
-        }
+    /// Ops drawn (and taken from the budget) but not sent yet, of `phase` (None: of any):
+    /// the end of the load waits for them as for those in flight, and counts those of its
+    /// phase never sent as abandoned.
+    pub fn cluster_parked(&self, phase: Option<u32>) -> usize {
+        let c = match &self.cluster {
+            Some(c) => c,
+            None => return 0,
+        };
+        c.parked
+            .iter()
+            .flatten()
+            .chain(c.overflow.iter())
+            .flatten()
+            .filter(|p| phase.map_or(true, |ph| p.phase == ph))
+            .count()
     }
 
     /// A lost connection or a MOVED makes the slot map stale.

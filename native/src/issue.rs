@@ -211,6 +211,9 @@ impl<'a> Run<'a> {
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
     fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        if self.cluster_blocked(ci) {
+            return false; // an op waits for its cluster node's place (cluster.rs)
+        }
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was
@@ -251,19 +254,27 @@ impl<'a> Run<'a> {
             self.clients[ci].parked = Some(op);
             return false;
         }
-        self.issue_op(ci, op, t0, due, now);
+        let phase = self.phase;
+        self.issue_op(ci, op, t0, due, now, phase);
         true
     }
 
-    /// Send a drawn op: its send lag, its kind, its trace line.
-    pub fn issue_op(&mut self, ci: usize, op: workload::Op, t0: u64, due: u64, now: u64) {
+    /// Send a drawn op of `phase`: its send lag, its kind, its trace line.
+    pub fn issue_op(
+        &mut self,
+        ci: usize,
+        op: workload::Op,
+        t0: u64,
+        due: u64,
+        now: u64,
+        phase: u32,
+    ) {
         let c = &mut self.clients[ci];
         if c.schedule.is_some() {
             self.rec.lag(now - due);
         }
         let hot = op.index < c.stream.hot_end;
         c.inflight += 1;
-        let phase = self.phase;
         // A cache-aside op is a get that sets on a miss.
         let (req, aside) = match self.order.actions[op.code as usize] {
             Action::Get => (Req::Get, false),

@@ -529,7 +529,7 @@ impl<'a> Run<'a> {
     fn finish_load(&mut self, interval: u64) {
         self.mode = Mode::Idle;
         let limit = now_ns() + interval.min(2_000_000_000);
-        while (self.clients.iter().any(|c| c.inflight > 0) || self.cluster_parked() > 0)
+        while (self.clients.iter().any(|c| c.inflight > 0) || self.cluster_parked(None) > 0)
             && now_ns() < limit
         {
             if self.eng.eof {
@@ -544,7 +544,7 @@ impl<'a> Run<'a> {
             .flat_map(|c| c.conns.iter())
             .map(|k| k.in_phase(phase) as u64)
             .sum::<u64>()
-            + self.cluster_parked() as u64;
+            + self.cluster_parked(Some(phase)) as u64;
         self.rec
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
         self.await_deliveries();
