@@ -43,6 +43,7 @@ impl<'a> Run<'a> {
                 }
                 if !hit && p.aside && self.mode != Mode::Idle {
                     // Cache-aside: the miss is filled before the client's next op.
+                    self.next_key = p.key;
                     self.send(
                         ci,
                         Req::Set,
@@ -102,10 +103,18 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
+        let owned = self.next_key.take(); // a replayed key of its own (replay.rs)
         let (key, value, size) = if req == Req::Publish {
             // A channel and a message stamped now (pubsub.rs) in place of key and value.
             let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
             (channel, message, message.len())
+        } else if let Some(own) = owned.as_deref() {
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (own, value, size)
         } else {
             let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
             let value = if req == Req::Set {
@@ -140,6 +149,7 @@ impl<'a> Run<'a> {
             t0,
             phase,
             hot,
+            key: owned,
         });
     }
 
@@ -203,6 +213,9 @@ impl<'a> Run<'a> {
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
     fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        if self.replay.is_some() {
+            return self.replay_next(ci, now); // the trace's next request (replay.rs)
+        }
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was

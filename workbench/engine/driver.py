@@ -25,7 +25,7 @@ from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mi
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
-from workbench.engine.trace_feed import MAX_TRACE_VALUE, TraceFeed
+from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -215,6 +215,9 @@ class StepRun:
         start = time.perf_counter() if start is None else start
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         status = await self._warm_and_measure(start)
+        if self.feed is not None and self.feed.failure:
+            self.send(frames.error(UNREADABLE, self.feed.failure, ""))
+            status = "failed"
         if self.subs:
             await self._report_late_deliveries()
         if self.state.trace is not None:

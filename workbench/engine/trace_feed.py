@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from workbench.spec.model import Spec
 from workbench.traces.formats import read
-from workbench.traces.records import Request
+from workbench.traces.records import Request, TraceFormatError
 from workbench.workload import CACHE_ASIDE, DELETE, GET, SET
 
 # The largest value a replayed request sends; larger ones are skipped and named (the
@@ -25,6 +25,11 @@ from workbench.workload import CACHE_ASIDE, DELETE, GET, SET
 MAX_TRACE_VALUE = 4 * 1024**2
 AS_RECORDED = {"get": GET, "gets": GET, "set": SET, "delete": DELETE}
 OP_NEEDS = {GET: "get", SET: "set", DELETE: "delete", CACHE_ASIDE: "get"}
+
+
+# The error kind of a trace that cannot be read to its end, in both engines: it fails the
+# step (`engine.coordinator`), whatever was measured before it.
+UNREADABLE = "trace file"
 
 
 class TraceEnd(Exception):
@@ -65,6 +70,9 @@ class TraceFeed:
         self.origin: float | None = None  # the trace's first timestamp
         self.done = threading.Event()  # every client of this worker replayed its share
         self.on_done = on_done
+        # The first unreadable record, once met: every client ends and the step fails with
+        # it (`UNREADABLE`), never replaying a shorter trace as if whole.
+        self.failure = ""
         if not client_ids:  # a worker without clients has no share to replay
             self.done.set()
 
@@ -73,22 +81,30 @@ class TraceFeed:
             queue = self.queues[client]
             if queue:
                 return queue.popleft()
-            if self.origin is None:
-                first = next(self.requests, None)
-                if first is None:
-                    return None
-                self.origin = first.time
-                self.requests = itertools.chain((first,), self.requests)
-            # Read on until this client has a request; the hot loop of every worker, which
-            # reads the whole trace: `owner` inlined, names bound locally.
-            queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
-            for r in self.requests:
-                mine = queues.get(crc32(r.key.encode()) % clients)
-                if mine is not None:
-                    mine.append(r)
-                    if mine is queue:
-                        return queue.popleft()
-            return None
+            try:
+                return self._read_on(queue)
+            except TraceFormatError as exc:
+                self.failure = self.failure or str(exc)
+                self.requests = iter(())
+                return None
+
+    def _read_on(self, queue: deque[Request]) -> Request | None:
+        if self.origin is None:
+            first = next(self.requests, None)
+            if first is None:
+                return None
+            self.origin = first.time
+            self.requests = itertools.chain((first,), self.requests)
+        # Read on until this client has a request; the hot loop of every worker, which
+        # reads the whole trace: `owner` inlined, names bound locally.
+        queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
+        for r in self.requests:
+            mine = queues.get(crc32(r.key.encode()) % clients)
+            if mine is not None:
+                mine.append(r)
+                if mine is queue:
+                    return queue.popleft()
+        return None
 
     def finish(self, client: int) -> None:
         with self.lock:
