@@ -21,6 +21,10 @@ use std::collections::VecDeque;
 /// (`trace_feed.UNREADABLE`).
 pub const UNREADABLE: &str = "trace file";
 
+/// What a request too large to send is counted as among the skipped
+/// (`trace_feed.LARGE_VALUE`).
+pub const LARGE_VALUE: &str = "value over 4 MiB";
+
 /// The compiled `trace` part of a step order (`native_order._trace`).
 #[derive(Clone, Debug)]
 pub struct TraceOrder {
@@ -243,8 +247,9 @@ impl Replay {
         self.queues[ci].front()
     }
 
-    /// What a request is sent as, or the skip's (kind, message) when it is not replayed.
-    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), (String, String)> {
+    /// What a request is sent as, or what it is counted as skipped when it is not replayed:
+    /// its op, or `LARGE_VALUE`.
+    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), &'static str> {
         let s = &self.order.supports;
         let name = tracefile::OPS[op as usize];
         let (req, aside) = if !self.order.as_recorded {
@@ -264,19 +269,10 @@ impl Replay {
             _ => false,
         };
         if !able {
-            return Err((
-                format!("skipped {}", name),
-                format!("trace op {:?} is not replayed on this target", name),
-            ));
+            return Err(name);
         }
         if value_size > self.order.max_value && (req == Req::Set || aside) {
-            return Err((
-                "skipped value".into(),
-                format!(
-                    "trace value of {} bytes is above the {} the engine sends",
-                    value_size, self.order.max_value
-                ),
-            ));
+            return Err(LARGE_VALUE);
         }
         Ok((req, aside))
     }
@@ -410,9 +406,9 @@ impl<'a> Run<'a> {
                     let due = if timed { rp.due(time) } else { now };
                     break (req, aside, due, time);
                 }
-                Err((kind, message)) => {
+                Err(what) => {
                     rp.queues[ci].pop_front();
-                    self.rec.error(&kind, &message);
+                    self.rec.skip(what, 1);
                 }
             }
         };
