@@ -119,12 +119,14 @@ def _combinations(spec: Spec) -> list[Step]:
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
-    for i, combo in enumerate(itertools.product(*(a.values for a in axes))):
+    # By position, not by value: two equal values (one system with two strategies along)
+    # are two steps, each with its own label and along values.
+    for i, combo in enumerate(itertools.product(*(range(len(a.values)) for a in axes))):
         data = spec_to_dict(base)
         label = {}
-        for axis, value in zip(axes, combo, strict=True):
+        for axis, idx in zip(axes, combo, strict=True):
+            value = axis.values[idx]
             set_path(data, axis.path, value)
-            idx = axis.values.index(value)
             for path, along in axis.along.items():
                 set_path(data, path, along[idx])
             label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
