@@ -110,6 +110,8 @@ pub struct Replay {
     /// The first unreadable record, once met: the step fails with it.
     pub failure: Option<String>,
     reported: bool,
+    /// Requests read and not replayed, not yet moved into the step's recorder.
+    skipped: Vec<(&'static str, u64)>,
     key: Vec<u8>,
 }
 
@@ -177,6 +179,7 @@ impl Replay {
             load_start: 0,
             failure: None,
             reported: false,
+            skipped: Vec::new(),
             key: Vec::with_capacity(64),
         })
     }
@@ -225,7 +228,16 @@ impl Replay {
         if ci == u32::MAX {
             return;
         }
-        if self.timed() && self.load_start > 0 && self.replayed(r.op, r.value_size).is_ok() {
+        // A request that is not replayed is counted as it is read, never queued: a trace
+        // of mostly skipped ops must not pile up in the queues of the clients reading on.
+        if let Err(what) = self.replayed(r.op, r.value_size) {
+            match self.skipped.iter_mut().find(|s| s.0 == what) {
+                Some(s) => s.1 += 1,
+                None => self.skipped.push((what, 1)),
+            }
+            return;
+        }
+        if self.timed() && self.load_start > 0 {
             let due = self.due(r.time);
             self.dues.push_back(due);
         }
@@ -303,7 +315,6 @@ impl Replay {
             .queues
             .iter()
             .flatten()
-            .filter(|i| self.replayed(i.op, i.value_size).is_ok())
             .map(|i| self.due(i.time))
             .collect();
         self.dues.extend(dues);
@@ -395,22 +406,18 @@ impl<'a> Run<'a> {
             rp.start(start);
         }
         let timed = rp.timed();
-        // The client's next replayed request; skips are counted as they are met.
-        let (req, aside, due, time) = loop {
-            let (op, value_size, time) = match rp.front(ci) {
-                Some(i) => (i.op, i.value_size, i.time),
-                None => break (Req::Hello, false, u64::MAX, 0.0),
-            };
-            match rp.replayed(op, value_size) {
-                Ok((req, aside)) => {
-                    let due = if timed { rp.due(time) } else { now };
-                    break (req, aside, due, time);
-                }
-                Err(what) => {
-                    rp.queues[ci].pop_front();
-                    self.rec.skip(what, 1);
-                }
+        // The client's next request (every one queued is replayed: skips never queue).
+        let next = rp.front(ci).map(|i| (i.op, i.value_size, i.time));
+        for (what, n) in rp.skipped.drain(..) {
+            self.rec.skip(what, n);
+        }
+        let (req, aside, due, time) = match next {
+            Some((op, value_size, time)) => {
+                let (req, aside) = rp.replayed(op, value_size).expect("queued: replayed");
+                let due = if timed { rp.due(time) } else { now };
+                (req, aside, due, time)
             }
+            None => (Req::Hello, false, u64::MAX, 0.0),
         };
         if let Some(e) = rp.failure.clone() {
             if !rp.reported {

@@ -124,13 +124,18 @@ class TraceFeed:
             return None
         # Read on until this client has a request; the hot loop of every worker, which
         # reads the whole trace: `owner` inlined, names bound locally.
-        queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
+        queues, clients, crc32, skip = self.queues, self.all_clients, zlib.crc32, self._skip
         dues = self.dues if self.speed > 0 else None
         for r in self.requests:
             mine = queues.get(crc32(r.key.encode()) % clients)
             if mine is not None:
+                # A request that is not replayed is counted as it is read, never queued: a
+                # trace of mostly skipped ops must not pile up in the other clients' queues.
+                if (what := skip(r)) is not None:
+                    self.on_skip(what)
+                    continue
                 mine.append(r)
-                if dues is not None and self._skip(r) is None:
+                if dues is not None:
                     dues.append(r.time)
                 if mine is queue:
                     return queue.popleft()
@@ -157,9 +162,11 @@ class TraceFeed:
                         break
                     mine = queues.get(crc32(r.key.encode()) % clients)
                     if mine is not None:
+                        if (what := self._skip(r)) is not None:
+                            self.on_skip(what)
+                            continue
                         mine.append(r)
-                        if self._skip(r) is None:
-                            self.dues.append(r.time)
+                        self.dues.append(r.time)
             except TraceFormatError as exc:
                 self.failure = self.failure or str(exc)
                 self.requests = iter(())
