@@ -25,6 +25,9 @@ impl<'a> Run<'a> {
             }
             (Req::Get, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
+                if p.aside && self.replay.is_some() {
+                    self.replay_answered(p.index, p.key.is_some()); // replay.rs
+                }
                 if in_phase {
                     let r = &mut self.rec;
                     r.latency(self.kinds.get, now.saturating_sub(p.t0));

@@ -110,6 +110,7 @@ pub struct Replay {
     /// The first unreadable record, once met: the step fails with it.
     pub failure: Option<String>,
     reported: bool,
+    present: Present,
     /// Requests read and not replayed, not yet moved into the step's recorder.
     skipped: Vec<(&'static str, u64)>,
     key: Vec<u8>,
@@ -179,6 +180,7 @@ impl Replay {
             load_start: 0,
             failure: None,
             reported: false,
+            present: Present::new(),
             skipped: Vec::new(),
             key: Vec::with_capacity(64),
         })
@@ -343,12 +345,48 @@ fn key_index(prefix: &str, item: &Item, buf: &mut Vec<u8>) -> (u64, bool) {
     }
 }
 
-/// Whether the client has a request for this key waiting for its reply.
+/// Whether the client has a get-set-on-miss get of this key waiting for its reply: until
+/// it comes, a miss (and its fill) may follow.
 fn in_flight(c: &crate::client::Client, index: u64, text: bool) -> bool {
     c.conns
         .iter()
         .flat_map(|k| k.pending.iter())
-        .any(|p| p.index == index && p.key.is_some() == text && p.req != Req::Hello)
+        .any(|p| p.index == index && p.key.is_some() == text && p.req == Req::Get && p.aside)
+}
+
+/// Keys a get-set-on-miss get was answered for (a hit, or a miss whose fill went out on
+/// the same connection ahead of anything sent after): their next gets need not wait. A
+/// direct-mapped table of fixed size: a key pushed out by another only waits again.
+struct Present {
+    slots: Vec<u64>,
+}
+
+const PRESENT_SLOTS: usize = 1 << 16;
+
+impl Present {
+    fn new() -> Present {
+        Present {
+            slots: vec![0; PRESENT_SLOTS],
+        }
+    }
+
+    fn tag(index: u64, text: bool) -> (usize, u64) {
+        let h = index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (text as u64);
+        (
+            (h >> 48) as usize % PRESENT_SLOTS,
+            (index << 1 | text as u64).wrapping_add(1),
+        )
+    }
+
+    fn mark(&mut self, index: u64, text: bool) {
+        let (slot, tag) = Self::tag(index, text);
+        self.slots[slot] = tag;
+    }
+
+    fn has(&self, index: u64, text: bool) -> bool {
+        let (slot, tag) = Self::tag(index, text);
+        self.slots[slot] == tag
+    }
 }
 
 impl<'a> Run<'a> {
@@ -383,6 +421,14 @@ impl<'a> Run<'a> {
             for ci in 0..self.clients.len() {
                 self.refill(ci, now);
             }
+        }
+    }
+
+    /// A get-set-on-miss get was answered: its key is there now (or its fill is on its way,
+    /// ahead of anything sent after it on the connection).
+    pub fn replay_answered(&mut self, index: u64, text: bool) {
+        if let Some(rp) = self.replay.as_mut() {
+            rp.present.mark(index, text);
         }
     }
 
@@ -480,9 +526,9 @@ impl<'a> Run<'a> {
         // with '_' to the recorded key size (`TraceFeed.key`).
         let front = rp.queues[ci].front().expect("the front just read");
         let (index, text) = key_index(&self.order.keys.prefix, front, &mut rp.key);
-        // Get-set-on-miss: a key's next get waits for the previous one (and its fill) to be
-        // answered, so a pipelined client misses each object once, as a sequential one does.
-        if aside && in_flight(&self.clients[ci], index, text) {
+        // Get-set-on-miss: a key's next get waits for the answer to a get that may still
+        // miss, so a pipelined client misses each object once, as a sequential one does.
+        if aside && !rp.present.has(index, text) && in_flight(&self.clients[ci], index, text) {
             return false;
         }
         if !self.reserve(now) {
