@@ -3,6 +3,7 @@ of `trace info`, and one line naming the record and byte offset for a bad file (
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import zstandard
 
 from workbench.oracle_trace import RECORD
+from workbench.simulate import runner
 from workbench.traces.formats import format_of, read, writer
 from workbench.traces.info import analyze, zipf_fit
 from workbench.traces.records import Request, TraceFormatError
@@ -136,6 +138,23 @@ def test_cli_synth_info_convert_and_a_bad_file_exits_2(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert len(bad.stderr.strip().splitlines()) == 1
     assert "record 501 at byte offset" in bad.stderr
+
+
+@pytest.mark.skipif(not runner.available(), reason="libcachesim is not installed (the sim extra)")
+@pytest.mark.parametrize("name", ["t.oracleGeneral.zst", "t.twitter.csv"])
+def test_info_adds_libcachesim_s_analyzer_from_its_own_process(tmp_path: Path, name: str) -> None:
+    trace = tmp_path / name
+    writer(format_of(str(trace)))(synth(3000, 400, "zipf(1.0)", "fixed(100)", seed=8), str(trace))
+    objects = analyze(read(str(trace))).objects
+    res = subprocess.run([*CLI, "info", str(trace), "--json"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lcs = json.loads(res.stdout)["libcachesim"]
+    assert (lcs["requests"], lcs["objects"]) == (3000, objects)
+    # Every object's first request is a compulsory miss.
+    assert lcs["compulsory_miss_ratio"]["requests"] == pytest.approx(objects / 3000, abs=1e-4)
+    assert 0.8 < lcs["zipf_alpha"] < 1.2
+    without = [*CLI, "info", str(trace), "--json", "--no-libcachesim"]
+    assert "libcachesim" not in json.loads(subprocess.run(without, capture_output=True).stdout)
 
 
 def test_a_large_file_streams_in_bounded_memory(tmp_path: Path) -> None:
