@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from workbench.cli.common import one_line_errors, out
+from workbench.errors import WorkbenchError
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
 from workbench.traces.formats import FORMATS, format_of, read, writer
@@ -99,6 +101,9 @@ def info(
     if lcs is None:
         out(f"  libCacheSim        not installed: {INSTALL}")
         return
+    if "error" in lcs:
+        out(f"  libCacheSim        {lcs['error']}")
+        return
     miss = lcs.get("compulsory_miss_ratio", {})
     out("  libCacheSim's analyzer (its own process):")
     out(
@@ -112,13 +117,17 @@ def info(
 
 def _libcachesim(path: Path, name: str) -> dict[str, Any]:
     """libCacheSim's analyzer over the file; another format goes through a temporary
-    oracleGeneral copy (its reader's format), which reads every op but delete as a get."""
-    if name == "oracleGeneral":
-        return runner.analyze(str(path))
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = str(Path(tmp) / "copy.oracleGeneral")
-        writer("oracleGeneral")(read(str(path), name), copy)
-        return runner.analyze(copy)
+    oracleGeneral copy (its reader's format), which reads every op but delete as a get.
+    Its failure is one line of the output ({"error": ...}), not the command's."""
+    try:
+        if name == "oracleGeneral":
+            return runner.analyze(str(path))
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = str(Path(tmp) / "copy.oracleGeneral")
+            writer("oracleGeneral")(read(str(path), name), copy)
+            return runner.analyze(copy)
+    except (WorkbenchError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"the analyzer failed: {exc}"}
 
 
 def _pcts(p: dict[str, int]) -> str:
