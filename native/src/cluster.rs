@@ -287,6 +287,9 @@ pub struct Parked {
     t0: u64,
     due: u64,
     phase: u32,
+    /// Its key's node under slot map `map`: looked up again only when the map changed.
+    node: usize,
+    map: u64,
 }
 
 /// A cluster step's topology and what it counts on.
@@ -300,6 +303,8 @@ pub struct Cluster {
     parked: Vec<Vec<Option<Parked>>>,
     /// By client: a drawn op whose node's place was taken.
     overflow: Vec<Option<Parked>>,
+    /// Counts changes of the slot map (a MOVED, a refresh).
+    map: u64,
     stale: bool,
     refreshed_at: u64,
     hello: Vec<u8>,
@@ -327,6 +332,7 @@ impl Cluster {
             }
         }
         self.slots = slots;
+        self.map += 1;
         Ok(())
     }
 
@@ -373,6 +379,7 @@ pub fn discover(
         per_conn: order.pipeline,
         parked: Vec::new(),
         overflow: Vec::new(),
+        map: 0,
         stale: false,
         refreshed_at: now_ns(),
         hello,
@@ -411,6 +418,7 @@ pub fn slot_map(
         per_conn: 1,
         parked: Vec::new(),
         overflow: Vec::new(),
+        map: 0,
         stale: false,
         refreshed_at: 0,
         hello,
@@ -475,6 +483,7 @@ impl<'a> Run<'a> {
         if let Some(c) = self.cluster.as_mut() {
             if !r.ask {
                 c.slots[r.slot] = si as u16;
+                c.map += 1;
                 c.stale = true;
             }
         }
@@ -570,7 +579,15 @@ impl<'a> Run<'a> {
             Some(c) => c,
             None => return false,
         };
-        let parked = Parked { op, t0, due, phase };
+        let map = c.map;
+        let parked = Parked {
+            op,
+            t0,
+            due,
+            phase,
+            node: si,
+            map,
+        };
         if c.parked[ci][si].is_some() {
             c.overflow[ci] = Some(parked);
             return false;
@@ -598,16 +615,11 @@ impl<'a> Run<'a> {
             None => return,
         };
         for si in 0..n {
-            let index = match self
-                .cluster
-                .as_ref()
-                .and_then(|c| c.parked[ci][si].as_ref())
-            {
-                Some(p) => p.op.index,
+            let at = match self.parked_node(ci, Some(si)) {
+                Some(at) => at,
                 None => continue,
             };
             // A slot map read again may have given its slot to another node (a failover).
-            let at = self.node_of_index(index);
             if let Some(c) = self.cluster.as_mut() {
                 if at != si && c.parked[ci][at].is_none() {
                     c.parked[ci][at] = c.parked[ci][si].take();
@@ -617,17 +629,41 @@ impl<'a> Run<'a> {
             self.send_parked(ci, si, now);
         }
         // The overflow takes its node's place once that is free.
-        let index = match self.cluster.as_ref().and_then(|c| c.overflow[ci].as_ref()) {
-            Some(p) => p.op.index,
+        let at = match self.parked_node(ci, None) {
+            Some(at) => at,
             None => return,
         };
-        let at = self.node_of_index(index);
         if let Some(c) = self.cluster.as_mut() {
             if c.parked[ci][at].is_none() {
                 c.parked[ci][at] = c.overflow[ci].take();
             }
         }
         self.send_parked(ci, at, now);
+    }
+
+    /// The node of the op parked in node `si`'s place (None: the client's overflow), by
+    /// the current slot map; None when there is no such op.
+    fn parked_node(&mut self, ci: usize, si: Option<usize>) -> Option<usize> {
+        let (index, map) = {
+            let c = self.cluster.as_ref()?;
+            let p = match si {
+                Some(si) => c.parked[ci][si].as_ref()?,
+                None => c.overflow[ci].as_ref()?,
+            };
+            if p.map == c.map {
+                return Some(p.node);
+            }
+            (p.op.index, c.map)
+        };
+        let at = self.node_of_index(index);
+        let c = self.cluster.as_mut()?;
+        let p = match si {
+            Some(si) => c.parked[ci][si].as_mut()?,
+            None => c.overflow[ci].as_mut()?,
+        };
+        p.node = at;
+        p.map = map;
+        Some(at)
     }
 
     fn node_of_index(&mut self, index: u64) -> usize {
