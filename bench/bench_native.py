@@ -512,9 +512,11 @@ def main() -> None:
         with start_redis() as redis:
             url = redis.target_options["url"]
             per_op = {}
+            # Long enough that what varies per interval (the histograms' encoding, whose
+            # size follows the latencies seen) is small beside 200,000 ops.
             for name, path in (("norecord", plain), ("recording", binary)):
-                small, large = instructions(path, url, 20_000), instructions(path, url, 60_000)
-                per_op[name] = (large - small) / 40_000
+                small, large = instructions(path, url, 50_000), instructions(path, url, 250_000)
+                per_op[name] = (large - small) / 200_000
             extra = per_op["recording"] / per_op["norecord"] - 1
             print(
                 f"  instructions per op (valgrind): norecord {per_op['norecord']:,.0f},"

@@ -28,11 +28,13 @@ const SUB_MASK: u64 = 2 * HALF_COUNT - 1;
 /// interval (`histogram`), not once per op.
 const SLOTS: usize = 1 << 16;
 
+/// HdrHistogram's counts index of `v`: bucket `b` (the highest bit of `v | SUB_MASK`,
+/// less HALF_MAGNITUDE) holds 2048 sub-buckets of `v >> b`, the lower half of which
+/// overlaps bucket `b - 1`, so the index is `b * 1024 + (v >> b)`.
 #[inline(always)]
 fn counts_index(v: u64) -> usize {
-    let bucket = 64 - (v | SUB_MASK).leading_zeros() as u64 - (HALF_MAGNITUDE as u64 + 1);
-    let sub = v >> bucket;
-    (((bucket + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT) as usize
+    let bucket = 63 - (v | SUB_MASK).leading_zeros() as u64 - HALF_MAGNITUDE as u64;
+    ((bucket << HALF_MAGNITUDE) + (v >> bucket)) as usize
 }
 
 #[inline]
@@ -164,8 +166,9 @@ impl Recorder {
         self.hist.record(kind, end.wrapping_sub(start));
     }
 
-    /// An open-loop send's lag (its histogram is made with the recorder).
-    #[inline]
+    /// An open-loop send's lag (its histogram is made with the recorder). Not inlined: it
+    /// stays out of the closed loop's refill, where it never runs.
+    #[inline(never)]
     pub fn lag(&mut self, ns: u64) {
         if cfg!(feature = "norecord") {
             return;
