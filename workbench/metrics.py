@@ -145,6 +145,10 @@ class Stats:
     cpu: dict[str, float] = field(default_factory=dict)
     offered: int = 0  # open loop: ops whose intended start fell in the span
     send_lag: HdrHistogram | None = None  # open loop: actual send minus intended start (ns)
+    # A trace replay's requests not sent, by what they were: an op the target does not do
+    # ("incr", "cas") or a value too large to send ("value over 4 MiB"). Not errors:
+    # nothing was tried. On the wire and in the store only when there are any.
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -180,6 +184,8 @@ class Stats:
         for worker, seconds in other.cpu.items():
             self.cpu[worker] = self.cpu.get(worker, 0.0) + seconds
         self.offered += other.offered
+        for what, n in other.skipped.items():
+            self.skipped[what] = self.skipped.get(what, 0) + n
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -190,7 +196,17 @@ class Stats:
                 if k.startswith("peak_") and isinstance(v, int | float):
                     self.server[k] = max(v, self.server.get(k, v))
 
+    @property
+    def skipped_count(self) -> int:
+        return sum(self.skipped.values())
+
     def to_dict(self) -> dict[str, Any]:
+        data = self._fields()
+        if self.skipped:
+            data["skipped"] = dict(self.skipped)
+        return data
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "duration": self.duration,
             "hist": {k: encode(h) for k, h in self.hist.items()},
@@ -219,6 +235,7 @@ class Stats:
         fields["first_errors"] = dict(data.get("first_errors", {}))
         fields["server"] = dict(data.get("server", {}))
         fields["cpu"] = dict(data.get("cpu", {}))
+        fields["skipped"] = dict(data.get("skipped", {}))
         lag = data.get("send_lag")
         fields["send_lag"] = decode(lag) if lag else None
         return cls(**fields)
@@ -226,6 +243,8 @@ class Stats:
 
 # The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
 STATS_KEYS = tuple(Stats().to_dict())
+# Keys an interval's statistics hold only when they have something (a trace replay's).
+OPTIONAL_STATS_KEYS = ("skipped",)
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:

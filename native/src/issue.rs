@@ -25,6 +25,9 @@ impl<'a> Run<'a> {
             }
             (Req::Get, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
+                if p.aside && self.replay.is_some() {
+                    self.replay_answered(p.index, p.key.is_some()); // replay.rs
+                }
                 if in_phase {
                     let r = &mut self.rec;
                     r.latency(self.kinds.get, p.t0, now);
@@ -45,6 +48,7 @@ impl<'a> Run<'a> {
                     // Cache-aside: the miss is filled before the client's next op, also
                     // when the budget ran out meanwhile (Idle): the fill is part of the op
                     // that was taken, and finish_load waits for it as for any in flight.
+                    self.next_key = p.key;
                     self.send(
                         ci,
                         Req::Set,
@@ -103,10 +107,18 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
+        let owned = self.next_key.take(); // a replayed key of its own (replay.rs)
         let (key, value, size) = if req == Req::Publish {
             // A channel and a message stamped now (pubsub.rs) in place of key and value.
             let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
             (channel, message, message.len())
+        } else if let Some(own) = owned.as_deref() {
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (own, value, size)
         } else {
             let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
             let value = if req == Req::Set {
@@ -141,6 +153,7 @@ impl<'a> Run<'a> {
             t0,
             phase,
             hot,
+            key: owned,
         });
     }
 
@@ -204,6 +217,9 @@ impl<'a> Run<'a> {
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
     fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        if self.replay.is_some() {
+            return self.replay_next(ci, now); // the trace's next request (replay.rs)
+        }
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was

@@ -20,12 +20,15 @@ mod probe;
 mod proto;
 mod pubsub;
 mod record;
+mod replay;
 mod resp;
 mod rng;
 mod step;
 mod tls;
 mod trace;
+mod tracefile;
 mod workload;
+mod zstd;
 
 use serde_json::json;
 

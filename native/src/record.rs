@@ -128,6 +128,8 @@ pub struct Recorder {
     pub open_loop: bool,
     pub send_lag: Option<Counts<1>>,
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
+    /// A trace replay's requests not sent, by op (`metrics.Stats.skipped`).
+    pub skipped: Vec<(String, u64)>,
 }
 
 impl Recorder {
@@ -151,6 +153,15 @@ impl Recorder {
             open_loop,
             send_lag: open_loop.then(Counts::new),
             errors: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// A trace request not sent: an op the target does not do, or a value too large.
+    pub fn skip(&mut self, what: &str, n: u64) {
+        match self.skipped.iter_mut().find(|s| s.0 == what) {
+            Some(s) => s.1 += n,
+            None => self.skipped.push((what.to_string(), n)),
         }
     }
 
@@ -217,6 +228,9 @@ impl Recorder {
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
         }
+        for (what, n) in other.skipped {
+            self.skip(&what, n);
+        }
     }
 
     /// The STATS object of `metrics.Stats.to_dict()`, plus cpu, offered and send_lag.
@@ -247,7 +261,7 @@ impl Recorder {
         };
         let mut cpu = Map::new();
         cpu.insert(worker.to_string(), json!(cpu_seconds));
-        json!({
+        let mut stats = json!({
             "duration": duration,
             "hist": hist,
             "hits": self.hits,
@@ -265,7 +279,16 @@ impl Recorder {
             "cpu": cpu,
             "offered": self.offered,
             "send_lag": lag,
-        })
+        });
+        if !self.skipped.is_empty() {
+            let skipped: Map<String, Value> = self
+                .skipped
+                .iter()
+                .map(|(what, n)| (what.clone(), json!(n)))
+                .collect();
+            stats["skipped"] = Value::Object(skipped);
+        }
+        stats
     }
 }
 

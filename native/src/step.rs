@@ -61,6 +61,9 @@ pub struct Run<'a> {
     pub tuner: WakeTuner,
     /// The step's TLS (tls.rs); None for plain TCP.
     pub tls: Option<crate::tls::TlsConfig>,
+    /// Replaying a trace file (`replay.rs`), and a replayed key `send` takes as it is.
+    pub replay: Option<crate::replay::Replay>,
+    pub next_key: Option<Box<[u8]>>,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -93,6 +96,13 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
+    let trace = match crate::replay::TraceOrder::from_frame(frame) {
+        Ok(t) => t,
+        Err(e) => {
+            eng.error("spec", &e);
+            return "failed";
+        }
+    };
     let mut run = match Run::new(eng, order, codec, &addrs, pubsub) {
         Ok(r) => r,
         Err(e) => {
@@ -100,7 +110,14 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
-    let status = run.execute();
+    if let Err(e) = run.open_replay(trace) {
+        run.eng.error("spec", &e);
+        return "failed";
+    }
+    let mut status = run.execute();
+    if run.replay.as_ref().map_or(false, |r| r.failure.is_some()) {
+        status = "failed"; // an unreadable record, said in one line when it was met
+    }
     run.close_all();
     run.close_subscribers();
     status
@@ -192,6 +209,8 @@ impl<'a> Run<'a> {
             measuring: false,
             trace: order_trace,
             tuner: WakeTuner::default(),
+            replay: None,
+            next_key: None,
         })
     }
 
@@ -402,6 +421,7 @@ impl<'a> Run<'a> {
             let early = std::mem::replace(&mut self.pubsub.early, fresh);
             self.rec.absorb(early);
         }
+        self.replay_phase_began(measured);
     }
 
     /// A measured phase of a fixed duration on the grid of `pacing::grid`.
@@ -413,12 +433,14 @@ impl<'a> Run<'a> {
         let mut cpu = pacing::cpu_seconds();
         for (k, &end) in ends.iter().enumerate() {
             let at = begin + end;
-            while now_ns() < at && !self.eng.stop {
+            // A replay's trace may end the phase before its time (phase_over).
+            while now_ns() < at && !self.eng.stop && !self.phase_over {
                 self.turn(at);
             }
             let stopped = self.eng.stop;
-            let last = stopped || k + 1 == ends.len();
-            let end = if stopped {
+            let ended = stopped || self.phase_over;
+            let last = ended || k + 1 == ends.len();
+            let end = if ended {
                 now_ns().saturating_sub(begin).min(end)
             } else {
                 end
@@ -534,14 +556,17 @@ impl<'a> Run<'a> {
     /// Intended starts of every client in [start, end) of the phase (ns since it began).
     fn offered(&mut self, start: u64, end: u64) -> u64 {
         let (a, b) = (self.phase_begin + start, self.phase_begin + end);
-        self.clients
-            .iter_mut()
-            .filter_map(|c| c.offered.as_mut())
-            .map(|o| {
-                let before = o.before(a);
-                o.before(b) - before
-            })
-            .sum()
+        let replayed = self.replay_offered(a, b);
+        replayed
+            + self
+                .clients
+                .iter_mut()
+                .filter_map(|c| c.offered.as_mut())
+                .map(|o| {
+                    let before = o.before(a);
+                    o.before(b) - before
+                })
+                .sum::<u64>()
     }
 
     fn emit(

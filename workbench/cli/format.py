@@ -20,6 +20,12 @@ def live_line(elapsed: float, s: Summary) -> str:
     )
 
 
+def skipped_line(skipped: dict[str, int]) -> str:
+    """A trace replay's requests not sent, each kind named once."""
+    kinds = ", ".join(f"{what} {n:,}" for what, n in sorted(skipped.items()))
+    return f"skipped {sum(skipped.values()):,} trace request(s) this target does not do: {kinds}"
+
+
 def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
     """The step's figures; `ticks`: the percentiles to list (memtier's --print-percentiles),
     else the usual ones."""
@@ -51,6 +57,8 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
             f"expected, lost {s.lost:,}"
         )
     lines += errors
+    if step.totals.skipped:
+        lines.append(skipped_line(step.totals.skipped))
     lines += refused
     lines.append("Response times percentiles:")
     if ticks:

@@ -167,6 +167,11 @@ def notes(runs: Sequence[RunData]) -> list[str]:
             for kind, n in t.errors.items():
                 first = t.first_errors.get(kind, "")
                 lines.append(f"- {name}: {n:,} {kind} error(s); first: `{first}`")
+            if t.skipped:
+                kinds = ", ".join(f"{what} {n:,}" for what, n in sorted(t.skipped.items()))
+                lines.append(
+                    f"- {name}: {t.skipped_count:,} trace request(s) skipped, not sent: {kinds}"
+                )
             if t.expected_deliveries:
                 lines.append(
                     f"- {name}: published {t.published:,}, delivered {t.delivered:,} of "

@@ -126,8 +126,6 @@ def _native_unfit(native: Strategy, spec: Spec) -> str:
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
-    if spec.workload.trace is not None:
-        return "the native engine does not replay traces yet"
     # rediss:// and memcached's tls are the native engine's too (native/src/tls.rs); https is not
     tls = [v for v in spec.target.options.values() if str(v).startswith("https://")]
     if tls:
