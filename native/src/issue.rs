@@ -35,7 +35,7 @@ impl<'a> Run<'a> {
                 }
                 if in_phase {
                     let r = &mut self.rec;
-                    r.latency(self.kinds.get, now.saturating_sub(p.t0));
+                    r.latency(self.kinds.get, p.t0, now);
                     if hit {
                         r.hits += 1;
                         r.bytes_in += value_len as u64;
@@ -72,15 +72,14 @@ impl<'a> Run<'a> {
             (Req::Set, _) => {
                 c.release(1, now, pipeline);
                 if in_phase {
-                    self.rec.latency(self.kinds.set, now.saturating_sub(p.t0));
+                    self.rec.latency(self.kinds.set, p.t0, now);
                     self.rec.bytes_out += p.size as u64;
                 }
             }
             (Req::Delete, _) => {
                 c.release(1, now, pipeline);
                 if in_phase {
-                    self.rec
-                        .latency(self.kinds.delete, now.saturating_sub(p.t0));
+                    self.rec.latency(self.kinds.delete, p.t0, now);
                 }
             }
             (Req::Publish, _) => {
@@ -88,7 +87,7 @@ impl<'a> Run<'a> {
                 if in_phase {
                     let expected = self.pubsub.per_channel();
                     let r = &mut self.rec;
-                    r.latency(self.kinds.publish, now.saturating_sub(p.t0));
+                    r.latency(self.kinds.publish, p.t0, now);
                     r.bytes_out += p.size as u64;
                     r.published += 1;
                     r.expected += expected;

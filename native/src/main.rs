@@ -72,6 +72,12 @@ fn main() {
     if std::os::unix::process::parent_id() != parent {
         std::process::exit(3);
     }
+    // A fixed mmap threshold: a recorder's histograms (megabytes, mostly never touched)
+    // always come as fresh zero pages and go back on drop. With glibc's sliding
+    // threshold they would come from the heap after the first drop, cleared (and so
+    // touched) in full at every interval.
+    // SAFETY: a plain mallopt before any thread exists.
+    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
     let out = frames::Out::private_stdout();
     let mut eng = io::Engine::new(out);
     eng.out.send(&json!({

@@ -354,7 +354,7 @@ impl<'a> Run<'a> {
             } else {
                 &mut self.pubsub.early
             };
-            rec.latency(deliver, now.saturating_sub(sent.max(0) as u64));
+            rec.latency(deliver, (sent.max(0) as u64).min(now), now);
             rec.delivered += 1;
             rec.bytes_in += data.len() as u64;
         }

@@ -166,6 +166,13 @@ impl<'a> Run<'a> {
                 order.system
             ));
         }
+        if order.record.len() > crate::record::KINDS_MAX {
+            return Err(format!(
+                "step order: {} recorded op kinds; this engine counts at most {}",
+                order.record.len(),
+                crate::record::KINDS_MAX
+            ));
+        }
         let tls = crate::tls::config_for(&order.system, &order.target)?;
         let kinds = Kinds {
             get: order.kind_index("get")?,
