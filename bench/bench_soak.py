@@ -159,7 +159,7 @@ def soak(args: argparse.Namespace, engine: str) -> bool:
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        store = Path(tmp) / "runs.sqlite3"
+        store = args.store or Path(tmp) / "runs.sqlite3"  # kept only when named
         log = open(Path(tmp) / "run.log", "w+")  # noqa: SIM115 (read back at the end)
         proc = subprocess.Popen(
             command(args, engine, store, seconds), stdout=log, stderr=subprocess.STDOUT
@@ -249,6 +249,9 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=1.0, help="seconds per interval")
     ap.add_argument("--every", type=float, default=60.0, help="seconds between samples")
     ap.add_argument("--keys", type=int, default=10_000)
+    ap.add_argument(
+        "--store", type=Path, help="keep the run in this store (default: a temporary one)"
+    )
     args = ap.parse_args()
     engines = ("native", "python") if args.engine == "both" else (args.engine,)
     ok = all([soak(args, e) for e in engines])
