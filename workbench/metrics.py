@@ -14,7 +14,7 @@ import weakref
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
 from operator import add, lshift, mul, sub
@@ -77,7 +77,7 @@ def quantise(values: Iterable[int]) -> dict[int, int]:
     return out
 
 
-def fold(hist: HdrHistogram, values: list[int]) -> None:
+def fold(hist: HdrHistogram, values: Sequence[int]) -> None:
     """Record a batch of latencies (ns) into `hist`: equal values counted, then each distinct
     value's bucket computed here and its count added once.
 
