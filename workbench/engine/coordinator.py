@@ -32,6 +32,7 @@ from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
+from workbench.engine.trace_feed import UNREADABLE
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
@@ -89,10 +90,12 @@ class _StepTally:
     emitted: int = 0
     total: Stats = field(default_factory=Stats)  # the emitted intervals merged
     server: _ServerTotals = field(default_factory=lambda: _ServerTotals())
-    tails: list[Stats] = field(default_factory=list)  # deliveries after the load stopped
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # A trace file that could not be read to its end (`trace_feed.UNREADABLE`): fails the
+    # step whatever was measured before it.
+    unreadable: str = ""
     stop_sent: bool = False
     measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
     lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
@@ -422,7 +425,7 @@ class Coordinator:
                 get.cancel()
 
     def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
-        total = merged([tally.total, *tally.tails], concurrent=False)
+        total = merged([tally.total], concurrent=False)
         if tally.emitted:
             # The sums and averages over the intervals win over the last interval's values
             # that merging kept; the final reading's statistics win over both.
@@ -430,7 +433,7 @@ class Coordinator:
         status = self._step_status(tally)
         reason = ""
         if status in ("completed", "degraded"):
-            reason = step_failure(total)
+            reason = tally.unreadable or step_failure(total)
             status = "failed" if reason else status
         elif status == "failed":
             # Workers that failed alike (a server that is not running) say it once.
@@ -472,9 +475,7 @@ class Coordinator:
         elif kind == frames.INTERVAL:
             stats = Stats.from_dict(frame["stats"])
             index = frame["index"]
-            if index == frames.LATE_DELIVERIES:
-                tally.tails.append(stats)
-            elif not frame["warmup"]:
+            if not frame["warmup"]:
                 tally.pending.setdefault(index, {})[worker] = stats
                 intervals, ops = tally.measured.get(worker, (0, 0))
                 tally.measured[worker] = (intervals + 1, ops + stats.ops)
@@ -487,6 +488,8 @@ class Coordinator:
                 tally.last_index[worker] = index
         elif kind == frames.ERROR:
             tally.errors.append(frame["message"])
+            if frame.get("kind") == UNREADABLE:
+                tally.unreadable = tally.unreadable or frame["message"]
             text = f"worker {worker}: {frame['message']}"
             return [Notice(self.run_id, step.index, "error", text)]
         elif kind == frames.STEP_DONE:
@@ -511,7 +514,10 @@ class Coordinator:
             heard = tally.heard.get(worker)
             if not _remote(handle) or heard is None or tally.last_index.get(worker, -1) >= last:
                 continue
-            if now - heard < limit:
+            # Before its last interval a worker may wait for pub/sub deliveries too.
+            at_last = tally.last_index.get(worker, -1) == last - 1
+            due = limit + (frames.DELIVERY_WAIT if at_last else 0.0)
+            if now - heard < due:
                 continue
             handle.abandon(f"no interval for {now - heard:.1f} s")  # type: ignore[attr-defined]
             self.dead.add(worker)

@@ -25,7 +25,7 @@ from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mi
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
-from workbench.engine.trace_feed import MAX_TRACE_VALUE, TraceFeed
+from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -43,7 +43,6 @@ from workbench.workload import (
 Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
 CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this long
-LATE_DELIVERY_WAIT = 3.0
 
 
 def _cpu_seconds() -> float:
@@ -60,6 +59,8 @@ class _Span:
     end: float
     bufs: list[Buffers]
     cpu: float  # CPU seconds this process used in it
+    moved: int = 0  # Redis Cluster redirections the connection followed (`redirects`)
+    ask: int = 0
 
 
 class StepRun:
@@ -119,11 +120,14 @@ class StepRun:
         loop = state.loop
         assert loop is not None
 
-        def skipped(kind: str, message: str) -> None:
+        def skipped(what: str) -> None:
             with state.lock:
-                state.buf.count_error(kind, message)
+                state.buf.skip(what)
 
         def done() -> None:  # the trace ends the step: as a spent budget does
+            loop.call_soon_threadsafe(state.phase_over.set)
+
+        def warm_over() -> None:  # the warm-up's trace time is reached by every client
             loop.call_soon_threadsafe(state.phase_over.set)
 
         return TraceFeed(
@@ -133,6 +137,7 @@ class StepRun:
             frozenset(resolved.strategy.operations),
             skipped,
             done,
+            warm_over,
         )
 
     async def _prefill(self) -> None:
@@ -215,8 +220,9 @@ class StepRun:
         start = time.perf_counter() if start is None else start
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         status = await self._warm_and_measure(start)
-        if self.subs:
-            await self._report_late_deliveries()
+        if self.feed is not None and self.feed.failure:
+            self.send(frames.error(UNREADABLE, self.feed.failure, ""))
+            status = "failed"
         if self.state.trace is not None:
             part, state = self.ctx.trace_part, self.state
             await asyncio.to_thread(write_part, part, triples(state.trace))
@@ -229,13 +235,16 @@ class StepRun:
         warm_ops = share(load.warmup_ops, len(self.plans), n_all)
         measured_ops = share(load.ops, len(self.plans), n_all)
         begin = start
-        if warm_ops or load.warmup > 0:
+        # A replay's warm-up may be the trace's first seconds: it ends when the feed says so.
+        by_trace = self.feed is not None and self.feed.warming
+        if warm_ops or load.warmup > 0 or by_trace:
             self._enter_phase(warm_ops, warmup=True)
             self.state.begin(int(start * 1e9))
-            timeout = None if warm_ops else start + load.warmup - time.perf_counter()
+            by_count = warm_ops or by_trace
+            timeout = None if by_count else start + load.warmup - time.perf_counter()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.state.phase_over.wait(), timeout)
-            begin = time.perf_counter() if warm_ops else start + load.warmup
+            begin = time.perf_counter() if by_count else start + load.warmup
         if self.stop_requested.is_set():
             await self._end_load()
             return "interrupted"
@@ -256,10 +265,13 @@ class StepRun:
             state.early = Buffers()
             state.phase += 1
             state.measuring = not warmup
+        self._redirects()  # those of the phase before are not this phase's
         if not self.stop_requested.is_set():
             state.phase_over.clear()
         if self.feed is not None and self.feed.done.is_set():
             state.phase_over.set()  # the trace ended in the warm-up: nothing left to measure
+        if self.feed is not None and not warmup:
+            self.feed.release()  # clients waiting at a warm-up's trace time go on
 
     def _boundaries(self, seconds: float | None) -> Iterator[float]:
         """Interval ends (s since the phase began): the fold rule's grid, or endless."""
@@ -318,7 +330,15 @@ class StepRun:
         span.bufs.append(buf)
         span.cpu += now - self._cpu_mark
         self._cpu_mark = now
+        moved, ask = self._redirects()
+        span.moved += moved
+        span.ask += ask
         return span
+
+    def _redirects(self) -> tuple[int, int]:
+        """MOVED and ASK redirections since the last call, when the connection counts them."""
+        read = getattr(self.conn, "redirects", None)
+        return read() if read is not None else (0, 0)
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
@@ -329,16 +349,20 @@ class StepRun:
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
+        stats.moved, stats.ask = span.moved, span.ask
         if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))
 
     def _offered(self, begin_s: float, end_s: float) -> int:
-        if not self.plans or self.plans[0].period_ns is None:
-            return 0
         start_ns = self.state.start_ns
         a = self._measure_begin_ns + int(begin_s * 1e9)
         b = self._measure_begin_ns + int(end_s * 1e9)
+        if self.feed is not None and self.feed.speed > 0:  # a timed replay: the trace's times
+            before = self.feed.due_before(a - start_ns)  # asked in growing order
+            return self.feed.due_before(b - start_ns) - before
+        if not self.plans or self.plans[0].period_ns is None:
+            return 0
         return sum(p.offered(start_ns, a, b) for p in self.plans)
 
     async def _wait_until(self, when: float) -> bool:
@@ -353,7 +377,9 @@ class StepRun:
         """Stop the clients; wait (bounded) for ops in flight, which land in the last interval.
 
         What is still unanswered then is counted as abandoned, and anything that answers
-        later is not recorded (the phase moves on).
+        later is not recorded (the phase moves on). Pub/sub deliveries still on their way
+        are awaited too: they land in the last interval as well, so the step's deliveries
+        are the sum of its intervals'.
         """
         state = self.state
         state.halt()
@@ -371,24 +397,19 @@ class StepRun:
         for t in self.tasks:
             if isinstance(t, asyncio.Task):
                 t.cancel()
+        if self.subs:
+            await self._await_deliveries()
 
-    async def _report_late_deliveries(self) -> None:
-        """Pub/sub messages still on their way when the load ended: interval index -1."""
+    async def _await_deliveries(self) -> None:
+        """Wait until no delivery came for 0.3 s (at most `frames.DELIVERY_WAIT`)."""
         quiet, last = 0, -1
-        for _ in range(int(LATE_DELIVERY_WAIT / 0.1)):  # until none arrives for 0.3 s
+        for _ in range(int(frames.DELIVERY_WAIT / 0.1)):
             delivered = self.state.buf.delivered
             quiet = quiet + 1 if delivered == last else 0
             if quiet >= 3:
                 break
             last = delivered
             await asyncio.sleep(0.1)
-        for t in self.subs:
-            t.cancel()
-        await asyncio.gather(*self.subs, return_exceptions=True)
-        tail, self.state.buf = self.state.buf, Buffers()
-        if tail.delivered or tail.errors:
-            stats = await to_stats(tail, 0.0)
-            self.send(frames.interval(frames.LATE_DELIVERIES, 0.0, stats))
 
     async def close(self) -> None:
         """Close clients and connection, bounded: a stalled server cannot hold the worker."""
