@@ -11,8 +11,9 @@ by default) prints:
   never percentiles averaged).
 
 At the end: each process's RSS slope in MB per hour, fitted by least squares over the
-samples after the first minute (start-up and the first allocations left out), against the
-target of under 1 MB per hour; and the store's growth per hour of run.
+readings after the first minute (start-up and the first allocations left out; one reading
+every `--sample` seconds, 5 by default), against the target of under 1 MB per hour; and
+the store's growth per hour of run.
 
 Usage:
   python bench/bench_soak.py --engine native --minutes 30
@@ -26,6 +27,7 @@ slopes do not depend on them.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sqlite3
@@ -110,22 +112,45 @@ def store_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
 
 
-def minute_figures(path: Path, since: float, until: float) -> tuple[float, float, int]:
-    """(ops/s, p99 µs, intervals) of the intervals that ended in (since, until] seconds."""
+def minute_figures(path: Path, after: int) -> tuple[float, float, int, int]:
+    """(ops/s, p99 µs, intervals, last rowid) of the intervals stored since rowid `after`
+    (what arrived since the last line: an interval's `elapsed` counts from its step's
+    start, not the soak's)."""
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         rows = db.execute(
-            "SELECT stats FROM intervals WHERE elapsed > ? AND elapsed <= ? ORDER BY idx",
-            (since, until),
+            "SELECT rowid, stats FROM intervals WHERE rowid > ? ORDER BY rowid", (after,)
         ).fetchall()
         db.close()
     except sqlite3.Error:
-        return 0.0, 0.0, 0
-    import json
-
-    total = merged((Stats.from_dict(json.loads(r[0])) for r in rows), concurrent=False)
+        return 0.0, 0.0, 0, after
+    total = merged((Stats.from_dict(json.loads(r[1])) for r in rows), concurrent=False)
     s = summarise(total)
-    return s.ops_per_s, s.p(99.0), len(rows)
+    return s.ops_per_s, s.p(99.0), len(rows), rows[-1][0] if rows else after
+
+
+def sample(
+    pid: int, t: float, tracks: dict[str, Track]
+) -> tuple[float, list[float], float | None] | None:
+    """One RSS reading of the coordinator and its workers (kept in `tracks`), and of the
+    managed server: (coordinator MB, workers MB, server MB), or None once it has gone."""
+    coordinator = rss_mb(pid)
+    if coordinator is None:
+        return None
+    tracks["coordinator"].samples.append((t, coordinator))
+    workers: list[float] = []
+    server = None
+    for child in sorted(children(pid)):
+        kind, mb = role(child), rss_mb(child)
+        if mb is None:
+            continue
+        if kind == "worker":
+            name = f"worker {len(workers)}"
+            tracks.setdefault(name, Track(name)).samples.append((t, mb))
+            workers.append(mb)
+        elif kind == "server":
+            server = mb
+    return coordinator, workers, server
 
 
 def command(args: argparse.Namespace, engine: str, store: Path, seconds: float) -> list[str]:
@@ -159,44 +184,36 @@ def soak(args: argparse.Namespace, engine: str) -> bool:
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        store = Path(tmp) / "runs.sqlite3"
+        store = args.store or Path(tmp) / "runs.sqlite3"  # kept only when named
         log = open(Path(tmp) / "run.log", "w+")  # noqa: SIM115 (read back at the end)
         proc = subprocess.Popen(
             command(args, engine, store, seconds), stdout=log, stderr=subprocess.STDOUT
         )
         tracks: dict[str, Track] = {"coordinator": Track("coordinator")}
         start = time.monotonic()
-        last_store, last_t = 0, 0.0
+        last_store, last_row = 0, 0
         print(
             f"{'min':>5} {'coordinator':>12} {'workers MB':>22} {'server':>8} "
             f"{'store MB':>9} {'+MB':>6} {'ops/s':>10} {'p99':>9} {'loadavg':>7}",
             flush=True,
         )
         try:
-            next_at = start + args.every
+            next_sample, next_print = start + args.sample, start + args.every
             while proc.poll() is None:
-                time.sleep(max(0.0, min(1.0, next_at - time.monotonic())))
-                if time.monotonic() < next_at or proc.poll() is not None:
+                time.sleep(max(0.0, min(1.0, next_sample - time.monotonic())))
+                if time.monotonic() < next_sample or proc.poll() is not None:
                     continue
-                next_at += args.every
+                next_sample += args.sample
                 t = time.monotonic() - start
-                coordinator = rss_mb(proc.pid)
-                if coordinator is None:
+                sampled = sample(proc.pid, t, tracks)
+                if sampled is None:
                     break
-                tracks["coordinator"].samples.append((t, coordinator))
-                workers, server = [], None
-                for child in sorted(children(proc.pid)):
-                    kind, mb = role(child), rss_mb(child)
-                    if mb is None:
-                        continue
-                    if kind == "worker":
-                        name = f"worker {len(workers)}"
-                        tracks.setdefault(name, Track(name)).samples.append((t, mb))
-                        workers.append(mb)
-                    elif kind == "server":
-                        server = mb
+                if time.monotonic() < next_print:
+                    continue
+                next_print += args.every
+                coordinator, workers, server = sampled
                 size = store_bytes(store)
-                ops, p99, n = minute_figures(store, last_t, t)
+                ops, p99, n, last_row = minute_figures(store, last_row)
                 each = " ".join(f"{w:.1f}" for w in workers)
                 print(
                     f"{t / 60:5.1f} {coordinator:10.1f}MB {each:>22} "
@@ -204,7 +221,7 @@ def soak(args: argparse.Namespace, engine: str) -> bool:
                     f"{ops:10,.0f} {format_us(p99) if n else '-':>9} {loadavg():>7}",
                     flush=True,
                 )
-                last_store, last_t = size, t
+                last_store = size
             rc = proc.wait(timeout=seconds + 120)
         except BaseException:
             proc.send_signal(signal.SIGINT)
@@ -247,8 +264,18 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--interval", type=float, default=1.0, help="seconds per interval")
-    ap.add_argument("--every", type=float, default=60.0, help="seconds between samples")
+    ap.add_argument("--every", type=float, default=60.0, help="seconds between printed lines")
+    ap.add_argument(
+        "--sample",
+        type=float,
+        default=5.0,
+        help="seconds between RSS readings for the slopes (a reading catches however many "
+        "histograms are in flight at that moment: more readings, less noise)",
+    )
     ap.add_argument("--keys", type=int, default=10_000)
+    ap.add_argument(
+        "--store", type=Path, help="keep the run in this store (default: a temporary one)"
+    )
     args = ap.parse_args()
     engines = ("native", "python") if args.engine == "both" else (args.engine,)
     ok = all([soak(args, e) for e in engines])

@@ -27,6 +27,7 @@ from workbench import __version__
 from workbench.adapter import ManagedServer
 from workbench.connections import describe as describe_connections
 from workbench.engine import frames
+from workbench.engine.allocator import map_large_blocks
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
@@ -143,6 +144,7 @@ class Coordinator:
         self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
         self.status = "completed"
         self.dead: set[int] = set()
+        map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
 
     async def events(self) -> AsyncIterator[Event]:
         """Every step of the list in order; `self.status` tells how the run ended."""

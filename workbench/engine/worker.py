@@ -22,6 +22,7 @@ from typing import Any
 from workbench import __version__
 from workbench.adapter import error_kind
 from workbench.engine import frames
+from workbench.engine.allocator import map_large_blocks
 from workbench.engine.driver import Send, StepRun
 from workbench.engine.frames import StepOrder
 from workbench.engine.wire import read_frame, write_frame
@@ -136,6 +137,7 @@ async def _exit_with_parent(parent: int) -> None:
 
 def main() -> None:
     die_with_parent(_parent_pid())
+    map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
     out = os.dup(1)
     os.dup2(2, 1)  # anything printed by a library lands on stderr, not in the frames
     sys.stdout = sys.stderr
