@@ -75,6 +75,9 @@ def test_runs_list_and_show_read_back_a_run(store: Path) -> None:
     assert "mine" in row and " embedded " in row and " direct " in row
     shown = run(["runs", "show", "mine"], store)
     assert shown.returncode == 0 and "1,000 ops" in shown.stdout
+    # `--store` before the command is the same store (WORKBENCH_STORE points elsewhere).
+    before = run(["--store", str(store), "runs", "show", "mine"], store.with_name("other"))
+    assert before.returncode == 0 and "1,000 ops" in before.stdout, before.stderr
 
 
 def test_a_bad_profile_is_one_line_naming_file_and_field(store: Path, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -71,6 +72,10 @@ def main_callback(
 ) -> None:
     """Opens the interactive workbench when no command is given."""
     DEBUG["on"] = debug
+    if store is not None:
+        # `workbench --store X <command>`: the command's own --store reads this variable
+        # (its option is parsed after this callback), so X wins over an inherited one.
+        os.environ["WORKBENCH_STORE"] = str(store)
     if ctx.invoked_subcommand is None:
         # The one place the CLI reaches the TUI (an allowed import-linter seam), imported
         # here because textual costs every other command its start-up time.
