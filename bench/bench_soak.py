@@ -277,6 +277,8 @@ def main() -> int:
         "--store", type=Path, help="keep the run in this store (default: a temporary one)"
     )
     args = ap.parse_args()
+    # A SIGTERM becomes SystemExit, so the run in progress is stopped (SIGINT) and waited for.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     engines = ("native", "python") if args.engine == "both" else (args.engine,)
     ok = all([soak(args, e) for e in engines])
     return 0 if ok else 1
