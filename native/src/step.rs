@@ -405,6 +405,7 @@ impl<'a> Run<'a> {
         let ends = pacing::grid(duration, interval);
         let mut prev = 0u64;
         let mut cpu = pacing::cpu_seconds();
+        self.tuner.take_polled();
         for (k, &end) in ends.iter().enumerate() {
             let at = begin + end;
             while now_ns() < at && !self.eng.stop {
@@ -439,6 +440,7 @@ impl<'a> Run<'a> {
         let mut prev = 0u64;
         let mut boundary = interval;
         let mut cpu = pacing::cpu_seconds();
+        self.tuner.take_polled();
         let mut held: Option<(Recorder, u64, u64)> = None; // rec, its start, its end
         loop {
             let release = held
@@ -559,6 +561,8 @@ impl<'a> Run<'a> {
             "elapsed": end as f64 / 1e9,
             "warmup": false,
             "stats": stats,
+            // Of its CPU, the seconds of idle polling (io.rs `poll_idle`, docs/frames.md).
+            "polled": self.tuner.take_polled() as f64 / 1e9,
         }));
         cpu
     }
