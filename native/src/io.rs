@@ -260,21 +260,19 @@ impl<'a> Run<'a> {
     /// Poll without sleeping until something happens or `until`; the empty polls are idle
     /// polling (`WakeTuner::polled`). Returns (stdin, timer) as `collect_events` does.
     fn poll_idle(&mut self, until: u64) -> (bool, bool) {
-        let began = now_ns();
-        let mut idle_until = began;
+        let mut last = now_ns();
         loop {
             let zero = Some(std::time::Duration::from_millis(0));
             let _ = self.eng.poll.poll(&mut self.eng.events, zero);
             if !self.eng.events.is_empty() {
                 break;
             }
-            idle_until = now_ns();
-            if idle_until >= until {
+            last = self.tuner.idle_poll(last);
+            if last >= until {
                 break;
             }
             std::hint::spin_loop();
         }
-        self.tuner.polled += idle_until - began;
         let (stdin, timer) = self.collect_events();
         if timer {
             self.eng.timer.clear();
@@ -289,15 +287,12 @@ impl<'a> Run<'a> {
             return;
         }
         let began = now_ns();
-        loop {
-            let before = now_ns();
-            if before >= due {
-                break;
-            }
+        let mut last = began;
+        while last < due {
             let zero = Some(std::time::Duration::from_millis(0));
             let _ = self.eng.poll.poll(&mut self.eng.events, zero);
             if self.eng.events.is_empty() {
-                self.tuner.polled += now_ns() - before;
+                last = self.tuner.idle_poll(last);
                 std::hint::spin_loop();
                 continue;
             }
@@ -306,6 +301,7 @@ impl<'a> Run<'a> {
                 self.eng.read_stdin();
             }
             self.dispatch();
+            last = now_ns();
         }
         self.tuner.spent(now_ns().saturating_sub(began));
     }

@@ -218,6 +218,10 @@ pub const SPIN_WINDOW: u64 = 100_000_000;
 /// poll for than to sleep to: the loop then polls without sleeping ("idle polling").
 pub const WAKE_COST: u64 = 30_000;
 
+/// A zero-timeout poll that found nothing takes about a µs; one that took this long
+/// was switched out by the scheduler, and that time is not counted as idle polling.
+pub const PREEMPTED: u64 = 20_000;
+
 /// How early to arm the timer for an open-loop send: the timer's recent oversleep (how
 /// late a timerfd wake-up came), tracking its high end (up at once, down slowly), at most
 /// `SPIN_MAX`. The loop wakes that much ahead and polls without sleeping for the rest, so
@@ -249,6 +253,19 @@ impl WakeTuner {
             return due; // the budget is spent: no spinning until the next window
         }
         due.saturating_sub(self.early)
+    }
+
+    /// A poll that found nothing ended now; the previous one (or the start) ended at
+    /// `last`. Counted as idle polling unless the gap shows the loop was switched out
+    /// meanwhile (`PREEMPTED`): that wall time was not ours. Returns now.
+    #[inline]
+    pub fn idle_poll(&mut self, last: u64) -> u64 {
+        let now = now_ns();
+        let gap = now.saturating_sub(last);
+        if gap < PREEMPTED {
+            self.polled += gap;
+        }
+        now
     }
 
     /// The idle polling since the last call (ns).
@@ -367,6 +384,11 @@ mod tests {
         t.polled += 5;
         t.spent(1_000); // the early window's budget: not counted twice
         assert_eq!(t.take_polled(), 5);
+        let now = now_ns();
+        t.idle_poll(now - 1_000); // a poll of about a µs
+        t.idle_poll(now - PREEMPTED); // switched out meanwhile: not ours
+        let polled = t.take_polled();
+        assert!((1_000..PREEMPTED).contains(&polled), "{}", polled);
     }
 
     #[test]
