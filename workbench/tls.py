@@ -90,6 +90,21 @@ def tls_cause(exc: BaseException, address: str) -> AdapterError | None:
     return None
 
 
+def closed_after_handshake(address: str, cause: object) -> AdapterError:
+    """A TLS server, given no client certificate, that closed or reset the connection after
+    the handshake and before any reply. With TLS 1.3 a server that requires a client
+    certificate checks it only after the client's handshake is done: it sends the alert
+    CERTIFICATE_REQUIRED and closes, and a reset that follows (unread bytes on its side) can
+    reach the client before the client's event loop has read the alert. So this close is
+    named as what it nearly always is, under the same ``tls`` kind as the alert."""
+    return AdapterError(
+        "tls",
+        f"TLS: {address} closed the connection after the handshake and before any reply "
+        f"({cause or 'EOF'}): it requires a client certificate (alert CERTIFICATE_REQUIRED, "
+        "its usual cause); set tls_cert and tls_key",
+    )
+
+
 def plain_port_timeout(address: str, seconds: float) -> AdapterError:
     """A TLS handshake unanswered: a plain port waits for a line that never comes."""
     return AdapterError(

@@ -259,6 +259,29 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Why a write failed. With TLS 1.3 a server that refuses the client (no client
+    /// certificate, say) checks after the client's handshake is done, sends its alert and
+    /// closes; the reset that follows fails our next write. The alert arrived before the
+    /// reset and is still in the socket's receive queue: read it, so the refusal is named
+    /// (`tls`) the same way whichever comes first, the read or the write.
+    fn failure_behind(
+        &mut self,
+        sock: &mut TcpStream,
+        inb: &mut Vec<u8>,
+        addr: SocketAddr,
+        write_error: &std::io::Error,
+    ) -> (String, String) {
+        match self.receive(sock, inb, addr) {
+            Err((kind, msg)) if kind == "tls" => (kind, msg),
+            _ => (
+                "connection".into(),
+                format!("writing to {}: {}", addr, write_error),
+            ),
+        }
+    }
+}
+
 /// One line naming why a handshake or record failed.
 fn describe(e: &rustls::Error, addr: SocketAddr) -> String {
     match e {
@@ -291,13 +314,14 @@ impl<'a> Run<'a> {
     /// A TLS connection's socket is writable: send handshake or application records.
     pub fn tls_writable(&mut self, ci: usize, si: usize) {
         let k = &mut self.clients[ci].conns[si];
+        let addr = k.addr;
         let (sock, tls) = match (k.sock.as_mut(), k.tls.as_mut()) {
             (Some(s), Some(t)) => (s, t),
             _ => return,
         };
         if let Err(e) = tls.send(sock) {
-            let msg = format!("writing to {}: {}", k.addr, e);
-            self.drop_conn(ci, si, "connection", &msg);
+            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e);
+            self.drop_conn(ci, si, &kind, &msg);
         }
     }
 
@@ -321,8 +345,8 @@ impl<'a> Run<'a> {
             Ok(closed) => closed,
         };
         if let Err(e) = sent {
-            let msg = format!("writing to {}: {}", addr, e);
-            self.drop_conn(ci, si, "connection", &msg);
+            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e);
+            self.drop_conn(ci, si, &kind, &msg);
             return;
         }
         if !k.connected && closed {

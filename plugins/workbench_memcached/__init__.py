@@ -32,6 +32,7 @@ with ``target.server.memory_mb`` (-m), ``max_item_size`` (-I) and ``threads`` (-
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -61,7 +62,7 @@ from workbench.adapter import (
 )
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
-from workbench.tls import TLS_OPTIONS, TlsSettings, tls_settings
+from workbench.tls import TLS_OPTIONS, TlsSettings, tls_error, tls_settings
 from workbench_memcached.protocol import (
     Address,
     Links,
@@ -78,6 +79,12 @@ from workbench_memcached.server import MAX_ITEM_SIZE, MEMORY_MB, THREADS, start_
 
 def _translate(exc: Exception, server: str) -> AdapterError:
     """pymemcache's exceptions in the engine's kinds, worded like the server's reply."""
+    if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
+        # An alert (no client certificate, a certificate that does not verify): `tls`. An
+        # EOF stays a lost connection, as a server that went away mid-run gives one.
+        failed = tls_error(exc, server)
+        if failed is not None:
+            return failed
     if isinstance(exc, OSError):  # timeout or connection, said with the server's address
         return AdapterError(error_kind(exc), f"memcached at {server}: {type(exc).__name__}: {exc}")
     detail = exc.args[0] if exc.args else ""

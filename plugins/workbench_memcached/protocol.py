@@ -27,7 +27,7 @@ from typing import Any
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
-from workbench.tls import TlsSettings, plain_port_timeout, tls_error
+from workbench.tls import TlsSettings, closed_after_handshake, plain_port_timeout, tls_error
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3
 DEFAULT_PORT = 11211
@@ -168,6 +168,13 @@ class Wire(asyncio.Protocol):
         self.need = 0  # bytes `rest` must hold before a value can be complete
         self.stats: dict[str, str] = {}
         self.closed = False
+        # Why it closed, raised again by a later send: with TLS 1.3 a server's refusal
+        # (e.g. no client certificate) can arrive before the first request is queued.
+        self.failure: tuple[Callable[..., BaseException], tuple[str, ...], str] = (
+            ConnectionResetError,
+            (),
+            f"memcached at {link.address}: connection closed",
+        )
         self.replies = 0
         self.seen = 0
         self.stalled = 0
@@ -188,6 +195,10 @@ class Wire(asyncio.Protocol):
         failed = tls_error(exc, self.link.address) if exc is not None else None
         if failed is not None:  # e.g. the server wanted a client certificate (mutual TLS)
             self.fail(AdapterError, str(failed), "tls")
+            return
+        tls = self.link.tls
+        if tls is not None and not tls.cert and not self.replies:
+            self.fail(AdapterError, str(closed_after_handshake(self.link.address, exc)), "tls")
             return
         reason = f": {exc}" if exc else ""
         if self.link.ssl is None and not self.replies:
@@ -222,7 +233,7 @@ class Wire(asyncio.Protocol):
     def send(self, kind: int, head: bytes, value: Any = None) -> asyncio.Future[Any]:
         """Queue one request; the future resolves with its reply."""
         if self.closed:
-            raise ConnectionResetError(f"memcached at {self.link.address}: connection closed")
+            raise self.closed_error()
         fut = self.loop.create_future()
         self.pending.append((kind, fut))
         out = self.out
@@ -249,6 +260,7 @@ class Wire(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
+        self.failure = (exc_type, kind, message)
         if self.link.wire is self:
             self.link.wire = None
         if self.watch is not None:
@@ -260,6 +272,10 @@ class Wire(asyncio.Protocol):
                 fut.set_exception(exc_type(*kind, message))
         if self.transport is not None:
             self.transport.abort()
+
+    def closed_error(self) -> BaseException:
+        exc_type, kind, message = self.failure
+        return exc_type(*kind, message)
 
     def close(self) -> None:
         self.fail(ConnectionResetError, f"memcached at {self.link.address}: connection closed")
@@ -428,6 +444,8 @@ class Link:
                 raise ConnectionRefusedError(
                     f"cannot connect to memcached at {self.address}: {exc.strerror or exc}"
                 ) from None
+            if wire.closed:  # lost between the handshake and here: never keep a dead wire
+                raise wire.closed_error()
             self.wire = wire
             return wire
         finally:

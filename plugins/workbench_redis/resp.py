@@ -21,7 +21,7 @@ import hiredis
 
 from workbench.adapter import AdapterError
 from workbench.servers import host_port
-from workbench.tls import plain_port_timeout, tls_error
+from workbench.tls import closed_after_handshake, plain_port_timeout, tls_error
 from workbench_redis.target import RedisTarget
 
 P = TypeVar("P", bound=asyncio.Protocol)
@@ -225,6 +225,8 @@ async def open_resp(target: RedisTarget) -> RespProtocol:
         check(await proto.command(pack("PING")))
     except ConnectionError as exc:
         proto.close()
+        if target.tls and not target.tls.cert:
+            raise closed_after_handshake(host_port(target.host, target.port), exc) from None
         if target.tls:
             raise
         raise ConnectionError(

@@ -75,6 +75,15 @@ class RedisTarget:
         return kwargs
 
     def _common(self, asyncio: bool) -> dict[str, Any]:
+        kwargs = self._login(asyncio)
+        if self.tls and not self.tls.cert:
+            # Imported only for TLS without a client certificate (see refusal.py).
+            from workbench_redis.refusal import connect_check
+
+            kwargs["redis_connect_func"] = connect_check(asyncio)
+        return kwargs
+
+    def _login(self, asyncio: bool) -> dict[str, Any]:
         return {
             "retry": no_retries(asyncio),
             "host": self.host,
