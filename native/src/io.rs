@@ -202,9 +202,10 @@ impl<'a> Run<'a> {
         let now = now_ns();
         // Rent or buy: a send due sooner than a wake-up costs, or a reply awaited within
         // that time of the last activity, is polled for rather than slept to.
-        let send_near = due <= other && due < now + pacing::WAKE_COST;
-        let reply_near = self.mode == Mode::Load
-            && self.order.open_loop
+        // Not on a contended machine, where a poller only gets its fair share of a CPU.
+        let polling = self.mode == Mode::Load && self.order.open_loop && self.tuner.may_poll(now);
+        let send_near = polling && due <= other && due < now + pacing::WAKE_COST;
+        let reply_near = polling
             && now < self.tuner.active_at + pacing::WAKE_COST
             && self.clients.iter().any(|c| c.inflight > 0);
         if send_near || reply_near {

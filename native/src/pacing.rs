@@ -222,6 +222,15 @@ pub const WAKE_COST: u64 = 30_000;
 /// was switched out by the scheduler, and that time is not counted as idle polling.
 pub const PREEMPTED: u64 = 20_000;
 
+/// Polling pays only on a CPU of our own. Over each `POLL_WINDOW` the loop sums the time
+/// its polls lost to other processes (gaps of `PREEMPTED` or more) against the time it
+/// polled; when the lost time is above `POLL_LOST_PERCENT` of it, the machine is
+/// contended (a poller gets only its fair share there, where a sleeper is woken in
+/// time), and the loop sleeps to every send for `POLL_PAUSE` before trying again.
+pub const POLL_WINDOW: u64 = 100_000_000;
+pub const POLL_LOST_PERCENT: u64 = 20;
+pub const POLL_PAUSE: u64 = 1_000_000_000;
+
 /// How early to arm the timer for an open-loop send: the timer's recent oversleep (how
 /// late a timerfd wake-up came), tracking its high end (up at once, down slowly), at most
 /// `SPIN_MAX`. The loop wakes that much ahead and polls without sleeping for the rest, so
@@ -239,6 +248,12 @@ pub struct WakeTuner {
     /// When the loop last sent or handled a reply: replies are polled for until a
     /// wake-up's cost after it.
     pub active_at: u64,
+    /// The current poll window (`POLL_WINDOW`): its start, the time polled and the time
+    /// lost to other processes in it; no polling before `paused_until`.
+    poll_window: u64,
+    window_polled: u64,
+    window_lost: u64,
+    paused_until: u64,
 }
 
 impl WakeTuner {
@@ -264,8 +279,26 @@ impl WakeTuner {
         let gap = now.saturating_sub(last);
         if gap < PREEMPTED {
             self.polled += gap;
+            self.window_polled += gap;
+        } else {
+            self.window_lost += gap;
         }
         now
+    }
+
+    /// Whether the loop may poll at `now` (see `POLL_LOST_PERCENT`).
+    #[inline]
+    pub fn may_poll(&mut self, now: u64) -> bool {
+        if now.saturating_sub(self.poll_window) >= POLL_WINDOW {
+            let polled = self.window_polled + self.window_lost;
+            if self.window_lost * 100 > polled * POLL_LOST_PERCENT {
+                self.paused_until = now + POLL_PAUSE;
+            }
+            self.poll_window = now;
+            self.window_polled = 0;
+            self.window_lost = 0;
+        }
+        now >= self.paused_until
     }
 
     /// The idle polling since the last call (ns).
@@ -389,6 +422,21 @@ mod tests {
         t.idle_poll(now - PREEMPTED); // switched out meanwhile: not ours
         let polled = t.take_polled();
         assert!((1_000..PREEMPTED).contains(&polled), "{}", polled);
+    }
+
+    #[test]
+    fn polling_pauses_after_a_window_that_lost_its_cpu_to_others() {
+        let mut t = WakeTuner::default();
+        let w = POLL_WINDOW;
+        assert!(t.may_poll(w));
+        t.window_polled = 80;
+        t.window_lost = 20; // 20%: still ours
+        assert!(t.may_poll(2 * w));
+        t.window_polled = 70;
+        t.window_lost = 30;
+        assert!(!t.may_poll(3 * w));
+        assert!(!t.may_poll(3 * w + POLL_PAUSE - 1));
+        assert!(t.may_poll(3 * w + POLL_PAUSE));
     }
 
     #[test]
