@@ -15,9 +15,9 @@ client), the send lag's p99, the schedule kept (issued / offered), the client's 
 worker's, as a share of one core; of it, the native worker's idle polling: polls between
 sends and replies nearer than a wake-up costs, docs/frames.md) and the verdict. It is a
 benchmark, not a test: on a shared machine the figures carry the other processes' noise,
-so print `cat /proc/loadavg` next to them. Do not run it under `chrt -f`: a native worker that
-polls most of the time at high rates then meets the kernel's real-time throttling (it
-stops for 50 ms of every second), which shows as ~45 ms of send lag at p99.
+so print `cat /proc/loadavg` next to them. Under `chrt -f` (a stand-in for a quiet machine) the
+native worker never polls idle (docs/frames.md): the kernel's real-time throttling would
+stop a poller for 50 ms of every second.
 
 Usage: python bench/bench_open_loop.py [seconds per step] [engine ...]
 Engines: python, native (default both). The redis-server is started on a free loopback

@@ -286,13 +286,26 @@ impl WakeTuner {
         now
     }
 
+    /// A tuner for a loop that must never poll: under a real-time policy (`chrt`), where
+    /// the kernel stops a task that keeps its CPU for 50 ms of every second
+    /// (`sched_rt_runtime_us`), which would show as 50 ms of send lag.
+    pub fn for_this_process() -> WakeTuner {
+        // SAFETY: asks the scheduling policy of this process.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        let realtime = policy == libc::SCHED_FIFO || policy == libc::SCHED_RR;
+        WakeTuner {
+            paused_until: if realtime { u64::MAX } else { 0 },
+            ..WakeTuner::default()
+        }
+    }
+
     /// Whether the loop may poll at `now` (see `POLL_LOST_PERCENT`).
     #[inline]
     pub fn may_poll(&mut self, now: u64) -> bool {
         if now.saturating_sub(self.poll_window) >= POLL_WINDOW {
             let polled = self.window_polled + self.window_lost;
             if self.window_lost * 100 > polled * POLL_LOST_PERCENT {
-                self.paused_until = now + POLL_PAUSE;
+                self.paused_until = self.paused_until.max(now + POLL_PAUSE);
             }
             self.poll_window = now;
             self.window_polled = 0;

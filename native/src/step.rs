@@ -184,7 +184,7 @@ impl<'a> Run<'a> {
             pubsub,
             measuring: false,
             trace: order_trace,
-            tuner: WakeTuner::default(),
+            tuner: WakeTuner::for_this_process(),
         })
     }
 
