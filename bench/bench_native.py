@@ -11,6 +11,9 @@ server used (% of one core over the measured time). GET of 100-byte values that 
   (libmemcached-tools: one blocking client per thread, no pipelining; its 64-in-flight
   peer is -c 64 threads).
 - HTTP against wrk -t1 on nginx (return 200 of 100 bytes), c=16 and c=64 (>= 1.0x).
+- Pipelined Redis: native c=4 and c=16 with pipeline 16 against redis-benchmark -c N -P 16,
+  A B A B, each pair with the load average beside it, then both tools' instructions per op
+  under valgrind (user space; the figures the shared machine does not disturb).
 - Recording cost: the native build against one built with --features norecord (<= 3%).
 - memtier's own command lines through `workbench run`, translated as docs/cli.md says
   (-c per thread x -t = -c in all, -t = -w, warm-up 0), against memtier_benchmark when it is
@@ -22,7 +25,8 @@ server used (% of one core over the measured time). GET of 100-byte values that 
   server (memtier has no meta mode).
 
 Usage: python bench/bench_native.py [seconds per measurement] [pairs] [sections]
-(sections: a comma list of redis, memcached, http, recording, memtier, pubsub, meta;
+(sections: a comma list of redis, pipelined, memcached, http, recording, memtier, pubsub,
+meta;
 default all)
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
 """
@@ -178,17 +182,71 @@ def redis_benchmark_publish(
     return rate, cpu / (requests / rate) if rate else 0.0
 
 
-def instructions(binary: Path, url: str, ops: int) -> int:
-    """Instructions (valgrind's count) one native worker runs for an op budget."""
+def _callgrind(run: Any) -> int:
+    """Instructions (valgrind's count, user space) of `run(wrap)`."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "callgrind.log"
-        data = spec_to_dict(_spec("redis", {"url": url}, 4, 16, 1.0, False))
-        data["load"].update(duration=None, ops=ops, warmup=0.0, interval=60.0)
         wrap = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                 f"--log-file={log}")  # fmt: skip
-        native(binary, spec_from_dict(data), wrap)
+        run(wrap)
         m = re.search(r"Collected : (\d+)", log.read_text())
         return int(m.group(1)) if m else 0
+
+
+def instructions(binary: Path, url: str, ops: int, clients: int = 4) -> int:
+    """Instructions one native worker runs for an op budget (pipeline 16)."""
+    data = spec_to_dict(_spec("redis", {"url": url}, clients, 16, 1.0, False))
+    data["load"].update(duration=None, ops=ops, warmup=0.0, interval=60.0)
+    return _callgrind(lambda wrap: native(binary, spec_from_dict(data), wrap))
+
+
+def reference_instructions(server: ServerProcess, ops: int, clients: int) -> int:
+    """Instructions redis-benchmark -P 16 runs for `ops` GETs."""
+    argv = ["redis-benchmark", "-h", server.host, "-p", str(server.port), "-t", "get",
+            "-n", str(ops), "-c", str(clients), "-P", "16", "-r", str(KEYS), "-d", str(VALUE),
+            "-q"]  # fmt: skip
+    return _callgrind(lambda wrap: subprocess.run([*wrap, *argv], capture_output=True, check=True))
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def pipelined_shapes(binary: Path, redis: ServerProcess, seconds: float, pairs: int) -> None:
+    """Native pipeline 16 against redis-benchmark -P 16 at c=4 and c=16: A B A B with ops
+    per client CPU-second, then instructions per op of both (valgrind, 50k vs 250k ops)."""
+    url = redis.target_options["url"]
+    print("\nPipelined Redis GETs (pipeline 16) vs redis-benchmark -P 16, one worker")
+    for c in (4, 16):
+        rate = 300_000.0
+        for _ in range(pairs):
+            before = loadavg()
+            n = max(int(seconds * rate), 10_000)
+            ref, sref = measured([redis.pid], lambda c=c, n=n: redis_benchmark(redis, c, 16, n))
+            rate = ref[0] or rate
+            wb, swb = measured(
+                [redis.pid],
+                lambda c=c: native(binary, _spec("redis", {"url": url}, c, 16, seconds, False)),
+            )
+            per_cpu = (
+                f"ops per client CPU-second ref {ref[0] / ref[1]:,.0f} native {wb[0] / wb[1]:,.0f}"
+                if ref[1] and wb[1]
+                else ""
+            )
+            print(pair_line(f"c={c} P=16 vs redis-benchmark -c {c} -P 16", ref, wb, (sref, swb)))
+            print(f"    {per_cpu}; load average {before} -> {loadavg()}")
+    if not shutil.which("valgrind"):
+        return
+    for c in (4, 16):
+        small, large = instructions(binary, url, 50_000, c), instructions(binary, url, 250_000, c)
+        ours = (large - small) / 200_000
+        small, large = (reference_instructions(redis, n, c) for n in (50_000, 250_000))
+        theirs = (large - small) / 200_000
+        print(
+            f"  c={c} instructions per op (valgrind, user space): redis-benchmark {theirs:,.0f},"
+            f" native {ours:,.0f} ({ours / theirs:.2f}x)"
+        )
 
 
 def reference(argv: list[str]) -> tuple[str, float, float]:
@@ -348,7 +406,7 @@ def main() -> None:
         (
             sys.argv[3]
             if len(sys.argv) > 3
-            else "redis,memcached,http,recording,memtier,pubsub,meta"
+            else "redis,pipelined,memcached,http,recording,memtier,pubsub,meta"
         ).split(",")
     )
     binary = binary_path()
@@ -392,6 +450,8 @@ def main() -> None:
                     ),
                 )
                 print(pair_line(label, ref, wb, (sref, swb)) + f" (target >= {target}x)")
+        if "pipelined" in sections:
+            pipelined_shapes(binary, redis, seconds, pairs)
         peer = "memtier_benchmark" if shutil.which("memtier_benchmark") else "memcslap"
         print(f"\nmemcached {memc.version}, -t 1; peer {peer}")
         memc_shapes = (
@@ -512,9 +572,11 @@ def main() -> None:
         with start_redis() as redis:
             url = redis.target_options["url"]
             per_op = {}
+            # Long enough that what varies per interval (the histograms' encoding, whose
+            # size follows the latencies seen) is small beside 200,000 ops.
             for name, path in (("norecord", plain), ("recording", binary)):
-                small, large = instructions(path, url, 20_000), instructions(path, url, 60_000)
-                per_op[name] = (large - small) / 40_000
+                small, large = instructions(path, url, 50_000), instructions(path, url, 250_000)
+                per_op[name] = (large - small) / 200_000
             extra = per_op["recording"] / per_op["norecord"] - 1
             print(
                 f"  instructions per op (valgrind): norecord {per_op['norecord']:,.0f},"

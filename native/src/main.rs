@@ -7,6 +7,7 @@
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
 mod client;
+mod cluster;
 mod codec;
 mod frames;
 mod http;
@@ -20,12 +21,15 @@ mod probe;
 mod proto;
 mod pubsub;
 mod record;
+mod replay;
 mod resp;
 mod rng;
 mod step;
 mod tls;
 mod trace;
+mod tracefile;
 mod workload;
+mod zstd;
 
 use serde_json::json;
 
@@ -68,6 +72,12 @@ fn main() {
     if std::os::unix::process::parent_id() != parent {
         std::process::exit(3);
     }
+    // A fixed mmap threshold: a recorder's histograms (megabytes, mostly never touched)
+    // always come as fresh zero pages and go back on drop. With glibc's sliding
+    // threshold they would come from the heap after the first drop, cleared (and so
+    // touched) in full at every interval.
+    // SAFETY: a plain mallopt before any thread exists.
+    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
     let out = frames::Out::private_stdout();
     let mut eng = io::Engine::new(out);
     eng.out.send(&json!({

@@ -1,9 +1,12 @@
 //! What one interval measured: an HdrHistogram per op kind and the counters, written as
 //! the STATS object of the frames (histograms in the standard V2 deflate encoding, base64).
 
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
+use std::io::Write;
 
 pub const LOWEST_NS: u64 = 1;
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
@@ -20,12 +23,18 @@ pub fn new_histogram() -> Histogram<u64> {
 const HALF_MAGNITUDE: u32 = 10;
 const HALF_COUNT: u64 = 1 << HALF_MAGNITUDE;
 const SUB_MASK: u64 = 2 * HALF_COUNT - 1;
+/// Slots for the index of every u64 (the highest is 56,319): a value is counted as it is,
+/// with no clamp and no bounds check, and the histogram's bounds are applied once per
+/// interval (`histogram`), not once per op.
+const SLOTS: usize = 1 << 16;
 
-#[inline]
+/// HdrHistogram's counts index of `v`: bucket `b` (the highest bit of `v | SUB_MASK`,
+/// less HALF_MAGNITUDE) holds 2048 sub-buckets of `v >> b`, the lower half of which
+/// overlaps bucket `b - 1`, so the index is `b * 1024 + (v >> b)`.
+#[inline(always)]
 fn counts_index(v: u64) -> usize {
-    let bucket = 64 - (v | SUB_MASK).leading_zeros() as u64 - (HALF_MAGNITUDE as u64 + 1);
-    let sub = v >> bucket;
-    (((bucket + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT) as usize
+    let bucket = 63 - (v | SUB_MASK).leading_zeros() as u64 - HALF_MAGNITUDE as u64;
+    ((bucket << HALF_MAGNITUDE) + (v >> bucket)) as usize
 }
 
 #[inline]
@@ -39,43 +48,60 @@ fn value_at(index: usize) -> u64 {
     sub << bucket
 }
 
-/// Latencies counted in HdrHistogram's buckets with one add per op (a few instructions),
-/// turned into a real HdrHistogram once per interval.
-#[derive(Clone)]
-pub struct Counts {
-    counts: Vec<u64>,
+/// The most op kinds a recorder counts (`metrics.OP_KINDS` has 5): a power of two, so
+/// that a kind's index is masked into range rather than bounds-checked on every op.
+pub const KINDS_MAX: usize = 8;
+
+type Slots = [u64; SLOTS];
+
+/// `N` latency histograms counted in HdrHistogram's buckets with one add per op (a few
+/// instructions: the hot path of every reply), each turned into a real HdrHistogram once
+/// per interval. One allocation for all `N`, so that an op's count is one address away
+/// from the recorder.
+pub struct Counts<const N: usize> {
+    slots: Box<[Slots; N]>,
 }
 
-impl Counts {
-    fn new() -> Counts {
-        // Zeroed pages from the allocator: untouched buckets cost no memory.
-        Counts {
-            counts: vec![0; counts_index(HIGHEST_NS) + 1],
-        }
+impl<const N: usize> Counts<N> {
+    pub fn new() -> Counts<N> {
+        // Zeroed pages from the allocator (mmap: see `main`): untouched buckets cost no
+        // memory and no clearing.
+        let flat: Box<[u64]> = vec![0; SLOTS * N].into_boxed_slice();
+        // SAFETY: [Slots; N] is SLOTS * N u64s with u64's alignment, the layout of `flat`.
+        let slots = unsafe { Box::from_raw(Box::into_raw(flat) as *mut [Slots; N]) };
+        Counts { slots }
     }
 
-    /// A value in ns; beyond the histogram's range it is saturated, never dropped.
+    /// A value in ns of histogram `k` (< N); beyond the histogram's range it is saturated
+    /// (when the interval's histogram is made), never dropped.
     #[inline(always)]
-    pub fn record(&mut self, ns: u64) {
-        let i = counts_index(ns.clamp(LOWEST_NS, HIGHEST_NS));
-        self.counts[i] += 1;
+    pub fn record(&mut self, k: usize, ns: u64) {
+        // The masks change nothing (k < N, a power of two, and every index is below
+        // SLOTS) but spare the bounds checks.
+        self.slots[k & (N - 1)][counts_index(ns) & (SLOTS - 1)] += 1;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.counts.iter().all(|&n| n == 0)
+    pub fn is_empty(&self, k: usize) -> bool {
+        self.slots[k].iter().all(|&n| n == 0)
     }
 
-    fn add(&mut self, other: &Counts) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += b;
+    /// Add the first `n` histograms of `other`.
+    fn add(&mut self, other: &Counts<N>, n: usize) {
+        for (a, b) in self.slots.iter_mut().zip(other.slots.iter()).take(n) {
+            for (x, y) in a.iter_mut().zip(b.iter()) {
+                *x += y;
+            }
         }
     }
 
-    pub fn histogram(&self) -> Histogram<u64> {
+    /// The HdrHistogram of histogram `k`: values below LOWEST_NS count as LOWEST_NS,
+    /// values above HIGHEST_NS as HIGHEST_NS.
+    pub fn histogram(&self, k: usize) -> Histogram<u64> {
+        let (low, high) = (counts_index(LOWEST_NS), counts_index(HIGHEST_NS));
         let mut h = new_histogram();
-        for (i, &n) in self.counts.iter().enumerate() {
+        for (i, &n) in self.slots[k].iter().enumerate() {
             if n > 0 {
-                h.record_n(value_at(i), n)
+                h.record_n(value_at(i.clamp(low, high)), n)
                     .expect("a value within the bounds");
             }
         }
@@ -85,7 +111,9 @@ impl Counts {
 
 /// The counters and histograms of one span; swapped out whole at each boundary.
 pub struct Recorder {
-    pub hist: Vec<Counts>,
+    /// One latency histogram per op kind the order names (`StepOrder::record`).
+    pub hist: Counts<KINDS_MAX>,
+    pub kinds: usize,
     pub hits: u64,
     pub misses: u64,
     pub bytes_in: u64,
@@ -97,16 +125,24 @@ pub struct Recorder {
     pub delivered: u64,
     pub expected: u64,
     pub offered: u64,
+    /// Redis Cluster redirections followed (cluster.rs).
+    pub moved: u64,
+    pub ask: u64,
     pub open_loop: bool,
-    pub send_lag: Option<Box<Counts>>,
+    pub send_lag: Option<Counts<1>>,
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
+    /// A trace replay's requests not sent, by op (`metrics.Stats.skipped`).
+    pub skipped: Vec<(String, u64)>,
 }
 
 impl Recorder {
-    /// A recorder with one histogram per op kind the order names (`StepOrder::record`).
+    /// A recorder with one histogram per op kind the order names (`StepOrder::record`,
+    /// at most KINDS_MAX: `Run::new` refuses more).
     pub fn new(open_loop: bool, kinds: usize) -> Recorder {
+        assert!(kinds <= KINDS_MAX, "at most {} op kinds", KINDS_MAX);
         Recorder {
-            hist: (0..kinds).map(|_| Counts::new()).collect(),
+            hist: Counts::new(),
+            kinds,
             hits: 0,
             misses: 0,
             bytes_in: 0,
@@ -117,29 +153,45 @@ impl Recorder {
             delivered: 0,
             expected: 0,
             offered: 0,
+            moved: 0,
+            ask: 0,
             open_loop,
-            send_lag: None,
+            send_lag: open_loop.then(Counts::new),
             errors: Vec::new(),
+            skipped: Vec::new(),
         }
     }
 
-    /// A latency in ns of an op of the kind at index `kind` of the order's kinds.
+    /// A trace request not sent: an op the target does not do, or a value too large.
+    pub fn skip(&mut self, what: &str, n: u64) {
+        match self.skipped.iter_mut().find(|s| s.0 == what) {
+            Some(s) => s.1 += n,
+            None => self.skipped.push((what.to_string(), n)),
+        }
+    }
+
+    /// The latency of an op of the kind at index `kind` of the order's kinds, from its
+    /// start to `end` (ns on the monotonic clock). `end` is never before `start`: were it
+    /// ever, the difference would wrap to a huge value and show as the histogram's highest,
+    /// a bug in sight rather than a 0 that hides it.
     #[inline(always)]
-    pub fn latency(&mut self, kind: usize, ns: u64) {
+    pub fn latency(&mut self, kind: usize, start: u64, end: u64) {
         if cfg!(feature = "norecord") {
             return;
         }
-        self.hist[kind].record(ns);
+        self.hist.record(kind, end.wrapping_sub(start));
     }
 
-    #[inline]
+    /// An open-loop send's lag (its histogram is made with the recorder). Not inlined: it
+    /// stays out of the closed loop's refill, where it never runs.
+    #[inline(never)]
     pub fn lag(&mut self, ns: u64) {
         if cfg!(feature = "norecord") {
             return;
         }
-        self.send_lag
-            .get_or_insert_with(|| Box::new(Counts::new()))
-            .record(ns);
+        if let Some(h) = self.send_lag.as_mut() {
+            h.record(0, ns);
+        }
     }
 
     pub fn error(&mut self, kind: &str, message: &str) {
@@ -162,17 +214,12 @@ impl Recorder {
 
     /// Add another span in (the fold of a short tail into the interval before it).
     pub fn absorb(&mut self, other: Recorder) {
-        fn merge(a: &mut Option<Box<Counts>>, b: Option<Box<Counts>>) {
-            match (a.as_mut(), b) {
-                (Some(x), Some(y)) => x.add(&y),
-                (None, Some(y)) => *a = Some(y),
-                _ => {}
-            }
+        self.hist.add(&other.hist, self.kinds);
+        match (self.send_lag.as_mut(), other.send_lag) {
+            (Some(x), Some(y)) => x.add(&y, 1),
+            (None, Some(y)) => self.send_lag = Some(y),
+            _ => {}
         }
-        for (a, b) in self.hist.iter_mut().zip(other.hist.iter()) {
-            a.add(b);
-        }
-        merge(&mut self.send_lag, other.send_lag);
         self.hits += other.hits;
         self.misses += other.misses;
         self.bytes_in += other.bytes_in;
@@ -183,8 +230,13 @@ impl Recorder {
         self.delivered += other.delivered;
         self.expected += other.expected;
         self.offered += other.offered;
+        self.moved += other.moved;
+        self.ask += other.ask;
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
+        }
+        for (what, n) in other.skipped {
+            self.skip(&what, n);
         }
     }
 
@@ -198,9 +250,10 @@ impl Recorder {
         kinds: &[String],
     ) -> Value {
         let mut hist = Map::new();
-        for (name, h) in kinds.iter().zip(self.hist.iter()) {
-            if !h.is_empty() {
-                hist.insert(name.to_string(), Value::String(encode(&h.histogram())));
+        for (k, name) in kinds.iter().enumerate().take(self.kinds) {
+            if !self.hist.is_empty(k) {
+                let h = self.hist.histogram(k);
+                hist.insert(name.to_string(), Value::String(encode(&h)));
             }
         }
         let mut errors = Map::new();
@@ -210,12 +263,12 @@ impl Recorder {
             first.insert(kind.clone(), json!(msg));
         }
         let lag = match &self.send_lag {
-            Some(h) if self.open_loop && !h.is_empty() => encode(&h.histogram()),
+            Some(h) if self.open_loop && !h.is_empty(0) => encode(&h.histogram(0)),
             _ => String::new(),
         };
         let mut cpu = Map::new();
         cpu.insert(worker.to_string(), json!(cpu_seconds));
-        json!({
+        let mut stats = json!({
             "duration": duration,
             "hist": hist,
             "hits": self.hits,
@@ -233,16 +286,41 @@ impl Recorder {
             "cpu": cpu,
             "offered": self.offered,
             "send_lag": lag,
-        })
+            "moved": self.moved,
+            "ask": self.ask,
+        });
+        if !self.skipped.is_empty() {
+            let skipped: Map<String, Value> = self
+                .skipped
+                .iter()
+                .map(|(what, n)| (what.clone(), json!(n)))
+                .collect();
+            stats["skipped"] = Value::Object(skipped);
+        }
+        stats
     }
 }
 
-/// The standard HdrHistogram V2 compressed encoding, as base64 text.
+/// The cookie of HdrHistogram's V2 compressed encoding.
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+
+/// The standard HdrHistogram V2 compressed encoding, as base64 text: the cookie, the
+/// length, then the V2 encoding in a zlib stream. It is V2DeflateSerializer's format; the
+/// stream is made at the fastest level, which any zlib reader reads, at a fraction of the
+/// default level's instructions (this runs once per histogram per interval).
 pub fn encode(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
+    let mut plain = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut plain)
         .expect("serialising a histogram into memory");
+    let mut bytes = Vec::with_capacity(plain.len() / 2 + 8);
+    bytes.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    let mut z = ZlibEncoder::new(bytes, Compression::fast());
+    z.write_all(&plain).expect("compressing into memory");
+    let mut bytes = z.finish().expect("compressing into memory");
+    let len = (bytes.len() - 8) as u32;
+    bytes[4..8].copy_from_slice(&len.to_be_bytes());
     base64(&bytes)
 }
 
@@ -333,14 +411,51 @@ mod tests {
                 v
             );
         }
-        let mut c = Counts::new();
+        let mut c = Counts::<2>::new();
         for v in [5u64, 5, 70_000, 3_000_000] {
-            c.record(v);
+            c.record(1, v);
         }
-        let h = c.histogram();
+        assert!(c.is_empty(0));
+        let h = c.histogram(1);
         assert_eq!(h.len(), 4);
         assert_eq!(h.value_at_quantile(0.5), 5);
         assert!(h.equivalent(h.max(), 3_000_000));
+    }
+
+    #[test]
+    fn values_out_of_bounds_are_saturated_like_hdrhistogram_would_be_clamped() {
+        let mut c = Counts::<1>::new();
+        for v in [0u64, 1, HIGHEST_NS, HIGHEST_NS + 1, u64::MAX] {
+            c.record(0, v);
+        }
+        let h = c.histogram(0);
+        let mut reference = new_histogram();
+        for v in [0u64, 1, HIGHEST_NS, HIGHEST_NS + 1, u64::MAX] {
+            reference
+                .record(v.clamp(LOWEST_NS, HIGHEST_NS))
+                .expect("in bounds");
+        }
+        assert_eq!(h, reference);
+        assert_eq!(counts_index(u64::MAX), 56_319);
+    }
+
+    #[test]
+    fn the_encoding_reads_back_as_hdrhistograms_v2_compressed_format() {
+        use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+        let mut c = Counts::<1>::new();
+        for v in [1u64, 7, 7, 900, 65_000, 1_000_000, 2_500_000_000] {
+            c.record(0, v);
+        }
+        let h = c.histogram(0);
+        let bytes = base64_decode(&encode(&h)).unwrap();
+        let back: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+        assert_eq!(back, h);
+        // The same header and payload as hdrhistogram's own serializer, after the stream.
+        let mut theirs = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut theirs)
+            .unwrap();
+        assert_eq!(bytes[..4], theirs[..4]);
     }
 
     #[test]
