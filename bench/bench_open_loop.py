@@ -12,9 +12,12 @@ For each engine (the Python engine's `multiplexed` strategy and the native engin
 
 Each open-loop line prints p50 and p99 (and their ratio to the closed-loop p50 at one
 client), the send lag's p99, the schedule kept (issued / offered), the client's CPU (the
-worker's, as a share of one core) and the verdict. It is a benchmark, not a test: on a
-shared machine the figures carry the other processes' noise, so print
-`cat /proc/loadavg` next to them.
+worker's, as a share of one core; of it, the native worker's idle polling: polls between
+sends and replies nearer than a wake-up costs, docs/frames.md) and the verdict. It is a
+benchmark, not a test: on a shared machine the figures carry the other processes' noise,
+so print `cat /proc/loadavg` next to them. Under `chrt -f` (a stand-in for a quiet machine) the
+native worker never polls idle (docs/frames.md): the kernel's real-time throttling would
+stop a poller for 50 ms of every second.
 
 Usage: python bench/bench_open_loop.py [seconds per step] [engine ...]
 Engines: python, native (default both). The redis-server is started on a free loopback
@@ -87,6 +90,12 @@ def _cpu(stats: Stats) -> float:
     return sum(stats.cpu.values()) / stats.duration if stats.duration else 0.0
 
 
+def _polled(stats: Stats) -> float:
+    """Of the client's CPU, the native worker's idle polling (docs/frames.md)."""
+    polled = stats.server.get("idle_poll", {})
+    return sum(polled.values()) / stats.duration if stats.duration else 0.0
+
+
 async def bench(engine: str, seconds: float, server: ServerProcess, store: Store) -> None:
     one, _ = await step(server, store, engine, seconds, "load.concurrency=1")
     base = summarise(one).p(50.0) or 1.0
@@ -114,7 +123,7 @@ async def bench(engine: str, seconds: float, server: ServerProcess, store: Store
             f"  {engine:<6} {name:>8} ({rate:>9,.0f} ops/s): p50 {p50:7.0f} us "
             f"({p50 / base:4.1f}x), p99 {p99:7.0f} us ({p99 / base:5.1f}x), "
             f"send lag p99 {_us(lag):7.0f} us, issued {issued:6.1%}, "
-            f"client CPU {_cpu(stats):4.0%}, {verdict}",
+            f"client CPU {_cpu(stats):4.0%} (idle polling {_polled(stats):4.0%}), {verdict}",
             flush=True,
         )
     await search(engine, seconds, top, server, store)

@@ -58,6 +58,12 @@ the coordinator does not report them: Redis has one (``io_threads`` when managed
 more), memcached its ``-t`` threads (``target.server.threads``, default 4), others what
 the server reports as ``threads``, else the load machine's CPUs.
 
+A native worker's idle polling (``stats.server["idle_poll"]``, seconds per worker) is left
+out of its busy share and of the machine's: it polls rather than sleeps only while its
+next send or reply is nearer than a wake-up would cost, so that CPU stands in for
+wake-ups, not for work the generator could not keep up with (``worker 31% of a core (+64%
+idle polling)``).
+
 Everything here is a pure function of recorded data; thresholds are the constants below.
 """
 
@@ -212,6 +218,11 @@ class Usage:
 
     worker_cpu: Mapping[str, float] = field(default_factory=dict)  # worker -> CPU seconds
     worker_span: float = 0.0  # measured seconds that reported worker CPU
+    # Of that CPU, idle polling (``stats.server["idle_poll"]``: a native worker polling
+    # rather than sleeping to a send or reply nearer than a wake-up costs): not work, so
+    # left out of the worker's busy share and of the machine's.
+    worker_polled: Mapping[str, float] = field(default_factory=dict)
+    host_polled: float = 0.0  # idle-polling seconds within the machine's busy time
     server_cpu: float = 0.0
     server_span: float = 0.0
     server_cores: float | None = None  # the cores it may run on, as the coordinator reported
@@ -247,6 +258,15 @@ class Usage:
             out = replace(out, server_cores=float(server["cpu_cores"]))
         if _positive(server.get("threads")):
             out = replace(out, server_threads=float(server["threads"]))
+        polled = server.get("idle_poll")
+        if isinstance(polled, Mapping) and polled:
+            seconds = {w: float(v) for w, v in polled.items() if _number(v)}
+            merged_polled = dict(out.worker_polled)
+            for worker, v in seconds.items():
+                merged_polled[worker] = merged_polled.get(worker, 0.0) + v
+            out = replace(out, worker_polled=merged_polled)
+            if _number(server.get("host_busy")):
+                out = replace(out, host_polled=out.host_polled + sum(seconds.values()))
         if _number(server.get("host_busy")):
             out = replace(
                 out,
@@ -285,11 +305,21 @@ class Usage:
         return bool(self.worker_span or self.server_span or self.host_span)
 
     def worker_shares(self) -> dict[str, float]:
-        """Each worker's CPU as a share of one core, in worker order."""
+        """Each worker's CPU at work (idle polling left out) as a share of one core, in
+        worker order."""
         if not self.worker_span:
             return {}
         keys = sorted(self.worker_cpu, key=lambda k: (len(k), k))
-        return {k: self.worker_cpu[k] / self.worker_span for k in keys}
+        return {
+            k: max(0.0, self.worker_cpu[k] - self.worker_polled.get(k, 0.0)) / self.worker_span
+            for k in keys
+        }
+
+    def polled_shares(self) -> dict[str, float]:
+        """Each worker's idle polling as a share of one core (workers that polled only)."""
+        if not self.worker_span:
+            return {}
+        return {k: v / self.worker_span for k, v in self.worker_polled.items() if v > 0}
 
     def server_cores_used(self) -> float | None:
         return self.server_cpu / self.server_span if self.server_span else None
@@ -302,7 +332,11 @@ class Usage:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     def machine_share(self) -> float | None:
-        return self.host_busy / self.host_span if self.host_span else None
+        """The machine's busy share, our workers' idle polling counted as idle."""
+        if not self.host_span:
+            return None
+        polled = self.host_polled / self.host_cpus if self.host_cpus else 0.0
+        return max(0.0, self.host_busy - polled) / self.host_span
 
     def host_shares(self) -> dict[str, tuple[float, int, float]]:
         """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
@@ -534,7 +568,10 @@ def _cpu_text(
         shares = list(workers.values())
         if len(shares) <= 6:
             listed = " ".join(f"{s:.0%}" for s in shares)
-            parts.append(f"{'workers' if len(shares) > 1 else 'worker'} {listed} of a core")
+            text = f"{'workers' if len(shares) > 1 else 'worker'} {listed} of a core"
+            if polled := usage.polled_shares():
+                text += f" (+{' '.join(f'{p:.0%}' for p in polled.values())} idle polling)"
+            parts.append(text)
         else:
             mean = sum(shares) / len(shares)
             parts.append(

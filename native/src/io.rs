@@ -200,6 +200,20 @@ impl<'a> Run<'a> {
         let due = self.next_due();
         let other = self.other_wake(deadline);
         let now = now_ns();
+        // Rent or buy: a send due sooner than a wake-up costs, or a reply awaited within
+        // that time of the last activity, is polled for rather than slept to.
+        // Not on a contended machine, where a poller only gets its fair share of a CPU.
+        let polling = self.mode == Mode::Load && self.order.open_loop && self.tuner.may_poll(now);
+        let send_near = polling && due <= other && due < now + pacing::WAKE_COST;
+        let reply_near = polling
+            && now < self.tuner.active_at + pacing::WAKE_COST
+            && self.clients.iter().any(|c| c.inflight > 0);
+        if send_near || reply_near {
+            let until = due.min(other).min(now + pacing::WAKE_COST);
+            let (stdin, _) = self.poll_idle(until);
+            self.after_wake(stdin);
+            return;
+        }
         let armed = other.min(self.tuner.arm_at(due, now));
         let timeout = if armed > now {
             self.eng.timer.arm(armed);
@@ -220,19 +234,51 @@ impl<'a> Run<'a> {
             self.dispatch(); // replies that came with the wake-up keep their times
             self.spin_to(due);
         }
-        self.issue_due(now_ns());
+        self.after_wake(stdin);
+    }
+
+    /// What every turn does once awake: send what is due, read orders, handle sockets.
+    fn after_wake(&mut self, stdin: bool) {
+        let mut busy = self.issue_due(now_ns());
         if stdin {
             self.eng.read_stdin();
         }
+        busy |= !self.ready.is_empty();
         self.dispatch();
         let now = now_ns();
-        self.issue_due(now);
+        busy |= self.issue_due(now);
+        if busy {
+            self.tuner.active_at = now;
+        }
         if now >= self.next_housekeeping {
             self.next_housekeeping = now + HOUSEKEEPING;
             self.housekeeping(now);
         } else if self.down > 0 && self.mode != Mode::Idle {
             self.retry_due(now);
         }
+    }
+
+    /// Poll without sleeping until something happens or `until`; the empty polls are idle
+    /// polling (`WakeTuner::polled`). Returns (stdin, timer) as `collect_events` does.
+    fn poll_idle(&mut self, until: u64) -> (bool, bool) {
+        let mut last = now_ns();
+        loop {
+            let zero = Some(std::time::Duration::from_millis(0));
+            let _ = self.eng.poll.poll(&mut self.eng.events, zero);
+            if !self.eng.events.is_empty() {
+                break;
+            }
+            last = self.tuner.idle_poll(last);
+            if last >= until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let (stdin, timer) = self.collect_events();
+        if timer {
+            self.eng.timer.clear();
+        }
+        (stdin, timer)
     }
 
     /// Woken ahead of a send on purpose: poll without sleeping until it is due (at most
@@ -242,10 +288,12 @@ impl<'a> Run<'a> {
             return;
         }
         let began = now_ns();
-        while now_ns() < due {
+        let mut last = began;
+        while last < due {
             let zero = Some(std::time::Duration::from_millis(0));
             let _ = self.eng.poll.poll(&mut self.eng.events, zero);
             if self.eng.events.is_empty() {
+                last = self.tuner.idle_poll(last);
                 std::hint::spin_loop();
                 continue;
             }
@@ -254,6 +302,7 @@ impl<'a> Run<'a> {
                 self.eng.read_stdin();
             }
             self.dispatch();
+            last = now_ns();
         }
         self.tuner.spent(now_ns().saturating_sub(began));
     }
@@ -330,10 +379,11 @@ impl<'a> Run<'a> {
     }
 
     /// Open loop: every client whose next op is due sends it (as its pipeline allows).
-    fn issue_due(&mut self, now: u64) {
+    fn issue_due(&mut self, now: u64) -> bool {
         if self.mode != Mode::Load || !self.order.open_loop {
-            return;
+            return false;
         }
+        let mut any = false;
         for ci in 0..self.clients.len() {
             if self.clients[ci]
                 .schedule
@@ -341,8 +391,10 @@ impl<'a> Run<'a> {
                 .map_or(false, |s| s.next <= now)
             {
                 self.refill(ci, now);
+                any = true;
             }
         }
+        any
     }
 
     fn retry_due(&mut self, now: u64) {

@@ -229,7 +229,7 @@ impl<'a> Run<'a> {
             pubsub,
             measuring: false,
             trace: order_trace,
-            tuner: WakeTuner::default(),
+            tuner: WakeTuner::for_this_process(),
             cluster,
             stride,
             replay: None,
@@ -454,6 +454,7 @@ impl<'a> Run<'a> {
         let ends = pacing::grid(duration, interval);
         let mut prev = 0u64;
         let mut cpu = pacing::cpu_seconds();
+        self.tuner.take_polled();
         for (k, &end) in ends.iter().enumerate() {
             let at = begin + end;
             // A replay's trace may end the phase before its time (phase_over).
@@ -490,6 +491,7 @@ impl<'a> Run<'a> {
         let mut prev = 0u64;
         let mut boundary = interval;
         let mut cpu = pacing::cpu_seconds();
+        self.tuner.take_polled();
         let mut held: Option<(Recorder, u64, u64)> = None; // rec, its start, its end
         loop {
             let release = held
@@ -618,6 +620,8 @@ impl<'a> Run<'a> {
             "elapsed": end as f64 / 1e9,
             "warmup": false,
             "stats": stats,
+            // Of its CPU, the seconds of idle polling (io.rs `poll_idle`, docs/frames.md).
+            "polled": self.tuner.take_polled() as f64 / 1e9,
         }));
         cpu
     }

@@ -265,3 +265,31 @@ def test_every_op_sent_on_schedule_is_answered(redis_server: ServerProcess) -> N
     offered = sum(f["stats"]["offered"] for f in got)
     assert offered == 24_000
     assert sum(st.ops for st in stats) >= 0.8 * offered
+
+
+@pytest.mark.redis
+def test_a_native_worker_reports_its_idle_polling_within_its_cpu(
+    redis_server: ServerProcess,
+) -> None:
+    # 50,000 ops/s from one worker: sends 20 µs apart, nearer than a wake-up costs
+    # (pacing::WAKE_COST), so the loop polls between them rather than sleeping; the polls
+    # that found nothing come in each interval frame as "polled", a part of its "cpu".
+    s = _spec(
+        "uniform",
+        rate=50_000.0,
+        clients=16,
+        **{
+            "target.options": {"url": redis_server.target_options["url"]},
+            "load.warmup": 0.0,
+            "load.duration": 1.0,
+            "load.interval": 0.5,
+            "workload.mix": {"get": 1.0},
+        },
+    )
+    frames = run_worker("native", s)
+    assert status(frames) == "completed"
+    got = intervals(frames)
+    polled = [f["polled"] for f in got]
+    cpu = [sum(f["stats"]["cpu"].values()) for f in got]
+    assert sum(polled) > 0, polled
+    assert all(0 <= p <= c + 0.01 for p, c in zip(polled, cpu, strict=True)), (polled, cpu)

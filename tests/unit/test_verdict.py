@@ -275,6 +275,25 @@ def test_open_loop_that_kept_its_schedule() -> None:
     assert v.advice.endswith("the latencies are the server's and the network's at this rate")
 
 
+def test_idle_polling_is_left_out_of_the_worker_and_the_machine_and_said() -> None:
+    # A native worker that polled 64% of the time between sends and replies nearer than a
+    # wake-up (frames.md, "Idle polling"): at work 31% of a core, on a machine 95% busy of
+    # which 0.64 of a CPU was that polling.
+    polling = {"idle_poll": {"0": 0.64}}
+    stats = interval(offered=10_000, workers=(0.95,), server_cpu=0.5, host=(0.95, 2), lag_ns=2_000)
+    stats.server |= polling
+    v = verdict_of([stats], OPEN)
+    assert v.kind == ON_SCHEDULE
+    assert v.evidence == (
+        "issued 10,000 of 10,000 ops/s offered (100.0%), send lag p99 2.0µs; "
+        "worker 31% of a core (+64% idle polling), server 50% of 1 core (single-threaded), "
+        "machine 63% busy on 2 CPUs (0.81 of them ours)"
+    )
+    # Without it, the same CPU is a busy generator on a full machine.
+    stats.server.pop("idle_poll")
+    assert verdict_of([stats], OPEN).kind == MACHINE_BOUND
+
+
 def test_saturation_explains_an_open_loop_step_first() -> None:
     stats = interval(ops=5_000, offered=10_000, workers=(0.99,), server_cpu=0.3, lag_ns=5_000_000)
     v = verdict_of([stats], OPEN)

@@ -85,6 +85,8 @@ class _StepTally:
 
     live: set[int]
     pending: dict[int, dict[int, Stats]] = field(default_factory=dict)  # index -> worker -> stats
+    # index -> worker's CPU key -> its idle polling (s): a native frame's "polled"
+    polled: dict[int, dict[str, float]] = field(default_factory=dict)
     elapsed: dict[int, float] = field(default_factory=dict)  # of the pending intervals
     # What was emitted, as running totals: an hour of intervals holds no more than one.
     emitted: int = 0
@@ -477,6 +479,9 @@ class Coordinator:
             index = frame["index"]
             if not frame["warmup"]:
                 tally.pending.setdefault(index, {})[worker] = stats
+                if frame.get("polled"):
+                    key = next(iter(stats.cpu), str(worker))
+                    tally.polled.setdefault(index, {})[key] = float(frame["polled"])
                 intervals, ops = tally.measured.get(worker, (0, 0))
                 tally.measured[worker] = (intervals + 1, ops + stats.ops)
                 tally.elapsed[index] = max(tally.elapsed.get(index, 0.0), frame["elapsed"])
@@ -557,6 +562,8 @@ class Coordinator:
                 break
             stats = merged(parts.values(), concurrent=True)
             stats.server = {**stats.server, **monitor.sample()}
+            if polled := tally.polled.pop(index, None):
+                stats.server["idle_poll"] = {k: round(v, 6) for k, v in polled.items()}
             if self.hosts is not None and (hosts := self.hosts.sample()):
                 stats.server["hosts"] = hosts
             del tally.pending[index]
@@ -578,12 +585,15 @@ class _ServerTotals:
     busy_time: float = 0.0  # busy share x seconds
     busy_span: float = 0.0
     busy_seen: bool = False
+    idle_poll: dict[str, float] = field(default_factory=dict)  # worker -> seconds, summed
 
     def add(self, stats: Stats) -> None:
         server = stats.server
         self.last = dict(server)
         if "cpu_seconds" in server:
             self.cpu_seconds = (self.cpu_seconds or 0.0) + server["cpu_seconds"]
+        for worker, seconds in server.get("idle_poll", {}).items():
+            self.idle_poll[worker] = self.idle_poll.get(worker, 0.0) + seconds
         if "host_busy" in server:
             self.busy_seen = True
             self.busy_time += server["host_busy"] * stats.duration
@@ -595,6 +605,9 @@ class _ServerTotals:
             out["cpu_seconds"] = round(self.cpu_seconds, 4)
         if self.busy_seen and self.busy_span > 0:
             out["host_busy"] = round(self.busy_time / self.busy_span, 4)
+        out.pop("idle_poll", None)
+        if self.idle_poll:
+            out["idle_poll"] = {k: round(v, 6) for k, v in self.idle_poll.items()}
         return out
 
 

@@ -141,6 +141,10 @@ def _server_figure(key: str, value: object) -> Row:
             if isinstance(f, dict) and isinstance(f.get("busy"), int | float)
         )
         key = "hosts busy"
+    elif key == "idle_poll" and isinstance(value, dict):  # native workers' polling, seconds
+        shown = ", ".join(
+            f"worker {w} {v:.2f} s" for w, v in value.items() if isinstance(v, int | float)
+        )
     elif key == "node_cpu" and isinstance(value, dict):  # a cluster: each node's CPU seconds
         shown = ", ".join(f"{node} {seconds:.2f}s" for node, seconds in value.items())
         key = "nodes cpu"
