@@ -5,6 +5,9 @@ directory is removed when the server stops."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from workbench_http.managed import SERVER_OPTIONS, start_server
 
 from workbench.adapter import error_kind
 from workbench.events import StepStarted
+from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
 from workbench.servers import ServerProcess
 from workbench.store import Store
@@ -182,3 +186,38 @@ async def test_a_run_against_a_managed_https_store(strategy: str, tmp_path: Path
     assert started.system_options["base_url"].startswith("https://")
     scratch = Path(started.system_options["tls_ca"]).parent
     assert not scratch.exists()  # the CA and certificates went with the server
+
+
+@pytest.mark.parametrize("strategy", ["keep-alive", "native"])
+def test_memtier_tls_flags_run_https(
+    strategy: str, https_store: ServerProcess, tmp_path: Path
+) -> None:
+    """`-s http://… --tls --cacert CA --sni localhost` as a memtier user types it, both
+    engines; with --tls-skip-verify and a CA that did not sign it, the warning is printed."""
+    if strategy == "native" and binary_path() is None:
+        pytest.skip("the native engine is not built")
+    plain = https_store.target_options["base_url"].replace("https://", "http://")
+    ca = https_store.target_options["tls_ca"]
+    common = [
+        "run", "-s", plain, "--tls", "-n", "300", "-c", "2", "-w", "1",
+        "--set", f"strategy.name={strategy}",
+        "--set", "target.options.get=GET /?key={key}",
+        "--set", "load.warmup=0",
+    ]  # fmt: skip
+    env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "runs.sqlite3")}
+
+    def cli(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "workbench.cli.main", *common, *more],
+            capture_output=True, text=True, env=env, timeout=180, check=False,
+        )  # fmt: skip
+
+    done = cli("--cacert", ca, "--sni", "localhost")
+    assert done.returncode == 0, done.stdout + done.stderr
+    other = make_tls_files(tmp_path)
+    insecure = cli("--cacert", str(other.ca), "--tls-skip-verify")
+    assert insecure.returncode == 0, insecure.stdout + insecure.stderr
+    assert "warning:" in insecure.stdout + insecure.stderr
+    refused = cli("--cacert", str(other.ca))
+    assert refused.returncode != 0
+    assert "does not verify" in refused.stdout + refused.stderr
