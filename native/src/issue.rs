@@ -41,8 +41,10 @@ impl<'a> Run<'a> {
                         r.hot_gets += 1;
                     }
                 }
-                if !hit && p.aside && self.mode != Mode::Idle {
-                    // Cache-aside: the miss is filled before the client's next op.
+                if !hit && p.aside {
+                    // Cache-aside: the miss is filled before the client's next op, also
+                    // when the budget ran out meanwhile (Idle): the fill is part of the op
+                    // that was taken, and finish_load waits for it as for any in flight.
                     self.send(
                         ci,
                         Req::Set,

@@ -15,7 +15,7 @@ use crate::record::Recorder;
 use crate::step::Run;
 use mio::net::TcpStream;
 use mio::{Interest, Token};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -26,8 +26,6 @@ const STAMP: usize = 16;
 const QUIET_TURN: u64 = 100_000_000;
 const QUIET_TURNS: u32 = 3;
 const LATE_WAIT: u64 = 3_000_000_000;
-/// The interval index of deliveries that arrived after the load stopped (frames.py).
-const LATE_DELIVERIES: i64 = -1;
 const READ_CHUNK: usize = 64 * 1024;
 
 /// The pub/sub part of a compiled order (`native_order._pubsub`).
@@ -365,9 +363,11 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// After the load: wait for deliveries still on their way, then send them (and any
-    /// error) as the interval of index -1.
-    pub fn late_deliveries(&mut self) {
+    /// After the load, before its last interval is cut: wait for deliveries still on their
+    /// way, so that they land in that interval as the replies of ops in flight do, and the
+    /// step's deliveries are the sum of its intervals'. What comes later is not recorded:
+    /// it shows as lost.
+    pub fn await_deliveries(&mut self) {
         if self.pubsub.subs.is_empty() {
             return;
         }
@@ -385,18 +385,6 @@ impl<'a> Run<'a> {
             while crate::pacing::now_ns() < at && !self.eng.eof {
                 self.turn(at);
             }
-        }
-        let fresh = Recorder::new(self.order.open_loop, self.order.record.len());
-        let tail = std::mem::replace(&mut self.rec, fresh);
-        if tail.delivered > 0 || !tail.errors.is_empty() {
-            let stats = tail.to_json(0.0, self.order.worker, 0.0, &self.order.record);
-            self.eng.out.send(&json!({
-                "type": "interval",
-                "index": LATE_DELIVERIES,
-                "elapsed": 0.0,
-                "warmup": false,
-                "stats": stats,
-            }));
         }
     }
 

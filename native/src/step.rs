@@ -226,7 +226,6 @@ impl<'a> Run<'a> {
         }
         let status = self.warm_and_measure(start);
         self.mode = Mode::Idle;
-        self.late_deliveries();
         if let Some(trace) = &self.trace {
             if let Err(e) = trace.write() {
                 self.eng
@@ -502,7 +501,8 @@ impl<'a> Run<'a> {
     }
 
     /// Stop issuing, wait for the ops still in flight (at most 2 s or one interval);
-    /// those that do not come back are counted as "abandoned".
+    /// those that do not come back are counted as "abandoned". Then wait for the pub/sub
+    /// deliveries still on their way: they belong to the last interval too.
     fn finish_load(&mut self, interval: u64) {
         self.mode = Mode::Idle;
         let limit = now_ns() + interval.min(2_000_000_000);
@@ -521,6 +521,7 @@ impl<'a> Run<'a> {
             .sum();
         self.rec
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
+        self.await_deliveries();
     }
 
     /// Intended starts of every client in [start, end) of the phase (ns since it began).

@@ -34,11 +34,16 @@ QUICK: dict[str, list[str]] = {
     "kv-store": ["load.duration=1", "load.warmup=0.3"],
     "trace-replay": ["workload.trace.limit=3000", "load.warmup_ops=1000"],
 }
-# Errors a profile may meet for real: memcached refuses items when a slab class is full.
+# Errors a profile may meet for real: memcached refuses items when a slab class is full;
+# the caching proxy is a Python process on the same 2 cores as the test, and on a loaded
+# machine an op can outlast the wait after the end (one 0.25 s interval): abandoned.
 ALLOWED_ERRORS: dict[str, set[str]] = {
     "memory-limit-hit-rate": {"server"},
     "memory-limit-hit-rate-quick": {"server"},
     "trace-replay": {"server"},
+    "caching-proxy-bad-query": {"abandoned"},
+    "caching-proxy-miss": {"abandoned"},
+    "caching-proxy-hit": {"abandoned"},
 }
 
 

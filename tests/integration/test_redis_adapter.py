@@ -311,6 +311,8 @@ async def test_pubsub_through_the_engine_delivers_every_measured_message(
     assert s.published > 0
     assert s.expected_deliveries == s.published * 2
     assert s.delivered == s.expected_deliveries
+    # The step's deliveries are the sum of its intervals' (the late ones land in the last).
+    assert sum(e.stats.delivered for e in events if isinstance(e, Interval)) == s.delivered
 
 
 async def test_a_failed_step_does_not_end_the_sweep(

@@ -166,10 +166,9 @@ def test_cache_aside_hit_rate_equals_the_python_engines(
         "python", _native(system, server, **common, **{"strategy.name": "multiplexed"})
     )
     n, p = total(native), total(python)
-    # Every miss is filled: sets equal misses, in both engines. Under load the native
-    # engine has come out one set short (1,891 of 1,892) about one run in five; the cause
-    # is not found yet, so at most one unfilled miss per client is let through.
-    assert 0 <= n.misses - n.hist["set"].get_total_count() <= 4
+    # Every miss is filled: sets equal misses, in both engines, also for the gets still in
+    # flight when another client took the budget's last op.
+    assert n.hist["set"].get_total_count() == n.misses
     assert p.hist["set"].get_total_count() == p.misses
     # Concurrent clients filling the same missed key make the rate depend a little on
     # timing, in either engine.

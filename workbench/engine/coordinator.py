@@ -88,7 +88,6 @@ class _StepTally:
     emitted: int = 0
     total: Stats = field(default_factory=Stats)  # the emitted intervals merged
     server: _ServerTotals = field(default_factory=lambda: _ServerTotals())
-    tails: list[Stats] = field(default_factory=list)  # deliveries after the load stopped
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -420,7 +419,7 @@ class Coordinator:
                 get.cancel()
 
     def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
-        total = merged([tally.total, *tally.tails], concurrent=False)
+        total = merged([tally.total], concurrent=False)
         if tally.emitted:
             # The sums and averages over the intervals win over the last interval's values
             # that merging kept; the final reading's statistics win over both.
@@ -470,9 +469,7 @@ class Coordinator:
         elif kind == frames.INTERVAL:
             stats = Stats.from_dict(frame["stats"])
             index = frame["index"]
-            if index == frames.LATE_DELIVERIES:
-                tally.tails.append(stats)
-            elif not frame["warmup"]:
+            if not frame["warmup"]:
                 tally.pending.setdefault(index, {})[worker] = stats
                 intervals, ops = tally.measured.get(worker, (0, 0))
                 tally.measured[worker] = (intervals + 1, ops + stats.ops)
@@ -509,7 +506,10 @@ class Coordinator:
             heard = tally.heard.get(worker)
             if not _remote(handle) or heard is None or tally.last_index.get(worker, -1) >= last:
                 continue
-            if now - heard < limit:
+            # Before its last interval a worker may wait for pub/sub deliveries too.
+            at_last = tally.last_index.get(worker, -1) == last - 1
+            due = limit + (frames.DELIVERY_WAIT if at_last else 0.0)
+            if now - heard < due:
                 continue
             handle.abandon(f"no interval for {now - heard:.1f} s")  # type: ignore[attr-defined]
             self.dead.add(worker)

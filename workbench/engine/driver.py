@@ -43,7 +43,6 @@ from workbench.workload import (
 Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
 CLOSE_WAIT = 2.0  # closing a step's clients and connection takes at most this long
-LATE_DELIVERY_WAIT = 3.0
 
 
 def _cpu_seconds() -> float:
@@ -215,8 +214,6 @@ class StepRun:
         start = time.perf_counter() if start is None else start
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         status = await self._warm_and_measure(start)
-        if self.subs:
-            await self._report_late_deliveries()
         if self.state.trace is not None:
             part, state = self.ctx.trace_part, self.state
             await asyncio.to_thread(write_part, part, triples(state.trace))
@@ -353,7 +350,9 @@ class StepRun:
         """Stop the clients; wait (bounded) for ops in flight, which land in the last interval.
 
         What is still unanswered then is counted as abandoned, and anything that answers
-        later is not recorded (the phase moves on).
+        later is not recorded (the phase moves on). Pub/sub deliveries still on their way
+        are awaited too: they land in the last interval as well, so the step's deliveries
+        are the sum of its intervals'.
         """
         state = self.state
         state.halt()
@@ -371,24 +370,19 @@ class StepRun:
         for t in self.tasks:
             if isinstance(t, asyncio.Task):
                 t.cancel()
+        if self.subs:
+            await self._await_deliveries()
 
-    async def _report_late_deliveries(self) -> None:
-        """Pub/sub messages still on their way when the load ended: interval index -1."""
+    async def _await_deliveries(self) -> None:
+        """Wait until no delivery came for 0.3 s (at most `frames.DELIVERY_WAIT`)."""
         quiet, last = 0, -1
-        for _ in range(int(LATE_DELIVERY_WAIT / 0.1)):  # until none arrives for 0.3 s
+        for _ in range(int(frames.DELIVERY_WAIT / 0.1)):
             delivered = self.state.buf.delivered
             quiet = quiet + 1 if delivered == last else 0
             if quiet >= 3:
                 break
             last = delivered
             await asyncio.sleep(0.1)
-        for t in self.subs:
-            t.cancel()
-        await asyncio.gather(*self.subs, return_exceptions=True)
-        tail, self.state.buf = self.state.buf, Buffers()
-        if tail.delivered or tail.errors:
-            stats = await to_stats(tail, 0.0)
-            self.send(frames.interval(frames.LATE_DELIVERIES, 0.0, stats))
 
     async def close(self) -> None:
         """Close clients and connection, bounded: a stalled server cannot hold the worker."""

@@ -22,7 +22,9 @@ STEP, GO, STOP = "step", "go", "stop"
 # Worker -> coordinator
 READY, ARMED, INTERVAL, ERROR, STEP_DONE = "ready", "armed", "interval", "error", "step_done"
 STEP_STATUSES = ("completed", "interrupted", "failed")
-LATE_DELIVERIES = -1  # interval index of pub/sub deliveries that arrived after the load stopped
+# Before its last interval, a worker waits this long at most for the pub/sub deliveries still
+# on their way (it stops after 0.3 s with none): they land in that interval.
+DELIVERY_WAIT = 3.0
 GO_LEAD = 0.05  # seconds between sending "go" and the start it names
 
 
