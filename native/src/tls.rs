@@ -376,7 +376,14 @@ impl<'a> Run<'a> {
         let received = tls.receive(sock, &mut k.inb, addr);
         let sent = tls.send(sock);
         let handshaking = tls.handshaking();
+        let refused = !answered && !tls.has_cert && !handshaking;
         let closed = match received {
+            // A reset with no alert to read, after the handshake and before any reply,
+            // offered no certificate: the refusal (see `refusal`).
+            Err((kind, _)) if kind != "tls" && refused => {
+                self.drop_conn(ci, si, "tls", &refusal(addr));
+                return;
+            }
             Err((kind, msg)) => {
                 self.drop_conn(ci, si, &kind, &msg);
                 return;
