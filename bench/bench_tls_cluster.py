@@ -7,10 +7,10 @@ engine A B A B in two shapes: 16 clients at pipeline 1, and 16 clients pipelined
 pair prints both rates, the client's and the server's CPU (% of one core) and the ratio
 (target >= 1.0x). GET of 100-byte values that exist.
 
-Then a managed three-node Redis Cluster: redis-benchmark --cluster -c 16 against
-`workbench run --cluster-mode -c 16` (the Python `cluster` strategy on redis-py's
-RedisCluster: the native engine has no cluster mode yet, so this shape measures a Python
-client and is not expected to reach 1.0x), rates and the nodes' CPU.
+Then a three-node Redis Cluster: the native engine's cluster mode (16 clients, each with a
+connection to every node: 48 connections) against redis-benchmark --cluster -c 48 (each
+of its clients one connection to one node), at pipeline 1 and 16, with the nodes' CPU
+summed as the server's; memtier_benchmark --cluster-mode too when it is on PATH.
 
 Usage: python bench/bench_tls_cluster.py [seconds per measurement] [pairs]
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
@@ -21,10 +21,10 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from workbench_redis.cluster import start_cluster
@@ -40,10 +40,10 @@ from bench_native import (  # a sibling script, not a package
     _exit_on_term,
     _spec,
     measured,
+    memtier_run,
     native,
     pair_line,
     reference,
-    workbench_run,
 )
 
 
@@ -102,36 +102,54 @@ def main() -> None:
     cluster_shape(seconds, pairs)
 
 
+def redis_benchmark_cluster(
+    cluster: ServerProcess, connections: int, pipeline: int, requests: int
+) -> tuple[float, float]:
+    """redis-benchmark --cluster: each of its clients is one connection to one node."""
+    out, _wall, cpu = reference(
+        ["redis-benchmark", "-h", cluster.host, "-p", str(cluster.port), "--cluster",
+         "-t", "get", "-n", str(requests), "-c", str(connections), "-P", str(pipeline),
+         "-r", str(KEYS), "-d", str(VALUE), "--csv"]
+    )  # fmt: skip
+    table = out[out.find('"test"') :]  # --cluster prints the nodes first
+    rows = {r["test"]: float(r["rps"]) for r in csv.DictReader(io.StringIO(table))}
+    rate = rows.get("GET", 0.0)
+    return rate, cpu / (requests / rate) if rate else 0.0
+
+
 def cluster_shape(seconds: float, pairs: int) -> None:
-    with start_cluster(3) as cluster, tempfile.TemporaryDirectory() as scratch:
+    """The native engine's cluster mode against redis-benchmark --cluster (and memtier
+    --cluster-mode when it is on PATH), with as many connections on each side: 16 native
+    clients hold a connection to each of the 3 nodes, so redis-benchmark gets -c 48."""
+    binary = binary_path()
+    assert binary is not None
+    with start_cluster(3) as cluster:
         pids = [n.pid for n in cluster.nodes]
-        print(f"\nRedis Cluster of 3 ({cluster.version})")
-        rate = 30_000.0
-        for _ in range(pairs):
-            n = max(int(seconds * rate), 10_000)
-
-            def ref_run(n: int = n) -> tuple[float, float]:
-                out, _wall, cpu = reference(
-                    ["redis-benchmark", "-h", cluster.host, "-p", str(cluster.port), "--cluster",
-                     "-t", "get", "-n", str(n), "-c", "16", "-r", str(KEYS), "-d", str(VALUE),
-                     "--csv"]
-                )  # fmt: skip
-                table = out[out.find('"test"') :]  # --cluster prints the nodes first
-                rows = {r["test"]: float(r["rps"]) for r in csv.DictReader(io.StringIO(table))}
-                return rows.get("GET", 0.0), cpu / (n / rows["GET"]) if rows.get("GET") else 0.0
-
-            ref, sref = measured(pids, ref_run)
-            rate = ref[0] or rate
-            url = cluster.target_options["url"]
-
-            def wb_run(url: str = url) -> tuple[float, float]:
-                flags = ["--cluster-mode", "-c", "16", "-w", "1", "--ratio", "0:1"]
-                got, _ = workbench_run(url, flags, seconds, Path(scratch) / "runs.sqlite")
-                return got, float("nan")  # a Python client: its CPU is not read here
-
-            wb, swb = measured(pids, wb_run)
-            line = pair_line("cluster c=16 vs redis-benchmark --cluster", ref, wb, (sref, swb))
-            print(line.replace("| native ", "| python cluster "))
+        options = {"url": cluster.target_options["url"], "cluster": True}
+        native(binary, _spec("redis", options, 16, 1, 0.5, prefill=True))  # keys exist
+        print(f"\nRedis Cluster of 3 ({cluster.version}), 48 connections on each side")
+        shapes = (
+            ("cluster c=16x3 vs redis-benchmark --cluster -c 48", 16, 1),
+            ("cluster c=16x3 P=16 vs --cluster -c 48 -P 16", 16, 16),
+        )
+        for label, c, p in shapes:
+            rate = 30_000.0 if p == 1 else 200_000.0
+            for _ in range(pairs):
+                n = max(int(seconds * rate), 10_000)
+                ref, sref = measured(
+                    pids, lambda p=p, n=n: redis_benchmark_cluster(cluster, 48, p, n)
+                )
+                rate = ref[0] or rate
+                wb, swb = measured(
+                    pids,
+                    lambda c=c, p=p: native(binary, _spec("redis", options, c, p, seconds, False)),
+                )
+                print(pair_line(label, ref, wb, (sref, swb)) + " (target >= 1.0x)")
+                if shutil.which("memtier_benchmark"):
+                    flags = ["--cluster-mode", "-t", "1", "-c", str(c), "--pipeline", str(p),
+                             "--ratio", "0:1", "-d", str(VALUE)]  # fmt: skip
+                    mt = memtier_run(cluster.host, cluster.port, flags, seconds)
+                    print(f"  {'memtier --cluster-mode -t 1 -c ' + str(c):<34} {mt:>13,.0f}/s")
 
 
 if __name__ == "__main__":

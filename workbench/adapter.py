@@ -18,6 +18,11 @@ Robustness rules:
   (``blocking=True``) return clients with plain methods, driven one thread per client.
 - ``subscribe`` must not return before the subscription is live on the server, so that
   nothing published after it returns is lost.
+- A connection to a Redis Cluster may have ``redirects() -> tuple[int, int]``: the ops
+  redirected by MOVED and by ASK since its last call (counts, not times). The driver reads
+  it at each interval's end and shows the figures as ``moved`` and ``ask``.
+- A cluster's ``server_stats`` may give each node's CPU seconds as ``NODE_CPU + "HOST:PORT"``:
+  the verdict then judges the busiest node.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from workbench.errors import PluginError
 from workbench.options import Option, OptionSet
 
 OPERATIONS = ("get", "set", "delete", "cache_aside", "publish", "subscribe")
+NODE_CPU = "node_cpu@"  # a server_stats figure: one cluster node's CPU seconds, by address
 # Besides operations, what a strategy may say it lacks (in `Strategy.lacks`).
 FEATURES = ("ttl",)
 

@@ -53,7 +53,9 @@ def describe(
     depth = int(options.get("pipeline", 1) or 1)
     if total >= clients * each:  # a connection (to each server) per client
         flight = f" x {depth} in flight" if depth > 1 else ""
-        return f"{_clients(clients)} = {_conns(total)}{flight}, {_workers(workers)}"
+        # A cluster's nodes are known only once its slot map is read: said per node.
+        node = " per cluster node" if (target_options or {}).get("cluster") else ""
+        return f"{_clients(clients)} = {_conns(total)}{node}{flight}, {_workers(workers)}"
     if "pool_size" in options:
         how = f"a pool of {_conns(total)}"
     elif "batch" in options:

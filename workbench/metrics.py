@@ -145,6 +145,13 @@ class Stats:
     cpu: dict[str, float] = field(default_factory=dict)
     offered: int = 0  # open loop: ops whose intended start fell in the span
     send_lag: HdrHistogram | None = None  # open loop: actual send minus intended start (ns)
+    # Redis Cluster: ops redirected by -MOVED (slot map refreshed) and -ASK, then retried.
+    moved: int = 0
+    ask: int = 0
+    # A trace replay's requests not sent, by what they were: an op the target does not do
+    # ("incr", "cas") or a value too large to send ("value over 4 MiB"). Not errors:
+    # nothing was tried. On the wire and in the store only when there are any.
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -180,6 +187,10 @@ class Stats:
         for worker, seconds in other.cpu.items():
             self.cpu[worker] = self.cpu.get(worker, 0.0) + seconds
         self.offered += other.offered
+        self.moved += other.moved
+        self.ask += other.ask
+        for what, n in other.skipped.items():
+            self.skipped[what] = self.skipped.get(what, 0) + n
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -190,7 +201,17 @@ class Stats:
                 if k.startswith("peak_") and isinstance(v, int | float):
                     self.server[k] = max(v, self.server.get(k, v))
 
+    @property
+    def skipped_count(self) -> int:
+        return sum(self.skipped.values())
+
     def to_dict(self) -> dict[str, Any]:
+        data = self._fields()
+        if self.skipped:
+            data["skipped"] = dict(self.skipped)
+        return data
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "duration": self.duration,
             "hist": {k: encode(h) for k, h in self.hist.items()},
@@ -209,6 +230,8 @@ class Stats:
             "cpu": self.cpu,
             "offered": self.offered,
             "send_lag": encode(self.send_lag) if self.send_lag is not None else "",
+            "moved": self.moved,
+            "ask": self.ask,
         }
 
     @classmethod
@@ -219,6 +242,7 @@ class Stats:
         fields["first_errors"] = dict(data.get("first_errors", {}))
         fields["server"] = dict(data.get("server", {}))
         fields["cpu"] = dict(data.get("cpu", {}))
+        fields["skipped"] = dict(data.get("skipped", {}))
         lag = data.get("send_lag")
         fields["send_lag"] = decode(lag) if lag else None
         return cls(**fields)
@@ -226,6 +250,8 @@ class Stats:
 
 # The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
 STATS_KEYS = tuple(Stats().to_dict())
+# Keys an interval's statistics hold only when they have something (a trace replay's).
+OPTIONAL_STATS_KEYS = ("skipped",)
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:
@@ -430,6 +456,21 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
+
+
+def redirects_text(stats: Stats) -> str:
+    """Redis Cluster redirections as memtier shows them (MOVED/s, ASK/s); "" when none."""
+    if not (stats.moved or stats.ask):
+        return ""
+    dur = stats.duration or 0.0
+
+    def rate(n: int) -> str:
+        return f" ({n / dur:,.1f}/s)" if dur > 0 else ""
+
+    return (
+        f"redirects: MOVED {stats.moved:,}{rate(stats.moved)}, ASK {stats.ask:,}{rate(stats.ask)}"
+        " (each op sent again and counted once)"
+    )
 
 
 def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:

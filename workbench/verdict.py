@@ -222,6 +222,8 @@ class Usage:
     # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
     # its workers), from ``stats.server["hosts"]``.
     hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
+    # A cluster's CPU seconds by node address (``stats.server["node_cpu"]``), summed.
+    node_cpu: Mapping[str, float] = field(default_factory=dict)
 
     def plus(self, stats: Stats) -> Usage:
         """This usage with one more interval added."""
@@ -251,6 +253,12 @@ class Usage:
                 host_busy=out.host_busy + float(server["host_busy"]) * d,
                 host_span=out.host_span + d,
             )
+        if isinstance(server.get("node_cpu"), Mapping) and server["node_cpu"]:
+            nodes = dict(out.node_cpu)
+            for name, seconds in server["node_cpu"].items():
+                if _number(seconds):
+                    nodes[name] = nodes.get(name, 0.0) + float(seconds)
+            out = replace(out, node_cpu=nodes)
         if _positive(server.get("host_cpus")):
             out = replace(out, host_cpus=int(server["host_cpus"]))
         if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
@@ -285,6 +293,13 @@ class Usage:
 
     def server_cores_used(self) -> float | None:
         return self.server_cpu / self.server_span if self.server_span else None
+
+    def node_shares(self) -> dict[str, float]:
+        """A cluster's nodes' CPU, each as a share of one core, busiest first."""
+        if not self.server_span:
+            return {}
+        out = {name: cpu / self.server_span for name, cpu in self.node_cpu.items()}
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     def machine_share(self) -> float | None:
         return self.host_busy / self.host_span if self.host_span else None
@@ -364,6 +379,12 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     server_used = usage.server_cores_used()
     cores = server_cores(context, usage)
     server_share = server_used / cores if server_used is not None and cores else None
+    nodes = usage.node_shares()
+    if nodes:  # a cluster is as busy as its busiest node; its cores are its nodes'
+        per_node = context.server_cores or 1.0
+        allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
+        cores = min(per_node * len(nodes), allowed) if allowed else per_node * len(nodes)
+        server_share = max(nodes.values()) / per_node
     machine = usage.machine_share()
     issued = totals.ops + totals.error_count
     open_loop = context.open_loop or totals.offered > 0
@@ -377,6 +398,9 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
         "machine_busy": machine,
         "machine_cpus": usage.host_cpus,
     }
+    if nodes:
+        figures["nodes_core_share"] = nodes
+        figures["busiest_node"] = next(iter(nodes))
     if usage.hosts:
         figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
     if open_loop:
@@ -517,7 +541,18 @@ def _cpu_text(
                 f"{len(shares)} workers at {max(shares):.0%} (busiest) and {mean:.0%} (mean) "
                 "of a core"
             )
-    if server_used is not None and cores:
+    nodes = usage.node_shares()
+    if server_used is not None and cores and nodes:
+        per_node = context.server_cores or 1.0
+        busiest, used = next(iter(nodes.items()))
+        text = (
+            f"server {len(nodes)} nodes {server_used:.2f} of {cores:g} cores: busiest node "
+            f"{busiest} {used:.0%} of {per_node:g} core{'s' if per_node != 1 else ''}"
+        )
+        if context.single_threaded:
+            text += " (single-threaded)"
+        parts.append(text)
+    elif server_used is not None and cores:
         n = f"{cores:g} core{'s' if cores != 1 else ''}"
         if cores == 1:
             text = f"server {server_used:.0%} of 1 core"

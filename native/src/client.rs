@@ -21,6 +21,8 @@ pub struct Pending {
     pub t0: u64,
     pub phase: u32,
     pub hot: bool,
+    /// A replayed trace key sent as its own bytes (`replay.rs`); None: the key of `index`.
+    pub key: Option<Box<[u8]>>,
 }
 
 impl Pending {
@@ -35,6 +37,7 @@ impl Pending {
             t0: 0,
             phase: 0,
             hot: false,
+            key: None,
         }
     }
 }

@@ -150,7 +150,7 @@ impl Engine {
 
 impl<'a> Run<'a> {
     fn token(&self, ci: usize, si: usize) -> Token {
-        Token(FIRST_CONN + ci * self.clients[0].conns.len() + si)
+        Token(FIRST_CONN + ci * self.stride + si)
     }
 
     /// Open (or reopen) a connection; the handshake (AUTH, SELECT) is queued first.
@@ -308,7 +308,7 @@ impl<'a> Run<'a> {
     /// Handle the sockets that were ready: finish connects, write, read and consume.
     fn dispatch(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
-        let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
+        let per = self.stride;
         for &(t, readable, writable, closing) in ready.iter() {
             let (ci, si) = (t / per, t % per);
             if ci >= self.clients.len() {
@@ -377,6 +377,7 @@ impl<'a> Run<'a> {
         if self.down > 0 && self.mode != Mode::Idle {
             self.retry_due(now);
         }
+        self.cluster_housekeeping(now);
     }
 
     fn reconnect(&mut self, ci: usize, si: usize) {
@@ -602,6 +603,9 @@ impl<'a> Run<'a> {
         }
         c.release(ops, now, self.order.pipeline);
         self.down += 1;
+        if self.mode == Mode::Load {
+            self.cluster_stale(); // a lost node: the slot map is read again (cluster.rs)
+        }
         if quiet {
             return;
         }

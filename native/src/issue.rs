@@ -11,6 +11,11 @@ use crate::workload;
 
 impl<'a> Run<'a> {
     pub fn answered(&mut self, ci: usize, p: Pending, reply: Reply, value_len: usize, now: u64) {
+        if let (Reply::Failed(_, msg), Some(_)) = (&reply, &self.cluster) {
+            if let Some(r) = crate::cluster::redirect_of(msg) {
+                return self.redirect(ci, p, r, now); // MOVED or ASK: sent again (cluster.rs)
+            }
+        }
         let in_phase = p.phase == self.phase && self.mode != Mode::Prefill;
         let pipeline = self.order.pipeline;
         let c = &mut self.clients[ci];
@@ -25,6 +30,9 @@ impl<'a> Run<'a> {
             }
             (Req::Get, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
+                if p.aside && self.replay.is_some() {
+                    self.replay_answered(p.index, p.key.is_some()); // replay.rs
+                }
                 if in_phase {
                     let r = &mut self.rec;
                     r.latency(self.kinds.get, now.saturating_sub(p.t0));
@@ -45,6 +53,7 @@ impl<'a> Run<'a> {
                     // Cache-aside: the miss is filled before the client's next op, also
                     // when the budget ran out meanwhile (Idle): the fill is part of the op
                     // that was taken, and finish_load waits for it as for any in flight.
+                    self.next_key = p.key;
                     self.send(
                         ci,
                         Req::Set,
@@ -104,10 +113,18 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
+        let owned = self.next_key.take(); // a replayed key of its own (replay.rs)
         let (key, value, size) = if req == Req::Publish {
             // A channel and a message stamped now (pubsub.rs) in place of key and value.
             let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
             (channel, message, message.len())
+        } else if let Some(own) = owned.as_deref() {
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (own, value, size)
         } else {
             let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
             let value = if req == Req::Set {
@@ -117,7 +134,7 @@ impl<'a> Run<'a> {
             };
             (key, value, size)
         };
-        let si = self.codec.server_for(key);
+        let si = crate::cluster::node_for(&self.cluster, &self.codec, key);
         let k = &mut self.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
@@ -142,6 +159,7 @@ impl<'a> Run<'a> {
             t0,
             phase,
             hot,
+            key: owned,
         });
     }
 
@@ -162,6 +180,7 @@ impl<'a> Run<'a> {
 
     /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
     pub fn refill(&mut self, ci: usize, now: u64) {
+        self.unpark_nodes(ci, now);
         loop {
             let c = &self.clients[ci];
             if c.inflight >= self.order.pipeline
@@ -205,6 +224,12 @@ impl<'a> Run<'a> {
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
     fn load_next(&mut self, ci: usize, now: u64) -> bool {
+        if self.cluster_blocked(ci) {
+            return false; // an op waits for its cluster node's place (cluster.rs)
+        }
+        if self.replay.is_some() {
+            return self.replay_next(ci, now); // the trace's next request (replay.rs)
+        }
         let due_before = self.due_before;
         let c = &mut self.clients[ci];
         // Open loop: the latency of an op runs from its intended start when the client was
@@ -238,16 +263,34 @@ impl<'a> Run<'a> {
             }
         };
         if self.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
+            if self.cluster.is_some() {
+                // Its node's connection is full or down: the next op may go to another.
+                return self.park_on_node(ci, op, t0, due);
+            }
             self.clients[ci].parked = Some(op);
             return false;
         }
+        let phase = self.phase;
+        self.issue_op(ci, op, t0, due, now, phase);
+        true
+    }
+
+    /// Send a drawn op of `phase`: its send lag, its kind, its trace line.
+    pub fn issue_op(
+        &mut self,
+        ci: usize,
+        op: workload::Op,
+        t0: u64,
+        due: u64,
+        now: u64,
+        phase: u32,
+    ) {
         let c = &mut self.clients[ci];
         if c.schedule.is_some() {
             self.rec.lag(now - due);
         }
         let hot = op.index < c.stream.hot_end;
         c.inflight += 1;
-        let phase = self.phase;
         // A cache-aside op is a get that sets on a miss.
         let (req, aside) = match self.order.actions[op.code as usize] {
             Action::Get => (Req::Get, false),
@@ -262,14 +305,13 @@ impl<'a> Run<'a> {
             }
         }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
-        true
     }
 
     /// Whether the connection the op's key goes to is up.
     fn server_up(&mut self, ci: usize, op: &workload::Op) -> bool {
         let k = &self.order.keys;
         let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
-        let si = self.codec.server_for(key);
-        self.clients[ci].conns[si].connected
+        let si = crate::cluster::node_for(&self.cluster, &self.codec, key);
+        self.node_ready(ci, si)
     }
 }

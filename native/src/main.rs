@@ -7,6 +7,7 @@
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
 mod client;
+mod cluster;
 mod codec;
 mod frames;
 mod http;
@@ -20,12 +21,15 @@ mod probe;
 mod proto;
 mod pubsub;
 mod record;
+mod replay;
 mod resp;
 mod rng;
 mod step;
 mod tls;
 mod trace;
+mod tracefile;
 mod workload;
+mod zstd;
 
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use crate::pacing::{Arrivals, Timing};
 use serde_json::Value;
 
 /// The version of the compiled order this binary reads (`native_build.ORDER_VERSION`).
-pub const ORDER_VERSION: u64 = 3;
+pub const ORDER_VERSION: u64 = 4;
 
 /// What an op of the mix does; a mix names operations by their index in the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

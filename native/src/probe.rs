@@ -16,7 +16,9 @@
 //!   {"op":"place","order":{step order},"indexes":[...]} -> {"servers":[...]}: the server
 //!   each key goes to
 //! Each client id is one blocking connection (per server), opened on first use and after
-//! a loss, as the engine's clients are.
+//! a loss, as the engine's clients are; over TLS when the target asks for it (tls.rs). A
+//! cluster target (`cluster = true`) reads the slot map first and follows MOVED and ASK
+//! (cluster.rs).
 
 use crate::codec::{codec_for, Codec, Target};
 use crate::frames::{In, Out};
@@ -31,13 +33,21 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-type Conns = HashMap<(u64, usize), (TcpStream, Vec<u8>)>;
+/// A blocking connection: plain TCP or TLS over it.
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+
+type Conns = HashMap<(u64, usize), (Box<dyn Stream>, Vec<u8>)>;
 
 struct Session {
     codec: Codec,
     addrs: Vec<SocketAddr>,
     timeout: Duration,
     conns: Conns,
+    tls: Option<crate::tls::TlsConfig>,
+    /// A cluster's slot map (node index by slot); None for one server or a placement.
+    slots: Option<Vec<u16>>,
+    allow_remote: bool,
 }
 
 fn fail(kind: &str, message: &str) -> Value {
@@ -51,9 +61,10 @@ fn connection<'c>(
     addr: SocketAddr,
     timeout: Duration,
     id: (u64, usize),
-) -> Result<&'c mut (TcpStream, Vec<u8>), Value> {
+    tls: Option<&crate::tls::TlsConfig>,
+) -> Result<&'c mut (Box<dyn Stream>, Vec<u8>), Value> {
     if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(id) {
-        slot.insert(open_connection(codec, addr, timeout)?);
+        slot.insert(open_connection(codec, addr, timeout, tls)?);
     }
     Ok(conns.get_mut(&id).expect("just inserted"))
 }
@@ -62,11 +73,20 @@ fn open_connection(
     codec: &Codec,
     addr: SocketAddr,
     timeout: Duration,
-) -> Result<(TcpStream, Vec<u8>), Value> {
+    tls: Option<&crate::tls::TlsConfig>,
+) -> Result<(Box<dyn Stream>, Vec<u8>), Value> {
     let s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| fail("connection", &format!("cannot connect to {}: {}", addr, e)))?;
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(timeout));
+    let _ = s.set_write_timeout(Some(timeout));
+    let s: Box<dyn Stream> = match tls {
+        Some(cfg) => {
+            let conn = cfg.client().map_err(|e| fail("tls", &e))?;
+            Box::new(rustls::StreamOwned::new(conn, s))
+        }
+        None => Box::new(s),
+    };
     let mut hello = Vec::new();
     let n = codec.hello(&mut hello);
     let mut entry = (s, Vec::new());
@@ -110,47 +130,73 @@ impl Session {
             "delete" => Req::Delete,
             _ => return fail("protocol", &format!("unknown probe op {:?}", op)),
         };
-        let si = self.codec.server_for(&key);
-        let mut out = Vec::new();
-        if !self.codec.encode(&mut out, req, &key, &value, ttl) {
-            return fail(
-                "unsupported",
-                "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
-            );
-        }
-        let id = (client, si);
-        let result = connection(
-            &self.codec,
-            &mut self.conns,
-            self.addrs[si],
-            self.timeout,
-            id,
-        )
-        .and_then(|conn| {
-            conn.0
-                .write_all(&out)
-                .map_err(|e| fail("connection", &e.to_string()))?;
-            read_reply(&self.codec, conn, req)
-        });
-        match result {
-            Err(e) => {
-                self.conns.remove(&id);
-                e
+        let mut si = match &self.slots {
+            Some(slots) => crate::cluster::slot_node(slots, &key),
+            None => self.codec.server_for(&key),
+        };
+        let mut asking = false;
+        // A cluster's redirections are followed, a few at most (as redis-py does).
+        for _ in 0..5 {
+            let mut out = Vec::new();
+            if asking {
+                crate::resp::command(&mut out, &[b"ASKING"]);
             }
-            Ok((reply, close)) => {
-                if close {
-                    self.conns.remove(&id);
+            if !self.codec.encode(&mut out, req, &key, &value, ttl) {
+                return fail(
+                    "unsupported",
+                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
+                );
+            }
+            let id = (client, si);
+            let result = connection(
+                &self.codec,
+                &mut self.conns,
+                self.addrs[si],
+                self.timeout,
+                id,
+                self.tls.as_ref(),
+            )
+            .and_then(|conn| {
+                conn.0
+                    .write_all(&out)
+                    .map_err(|e| fail("connection", &e.to_string()))?;
+                if asking {
+                    read_reply(&self.codec, conn, Req::Hello)?;
                 }
-                answer(reply)
+                read_reply(&self.codec, conn, req)
+            });
+            let (reply, close) = match result {
+                Err(e) => {
+                    self.conns.remove(&id);
+                    return e;
+                }
+                Ok(x) => x,
+            };
+            if close {
+                self.conns.remove(&id);
             }
+            if let (Reply::Failed(_, m), Some(slots)) = (&reply, self.slots.as_mut()) {
+                if let Some(r) = crate::cluster::redirect_of(m) {
+                    match crate::cluster::follow(slots, &mut self.addrs, &r, self.allow_remote) {
+                        Ok(node) => {
+                            si = node;
+                            asking = r.ask;
+                            continue;
+                        }
+                        Err(e) => return fail("cluster", &e),
+                    }
+                }
+            }
+            return answer(reply);
         }
+        fail("cluster", "more than 5 MOVED/ASK redirections for one key")
     }
 }
 
 /// Read until one whole reply is in; a hit's bytes are returned decoded.
 fn read_reply(
     codec: &Codec,
-    conn: &mut (TcpStream, Vec<u8>),
+    conn: &mut (Box<dyn Stream>, Vec<u8>),
     req: Req,
 ) -> Result<(Reply, bool), Value> {
     let mut chunk = vec![0u8; 256 * 1024];
@@ -373,11 +419,28 @@ fn open(frame: &Value, session: &mut Option<Session>) -> Value {
         .as_f64()
         .filter(|&t| t > 0.0)
         .unwrap_or(5.0);
+    let tls = match crate::tls::config_for(system, options) {
+        Ok(t) => t,
+        Err(e) => return fail("target", &e),
+    };
+    let allow_remote = frame["allow_remote"].as_bool().unwrap_or(false);
+    let (slots, addrs) = if options["cluster"].as_bool().unwrap_or(false) {
+        let timeout = Duration::from_secs_f64(t);
+        match crate::cluster::slot_map(&codec, addrs[0], tls.as_ref(), timeout, allow_remote) {
+            Ok((slots, nodes)) => (Some(slots), nodes),
+            Err(e) => return fail("connection", &e),
+        }
+    } else {
+        (None, addrs)
+    };
     *session = Some(Session {
         codec,
         addrs,
         timeout: Duration::from_secs_f64(t),
         conns: HashMap::new(),
+        tls,
+        slots,
+        allow_remote,
     });
     json!({"ok": true})
 }

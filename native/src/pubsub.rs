@@ -199,8 +199,7 @@ fn reply(buf: &[u8], pos: usize) -> Result<Option<(Vec<Elem>, usize)>, String> {
 
 impl<'a> Run<'a> {
     fn sub_token(&self, j: usize) -> Token {
-        let per = self.clients.first().map(|c| c.conns.len()).unwrap_or(1);
-        Token(FIRST_CONN + self.clients.len() * per + j)
+        Token(FIRST_CONN + self.clients.len() * self.stride + j)
     }
 
     /// Open and subscribe every subscriber of this worker before the step is armed.

@@ -97,9 +97,14 @@ pub struct Recorder {
     pub delivered: u64,
     pub expected: u64,
     pub offered: u64,
+    /// Redis Cluster redirections followed (cluster.rs).
+    pub moved: u64,
+    pub ask: u64,
     pub open_loop: bool,
     pub send_lag: Option<Box<Counts>>,
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
+    /// A trace replay's requests not sent, by op (`metrics.Stats.skipped`).
+    pub skipped: Vec<(String, u64)>,
 }
 
 impl Recorder {
@@ -117,9 +122,20 @@ impl Recorder {
             delivered: 0,
             expected: 0,
             offered: 0,
+            moved: 0,
+            ask: 0,
             open_loop,
             send_lag: None,
             errors: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// A trace request not sent: an op the target does not do, or a value too large.
+    pub fn skip(&mut self, what: &str, n: u64) {
+        match self.skipped.iter_mut().find(|s| s.0 == what) {
+            Some(s) => s.1 += n,
+            None => self.skipped.push((what.to_string(), n)),
         }
     }
 
@@ -183,8 +199,13 @@ impl Recorder {
         self.delivered += other.delivered;
         self.expected += other.expected;
         self.offered += other.offered;
+        self.moved += other.moved;
+        self.ask += other.ask;
         for (kind, n, msg) in other.errors {
             self.errors_n(&kind, &msg, n);
+        }
+        for (what, n) in other.skipped {
+            self.skip(&what, n);
         }
     }
 
@@ -215,7 +236,7 @@ impl Recorder {
         };
         let mut cpu = Map::new();
         cpu.insert(worker.to_string(), json!(cpu_seconds));
-        json!({
+        let mut stats = json!({
             "duration": duration,
             "hist": hist,
             "hits": self.hits,
@@ -233,7 +254,18 @@ impl Recorder {
             "cpu": cpu,
             "offered": self.offered,
             "send_lag": lag,
-        })
+            "moved": self.moved,
+            "ask": self.ask,
+        });
+        if !self.skipped.is_empty() {
+            let skipped: Map<String, Value> = self
+                .skipped
+                .iter()
+                .map(|(what, n)| (what.clone(), json!(n)))
+                .collect();
+            stats["skipped"] = Value::Object(skipped);
+        }
+        stats
     }
 }
 

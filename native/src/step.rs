@@ -61,6 +61,14 @@ pub struct Run<'a> {
     pub tuner: WakeTuner,
     /// The step's TLS (tls.rs); None for plain TCP.
     pub tls: Option<crate::tls::TlsConfig>,
+    /// A Redis Cluster's slot map and nodes (cluster.rs); None for one server. In a
+    /// cluster, `order.pipeline` is a client's depth over all its node connections.
+    pub cluster: Option<crate::cluster::Cluster>,
+    /// Tokens a client's connections take (its nodes may grow in a cluster).
+    pub stride: usize,
+    /// Replaying a trace file (`replay.rs`), and a replayed key `send` takes as it is.
+    pub replay: Option<crate::replay::Replay>,
+    pub next_key: Option<Box<[u8]>>,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -86,6 +94,13 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
+    let (cluster, addrs) = match crate::cluster::discover(&order, &codec, addrs) {
+        Ok(x) => x,
+        Err(e) => {
+            eng.error("connection", &e);
+            return "failed";
+        }
+    };
     let pubsub = match PubSubOrder::from_frame(frame) {
         Ok(p) => p,
         Err(e) => {
@@ -93,14 +108,28 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
             return "failed";
         }
     };
-    let mut run = match Run::new(eng, order, codec, &addrs, pubsub) {
+    let trace = match crate::replay::TraceOrder::from_frame(frame) {
+        Ok(t) => t,
+        Err(e) => {
+            eng.error("spec", &e);
+            return "failed";
+        }
+    };
+    let mut run = match Run::new(eng, order, codec, &addrs, pubsub, cluster) {
         Ok(r) => r,
         Err(e) => {
             eng.error("spec", &e);
             return "failed";
         }
     };
-    let status = run.execute();
+    if let Err(e) = run.open_replay(trace) {
+        run.eng.error("spec", &e);
+        return "failed";
+    }
+    let mut status = run.execute();
+    if run.replay.as_ref().map_or(false, |r| r.failure.is_some()) {
+        status = "failed"; // an unreadable record, said in one line when it was met
+    }
     run.close_all();
     run.close_subscribers();
     status
@@ -113,7 +142,16 @@ impl<'a> Run<'a> {
         codec: Codec,
         addrs: &[SocketAddr],
         pubsub: Option<PubSubOrder>,
+        cluster: Option<crate::cluster::Cluster>,
     ) -> Result<Run<'a>, String> {
+        let mut order = order;
+        let stride = match &cluster {
+            Some(c) => {
+                order.pipeline = c.per_conn * addrs.len();
+                crate::cluster::MAX_NODES
+            }
+            None => addrs.len(),
+        };
         let publish = order.code_of(Action::Publish);
         let publishes = order
             .clients
@@ -185,6 +223,10 @@ impl<'a> Run<'a> {
             measuring: false,
             trace: order_trace,
             tuner: WakeTuner::default(),
+            cluster,
+            stride,
+            replay: None,
+            next_key: None,
         })
     }
 
@@ -395,6 +437,7 @@ impl<'a> Run<'a> {
             let early = std::mem::replace(&mut self.pubsub.early, fresh);
             self.rec.absorb(early);
         }
+        self.replay_phase_began(measured);
     }
 
     /// A measured phase of a fixed duration on the grid of `pacing::grid`.
@@ -406,12 +449,14 @@ impl<'a> Run<'a> {
         let mut cpu = pacing::cpu_seconds();
         for (k, &end) in ends.iter().enumerate() {
             let at = begin + end;
-            while now_ns() < at && !self.eng.stop {
+            // A replay's trace may end the phase before its time (phase_over).
+            while now_ns() < at && !self.eng.stop && !self.phase_over {
                 self.turn(at);
             }
             let stopped = self.eng.stop;
-            let last = stopped || k + 1 == ends.len();
-            let end = if stopped {
+            let ended = stopped || self.phase_over;
+            let last = ended || k + 1 == ends.len();
+            let end = if ended {
                 now_ns().saturating_sub(begin).min(end)
             } else {
                 end
@@ -506,7 +551,9 @@ impl<'a> Run<'a> {
     fn finish_load(&mut self, interval: u64) {
         self.mode = Mode::Idle;
         let limit = now_ns() + interval.min(2_000_000_000);
-        while self.clients.iter().any(|c| c.inflight > 0) && now_ns() < limit {
+        while (self.clients.iter().any(|c| c.inflight > 0) || self.cluster_parked(None) > 0)
+            && now_ns() < limit
+        {
             if self.eng.eof {
                 break;
             }
@@ -518,7 +565,8 @@ impl<'a> Run<'a> {
             .iter()
             .flat_map(|c| c.conns.iter())
             .map(|k| k.in_phase(phase) as u64)
-            .sum();
+            .sum::<u64>()
+            + self.cluster_parked(Some(phase)) as u64;
         self.rec
             .errors_n("abandoned", "no reply when the phase ended", abandoned);
         self.await_deliveries();
@@ -527,14 +575,17 @@ impl<'a> Run<'a> {
     /// Intended starts of every client in [start, end) of the phase (ns since it began).
     fn offered(&mut self, start: u64, end: u64) -> u64 {
         let (a, b) = (self.phase_begin + start, self.phase_begin + end);
-        self.clients
-            .iter_mut()
-            .filter_map(|c| c.offered.as_mut())
-            .map(|o| {
-                let before = o.before(a);
-                o.before(b) - before
-            })
-            .sum()
+        let replayed = self.replay_offered(a, b);
+        replayed
+            + self
+                .clients
+                .iter_mut()
+                .filter_map(|c| c.offered.as_mut())
+                .map(|o| {
+                    let before = o.before(a);
+                    o.before(b) - before
+                })
+                .sum::<u64>()
     }
 
     fn emit(

@@ -181,6 +181,14 @@ pub fn config_for(system: &str, options: &Value) -> Result<Option<TlsConfig>, St
     }))
 }
 
+impl TlsConfig {
+    /// A client session for a blocking exchange (cluster.rs reads CLUSTER SLOTS with it).
+    pub fn client(&self) -> Result<ClientConnection, String> {
+        ClientConnection::new(self.config.clone(), self.name.clone())
+            .map_err(|e| format!("TLS setup: {}", e))
+    }
+}
+
 /// A connection's TLS state.
 pub struct Session {
     conn: ClientConnection,

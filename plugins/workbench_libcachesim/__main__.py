@@ -7,6 +7,9 @@ requests for object ids below K count as hot, and every request is fed from here
 requests/s) to tell hot from cold; without it libCacheSim's own loop runs. ``--unit
 objects`` counts every object as size 1. ``--check`` only reads the trace back through
 libCacheSim's reader and prints its records. ``--warmup FILE`` replays FILE first, uncounted.
+``--analyze`` runs libCacheSim's trace analyzer instead and prints what its summary says:
+``{"requests", "objects", "compulsory_miss_ratio": {"requests", "bytes"}, "zipf_alpha",
+"zipf_r2", "frequency_mean", "size_weighted": {"requests", "objects"}}``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -102,6 +107,56 @@ def check(path: str) -> dict:
     return {"requests": len(records), "records": records}
 
 
+# Lines of the analyzer's summary (its `stat` file) and the figures each gives.
+STAT_LINES = {
+    r"number of requests: (\d+), number of objects: (\d+)": ("requests", "objects"),
+    r"compulsory miss ratio \(req/byte\): ([\d.]+)/([\d.]+)": (
+        "compulsory_miss_ratio.requests",
+        "compulsory_miss_ratio.bytes",
+    ),
+    r"object size weighted by req/obj: (\d+)/(\d+)": (
+        "size_weighted.requests",
+        "size_weighted.objects",
+    ),
+    r"frequency mean: ([\d.]+)": ("frequency_mean",),
+    r"Zipf alpha=([-\d.]+), R2=([-\d.]+)": ("zipf_alpha", "zipf_r2"),
+}
+
+
+def analyze(path: str) -> dict:
+    """libCacheSim's analyzer over an oracleGeneral trace: its summary's figures. It writes
+    its files (the summary as `stat`, in the working directory) into a directory of its own."""
+    option = lcs.AnalysisOption(
+        req_rate=False, access_pattern=False, size=True, reuse=False, popularity=True
+    )
+    path = os.path.abspath(path)
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            reader = _reader(path, False)
+            params = lcs.AnalysisParam()
+            analyzer = lcs.TraceAnalyzer(reader, os.path.join(tmp, "out"), params, option)
+            analyzer.run()
+            with open(os.path.join(tmp, "stat")) as f:
+                stat = f.read()
+        finally:
+            os.chdir(here)
+    found: dict = {}
+    for pattern, names in STAT_LINES.items():
+        m = re.search(pattern, stat)
+        if not m:
+            continue
+        for name, text in zip(names, m.groups(), strict=True):
+            value = float(text) if "." in text else int(text)
+            if "." in name:
+                group, key = name.split(".")
+                found.setdefault(group, {})[key] = value
+            else:
+                found[name] = value
+    return found
+
+
 def main(argv: list[str]) -> int:
     # The JSON is the only thing on stdout: what libCacheSim's C code prints (W-TinyLFU's
     # sketch warnings) goes to stderr.
@@ -115,7 +170,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--hot-below", type=int, default=None)
     parser.add_argument("--warmup", default="", help="an oracleGeneral trace replayed first")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--analyze", action="store_true")
     args = parser.parse_args(argv)
+    if args.analyze:
+        print(json.dumps(analyze(args.trace)), file=out, flush=True)
+        return 0
     if args.check:
         print(json.dumps(check(args.trace)), file=out, flush=True)
         return 0

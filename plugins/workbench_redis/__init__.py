@@ -19,6 +19,7 @@ from workbench.adapter import (
     pool_of,
     runs_in_native_engine,
 )
+from workbench.errors import TargetError
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
 from workbench.tls import TLS_OPTIONS
@@ -82,7 +83,18 @@ async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) ->
 
 def _start(options: dict[str, Any]) -> ServerProcess:
     if options["cluster"]:
-        return start_cluster(options["cluster_nodes"], binary=options["binary"])
+        if options["tls_auth_clients"]:
+            raise TargetError(
+                "a managed cluster takes no client certificates (tls_auth_clients); "
+                "use tls = true alone",
+                "target.server.tls_auth_clients",
+            )
+        return start_cluster(
+            options["cluster_nodes"],
+            binary=options["binary"],
+            replicas=options["cluster_replicas"],
+            tls=options["tls"],
+        )
     return start_redis(
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
         policy=options["maxmemory_policy"],
@@ -188,10 +200,10 @@ plugin = CacheSystem(
         ),
         Strategy(
             "cluster",
-            "redis.asyncio RedisCluster per worker: CLUSTER SLOTS topology, MOVED/ASK followed",
+            "redis.asyncio RedisCluster per client: CLUSTER SLOTS topology, MOVED/ASK followed",
             connect_cluster,
             operations=KV,
-            connections=one_per_worker,
+            connections=per_client,
         ),
         Strategy(
             "native",
@@ -230,7 +242,20 @@ plugin = CacheSystem(
                 Option("tls", "bool", False, "TLS only, with a throw-away CA the client trusts"),
                 Option("cluster", "bool", False, "a Redis Cluster of cluster_nodes servers"),
                 Option(
-                    "cluster_nodes", "int", 3, "servers of a managed cluster", minimum=3, maximum=16
+                    "cluster_nodes",
+                    "int",
+                    3,
+                    "primaries of a managed cluster",
+                    minimum=3,
+                    maximum=16,
+                ),
+                Option(
+                    "cluster_replicas",
+                    "int",
+                    0,
+                    "replicas of each primary of a managed cluster (a failover takes over)",
+                    minimum=0,
+                    maximum=2,
                 ),
                 Option(
                     "tls_auth_clients",

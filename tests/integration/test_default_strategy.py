@@ -49,7 +49,6 @@ def test_native_is_the_default_where_the_engine_runs_the_workload() -> None:
 @pytest.mark.parametrize(
     ("overrides", "why"),
     [
-        (['workload.trace={path="t.csv", format="csv"}'], "does not replay traces"),
         (["strategy.options.batch=8"], "strategy.options batch"),
     ],
 )

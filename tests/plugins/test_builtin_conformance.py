@@ -104,3 +104,51 @@ def test_errors_are_classified_when_the_server_goes_away(name: str, strategy: st
     settings = {f"server.{k}": v for k, v in given.items()}
     (result,) = check_plugin(system, strategy, settings, managed=True, only=["server-gone"])
     assert result.status == "pass", result.line()
+
+
+# The kit over production-shaped targets: every strategy of a system against a managed TLS
+# server (a throw-away CA), the native engine against a managed Redis Cluster, and both
+# cluster clients against a TLS cluster.
+VARIANTS = {
+    "tls": {"tls": True},
+    "cluster": {"cluster": True},
+    "tls-cluster": {"cluster": True, "tls": True},
+}
+
+
+def _variant_cases() -> Iterator[Any]:
+    for name in ("redis", "memcached"):
+        for s in load_plugin(name).strategies:
+            if s.name != "cluster":
+                yield pytest.param(name, s.name, "tls", id=f"{name}-{s.name}-tls")
+    yield pytest.param("redis", "native", "cluster", id="redis-native-cluster")
+    for strategy in ("native", "cluster"):
+        yield pytest.param("redis", strategy, "tls-cluster", id=f"redis-{strategy}-tls-cluster")
+
+
+@pytest.fixture(scope="session")
+def variant_servers() -> Iterator[Callable[[CacheSystem, str], ManagedServer]]:
+    servers: dict[tuple[str, str], ManagedServer] = {}
+
+    def get(system: CacheSystem, variant: str) -> ManagedServer:
+        key = (system.name, variant)
+        if key not in servers:
+            assert system.server is not None
+            opts = system.server.options.resolve(VARIANTS[variant], "target.server")
+            servers[key] = system.server.start(opts)
+        return servers[key]
+
+    yield get
+    for server in servers.values():
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+@pytest.mark.parametrize(("name", "strategy", "variant"), list(_variant_cases()))
+def test_the_plugin_passes_the_kit_over_tls_and_cluster_targets(
+    name: str, strategy: str, variant: str, variant_servers: Any
+) -> None:
+    system = _system(name)
+    settings = dict(variant_servers(system, variant).target_options)
+    results = check_plugin(system, strategy, settings)
+    assert not failures(results), "\n" + "\n".join(r.line() for r in results)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.console import Console
 from tui_data import interval_stats, synthetic_events, view_of
 
-from workbench.events import Interval
+from workbench.events import Interval, StepFinished
 from workbench.spec.steps import load_spec
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.widgets.dashboard import counters_table, step_row
+from workbench.tui.widgets.dashboard import counter_rows, counters_table, step_row
 
 
 def text_of(renderable: object) -> str:
@@ -47,3 +49,22 @@ async def test_a_bad_search_target_is_said_and_nothing_starts(make) -> None:  # 
         await pilot.pause()
         assert not app.running
         assert any("a latency needs a unit" in str(n.message) for n in app._notifications)
+
+
+def test_a_clusters_redirects_and_nodes_cpu_are_counters_of_the_step() -> None:
+    events = []
+    for e in synthetic_events("20231114-221320-dddd", "cluster"):
+        if isinstance(e, Interval):
+            stats = interval_stats(e.index)
+            stats.moved, stats.ask = 2, 7
+            stats.server = {"node_cpu": {"127.0.0.1:7000": 0.5, "127.0.0.1:7001": 0.25}}
+            e = Interval(e.run_id, e.step, e.index, e.elapsed, stats)
+        if isinstance(e, StepFinished):  # the step's totals as the coordinator sends them
+            nodes = {"node_cpu": {"127.0.0.1:7000": 0.5, "127.0.0.1:7001": 0.25}}
+            e = replace(e, stats=replace(e.stats, moved=10, ask=35, server=nodes))
+        events.append(e)
+    view = view_of(events)
+    rows = dict((str(k), str(v)) for k, v in counter_rows(view.steps[0]))
+    assert (rows["MOVED"], rows["ASK"]) == ("10", "35")
+    assert rows["nodes cpu"] == "127.0.0.1:7000 0.50s, 127.0.0.1:7001 0.25s"
+    assert "MOVED" in text_of(counters_table(view, view.steps[0]))

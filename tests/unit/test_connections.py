@@ -23,6 +23,10 @@ from workbench.connections import describe
          "32 clients sharing 1 connection, pipelines of up to 16, 1 worker"),
         ("memcached", "native", {"pipeline": 1}, 8, 1, {"servers": ["a:1", "b:2"]},
          "8 clients = 16 connections, 1 worker"),
+        ("redis", "native", {"pipeline": 4}, 16, 1, {"cluster": True},
+         "16 clients = 16 connections per cluster node x 4 in flight, 1 worker"),
+        ("redis", "cluster", {}, 8, 2, {"cluster": True},
+         "8 clients = 8 connections per cluster node, 2 workers"),
         ("embedded", "direct", {}, 1, 1, {}, "1 client in-process, 1 worker"),
     ],
 )  # fmt: skip

@@ -18,6 +18,7 @@ from workbench.metrics import (
     new_histogram,
     percentile_curve,
     quantise,
+    redirects_text,
     summarise,
 )
 
@@ -155,3 +156,15 @@ def test_recorded_buckets_answer_exactly_as_hdrhistogram() -> None:
             mean, sd = r.mean_and_stddev()
             assert mean == pytest.approx(hist.get_mean_value(), rel=1e-12)
             assert sd == pytest.approx(hist.get_stddev(), rel=1e-9)
+
+
+def test_cluster_redirects_are_said_as_memtier_says_them_and_only_when_there_were_some() -> None:
+    assert redirects_text(Stats(duration=2.0)) == ""
+    assert redirects_text(Stats(duration=2.0, moved=3, ask=140)) == (
+        "redirects: MOVED 3 (1.5/s), ASK 140 (70.0/s) (each op sent again and counted once)"
+    )
+    total = Stats()
+    total.merge(Stats(duration=1.0, moved=2), concurrent=False)
+    total.merge(Stats(duration=1.0, ask=5), concurrent=False)
+    assert (total.moved, total.ask) == (2, 5)
+    assert Stats.from_dict(total.to_dict()).ask == 5

@@ -173,6 +173,15 @@ def test_a_sweep_sets_other_paths_along_with_its_values() -> None:
         ("memcached", "multiplexed"),
     ]
     assert [s.title for s in steps] == ["system=redis", "system=memcached"]
+    # Equal values are two steps, each with its own along value (by position, not value).
+    twice = load_spec(
+        None,
+        [
+            'sweep=[{path="target.system", values=["redis", "redis"], '
+            'along={"strategy.name"=["pipeline", "multiplexed"]}}]'
+        ],
+    )
+    assert [s.spec.strategy.name for s in plan(twice)] == ["pipeline", "multiplexed"]
     with pytest.raises(SpecError) as info:
         load_spec(None, ['sweep=[{path="target.system", values=["redis"], along={x=[1, 2]}}]'])
     assert (

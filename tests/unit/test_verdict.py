@@ -399,3 +399,28 @@ def test_a_managed_reference_http_server_is_one_asyncio_process() -> None:
     stats = interval(workers=(0.59,), server_cpu=0.99, server={"cpu_cores": 2})
     assert verdict_of([stats], proxy).kind == SERVER_BOUND
     assert context_for({"target": {"system": "http"}}).server_cores is None  # anyone's server
+
+
+def test_a_cluster_is_as_busy_as_its_busiest_node_and_the_step_names_it() -> None:
+    nodes = {"127.0.0.1:7000": 0.95, "127.0.0.1:7001": 0.20, "127.0.0.1:7002": 0.15}
+    busy = interval(workers=(0.5,), server_cpu=1.30, server={"node_cpu": nodes, "cpu_cores": 8})
+    v = verdict_of([busy], REDIS)
+    assert v.kind == SERVER_BOUND  # 1.30 of 3 cores is 43%, but one node is saturated
+    assert v.evidence.startswith(
+        "server 3 nodes 1.30 of 3 cores: busiest node 127.0.0.1:7000 95% of 1 core "
+        "(single-threaded)"
+    )
+    assert v.figures["busiest_node"] == "127.0.0.1:7000"
+    assert v.figures["server_cores"] == 3.0
+    # Spread evenly, the same total leaves every node room: not server-bound.
+    even = {"127.0.0.1:7000": 0.45, "127.0.0.1:7001": 0.45, "127.0.0.1:7002": 0.40}
+    calm = interval(workers=(0.5,), server_cpu=1.30, server={"node_cpu": even, "cpu_cores": 8})
+    assert verdict_of([calm], REDIS).kind == LATENCY_BOUND
+
+
+def test_a_clusters_usable_cores_are_capped_by_the_cores_its_nodes_may_run_on() -> None:
+    nodes = {"127.0.0.1:7000": 0.6, "127.0.0.1:7001": 0.6, "127.0.0.1:7002": 0.5}
+    stats = interval(workers=(0.3,), server_cpu=1.7, server={"node_cpu": nodes, "cpu_cores": 2})
+    v = verdict_of([stats], REDIS)
+    assert v.figures["server_cores"] == 2.0
+    assert "server 3 nodes 1.70 of 2 cores: busiest node 127.0.0.1:7000 60%" in v.evidence

@@ -7,7 +7,7 @@ from typing import Any
 
 from workbench.events import StepStarted
 from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us, summarise
+from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
 from workbench.refusals import refusals
 
 
@@ -18,6 +18,12 @@ def live_line(elapsed: float, s: Summary) -> str:
         f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}  {hits}  "
         f"errors {s.errors:,}"
     )
+
+
+def skipped_line(skipped: dict[str, int]) -> str:
+    """A trace replay's requests not sent, each kind named once."""
+    kinds = ", ".join(f"{what} {n:,}" for what, n in sorted(skipped.items()))
+    return f"skipped {sum(skipped.values()):,} trace request(s) this target does not do: {kinds}"
 
 
 def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
@@ -50,7 +56,11 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
             f"{step.totals.delivered:,} of {step.totals.expected_deliveries:,} "
             f"expected, lost {s.lost:,}"
         )
+    if redirected := redirects_text(step.totals):
+        lines.append(redirected)
     lines += errors
+    if step.totals.skipped:
+        lines.append(skipped_line(step.totals.skipped))
     lines += refused
     lines.append("Response times percentiles:")
     if ticks:

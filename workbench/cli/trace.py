@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from workbench.cli.common import one_line_errors, out
+from workbench.errors import WorkbenchError
+from workbench.simulate import runner
+from workbench.simulate.policies import INSTALL
 from workbench.traces.formats import FORMATS, format_of, read, writer
 from workbench.traces.info import analyze
 from workbench.traces.synth import synth as synth_requests
@@ -58,13 +63,25 @@ def info(
     window: Annotated[
         int, typer.Option("--window", help="requests per working-set sample", min=1)
     ] = 100_000,
+    libcachesim: Annotated[
+        bool,
+        typer.Option(
+            "--libcachesim/--no-libcachesim",
+            help="add libCacheSim's analyzer (its own process), when it is installed",
+        ),
+    ] = True,
 ) -> None:
     """Requests, objects, time span, op mix, size and TTL percentiles, one-hit wonders,
-    the zipf exponent and the working set over time."""
+    the zipf exponent and the working set over time; with libcachesim installed, also its
+    analyzer's compulsory miss ratio, zipf fit and mean frequency."""
     name = format_of(str(path), fmt, "--format")
     stats = analyze(read(str(path), name), window)
+    lcs = _libcachesim(path, name) if libcachesim and runner.available() else None
     if as_json:
-        out(json.dumps({"path": str(path), "format": name, **stats.as_json()}, indent=2))
+        data = {"path": str(path), "format": name, **stats.as_json()}
+        if lcs is not None:
+            data["libcachesim"] = lcs
+        out(json.dumps(data, indent=2))
         return
     out(f"{path} ({name})")
     out(f"  requests           {stats.requests}")
@@ -79,6 +96,38 @@ def info(
     out(f"  working set        distinct objects per {window} requests, from trace time:")
     for row in stats.working_set:
         out(f"    {row['from_s']:>12g} s  {int(row['objects'])}")
+    if not libcachesim:
+        return
+    if lcs is None:
+        out(f"  libCacheSim        not installed: {INSTALL}")
+        return
+    if "error" in lcs:
+        out(f"  libCacheSim        {lcs['error']}")
+        return
+    miss = lcs.get("compulsory_miss_ratio", {})
+    out("  libCacheSim's analyzer (its own process):")
+    out(
+        f"    compulsory misses  {miss.get('requests', 0):.2%} of requests, "
+        f"{miss.get('bytes', 0):.2%} of bytes"
+    )
+    if "zipf_alpha" in lcs:  # the analyzer fits none to too few repeated objects
+        out(f"    zipf alpha         {lcs['zipf_alpha']} (R² {lcs.get('zipf_r2')})")
+    out(f"    mean frequency     {lcs.get('frequency_mean')} requests per object")
+
+
+def _libcachesim(path: Path, name: str) -> dict[str, Any]:
+    """libCacheSim's analyzer over the file; another format goes through a temporary
+    oracleGeneral copy (its reader's format), which reads every op but delete as a get.
+    Its failure is one line of the output ({"error": ...}), not the command's."""
+    try:
+        if name == "oracleGeneral":
+            return runner.analyze(str(path))
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = str(Path(tmp) / "copy.oracleGeneral")
+            writer("oracleGeneral")(read(str(path), name), copy)
+            return runner.analyze(copy)
+    except (WorkbenchError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"the analyzer failed: {exc}"}
 
 
 def _pcts(p: dict[str, int]) -> str:

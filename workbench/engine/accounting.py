@@ -43,6 +43,7 @@ class Buffers:
         "misses",
         "published",
         "send_lag",
+        "skipped",
     )
 
     def __init__(self) -> None:
@@ -54,6 +55,10 @@ class Buffers:
         self.hot_gets = self.hot_hits = 0
         self.errors: dict[str, int] = {}
         self.first_errors: dict[str, str] = {}
+        self.skipped: dict[str, int] = {}  # a trace replay's requests not sent, by op
+
+    def skip(self, what: str) -> None:
+        self.skipped[what] = self.skipped.get(what, 0) + 1
 
     def error(self, exc: BaseException) -> None:
         self.count_error(error_kind(exc), f"{type(exc).__name__}: {exc}")
@@ -135,6 +140,7 @@ async def to_stats(buf: Buffers, duration: float, *, paced: bool = False) -> Sta
         expected_deliveries=buf.expected,
         hot_gets=buf.hot_gets,
         hot_hits=buf.hot_hits,
+        skipped=buf.skipped,
     )
     for code, values in buf.lat.items():
         if values:

@@ -24,7 +24,7 @@ from typing import Any
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.timer import Wakeups
-from workbench.engine.trace_feed import TraceEnd, TraceStream
+from workbench.engine.trace_feed import TraceEnd, TraceStream, WarmupWait
 from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -166,6 +166,9 @@ async def async_client(
                 break  # the load ended, or this op's time is past the end
         except TraceEnd:  # a timed replay: this client's share is done
             break
+        except WarmupWait:  # a replay's warm-up by trace time ends: wait for the measured phase
+            await stream.wait_measured()  # type: ignore[attr-defined]
+            continue
         if state.remaining is not None and not state.reserve():
             break
         # An op is recorded only if it ends in the phase it began in: one still in
@@ -175,6 +178,9 @@ async def async_client(
             code, index, key, size, ttl = nxt()
         except TraceEnd:  # replaying a trace: this client's share is done
             break
+        except WarmupWait:
+            await stream.wait_measured()  # type: ignore[attr-defined]
+            continue
         state.in_flight += 1
         t0 = perf()
         if trace is not None and code in TRACED:
@@ -283,6 +289,9 @@ def thread_client(
                 due = pacer.take()
             except TraceEnd:  # a timed replay: this client's share is done
                 break
+            except WarmupWait:  # a replay's warm-up by trace time ends
+                stream.wait_measured_blocking(state.halted)  # type: ignore[attr-defined]
+                continue
             while (ahead := due - perf()) > 0 and not state.halted.is_set():
                 state.halted.wait(ahead / 1e9)
             if state.halted.is_set() or due >= state.end_ns:
@@ -298,6 +307,11 @@ def thread_client(
             with lock:
                 state.in_flight -= 1
             break
+        except WarmupWait:
+            with lock:
+                state.in_flight -= 1
+            stream.wait_measured_blocking(state.halted)  # type: ignore[attr-defined]
+            continue
         off = index % spread
         value = view[off : off + size]
         t0 = perf()

@@ -31,6 +31,7 @@ from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
+from workbench.engine.trace_feed import UNREADABLE
 from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
@@ -91,6 +92,9 @@ class _StepTally:
     armed: set[int] = field(default_factory=set)
     done: dict[int, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # A trace file that could not be read to its end (`trace_feed.UNREADABLE`): fails the
+    # step whatever was measured before it.
+    unreadable: str = ""
     stop_sent: bool = False
     measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
     lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
@@ -427,7 +431,7 @@ class Coordinator:
         status = self._step_status(tally)
         reason = ""
         if status in ("completed", "degraded"):
-            reason = step_failure(total)
+            reason = tally.unreadable or step_failure(total)
             status = "failed" if reason else status
         elif status == "failed":
             # Workers that failed alike (a server that is not running) say it once.
@@ -482,6 +486,8 @@ class Coordinator:
                 tally.last_index[worker] = index
         elif kind == frames.ERROR:
             tally.errors.append(frame["message"])
+            if frame.get("kind") == UNREADABLE:
+                tally.unreadable = tally.unreadable or frame["message"]
             text = f"worker {worker}: {frame['message']}"
             return [Notice(self.run_id, step.index, "error", text)]
         elif kind == frames.STEP_DONE:

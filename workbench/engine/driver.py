@@ -25,7 +25,7 @@ from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mi
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscriber, thread_client
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
-from workbench.engine.trace_feed import MAX_TRACE_VALUE, TraceFeed
+from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -59,6 +59,8 @@ class _Span:
     end: float
     bufs: list[Buffers]
     cpu: float  # CPU seconds this process used in it
+    moved: int = 0  # Redis Cluster redirections the connection followed (`redirects`)
+    ask: int = 0
 
 
 class StepRun:
@@ -118,11 +120,14 @@ class StepRun:
         loop = state.loop
         assert loop is not None
 
-        def skipped(kind: str, message: str) -> None:
+        def skipped(what: str) -> None:
             with state.lock:
-                state.buf.count_error(kind, message)
+                state.buf.skip(what)
 
         def done() -> None:  # the trace ends the step: as a spent budget does
+            loop.call_soon_threadsafe(state.phase_over.set)
+
+        def warm_over() -> None:  # the warm-up's trace time is reached by every client
             loop.call_soon_threadsafe(state.phase_over.set)
 
         return TraceFeed(
@@ -132,6 +137,7 @@ class StepRun:
             frozenset(resolved.strategy.operations),
             skipped,
             done,
+            warm_over,
         )
 
     async def _prefill(self) -> None:
@@ -214,6 +220,9 @@ class StepRun:
         start = time.perf_counter() if start is None else start
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         status = await self._warm_and_measure(start)
+        if self.feed is not None and self.feed.failure:
+            self.send(frames.error(UNREADABLE, self.feed.failure, ""))
+            status = "failed"
         if self.state.trace is not None:
             part, state = self.ctx.trace_part, self.state
             await asyncio.to_thread(write_part, part, triples(state.trace))
@@ -226,13 +235,16 @@ class StepRun:
         warm_ops = share(load.warmup_ops, len(self.plans), n_all)
         measured_ops = share(load.ops, len(self.plans), n_all)
         begin = start
-        if warm_ops or load.warmup > 0:
+        # A replay's warm-up may be the trace's first seconds: it ends when the feed says so.
+        by_trace = self.feed is not None and self.feed.warming
+        if warm_ops or load.warmup > 0 or by_trace:
             self._enter_phase(warm_ops, warmup=True)
             self.state.begin(int(start * 1e9))
-            timeout = None if warm_ops else start + load.warmup - time.perf_counter()
+            by_count = warm_ops or by_trace
+            timeout = None if by_count else start + load.warmup - time.perf_counter()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.state.phase_over.wait(), timeout)
-            begin = time.perf_counter() if warm_ops else start + load.warmup
+            begin = time.perf_counter() if by_count else start + load.warmup
         if self.stop_requested.is_set():
             await self._end_load()
             return "interrupted"
@@ -253,10 +265,13 @@ class StepRun:
             state.early = Buffers()
             state.phase += 1
             state.measuring = not warmup
+        self._redirects()  # those of the phase before are not this phase's
         if not self.stop_requested.is_set():
             state.phase_over.clear()
         if self.feed is not None and self.feed.done.is_set():
             state.phase_over.set()  # the trace ended in the warm-up: nothing left to measure
+        if self.feed is not None and not warmup:
+            self.feed.release()  # clients waiting at a warm-up's trace time go on
 
     def _boundaries(self, seconds: float | None) -> Iterator[float]:
         """Interval ends (s since the phase began): the fold rule's grid, or endless."""
@@ -315,7 +330,15 @@ class StepRun:
         span.bufs.append(buf)
         span.cpu += now - self._cpu_mark
         self._cpu_mark = now
+        moved, ask = self._redirects()
+        span.moved += moved
+        span.ask += ask
         return span
+
+    def _redirects(self) -> tuple[int, int]:
+        """MOVED and ASK redirections since the last call, when the connection counts them."""
+        read = getattr(self.conn, "redirects", None)
+        return read() if read is not None else (0, 0)
 
     async def _send(self, span: _Span) -> None:
         stats = Stats()
@@ -326,16 +349,20 @@ class StepRun:
         stats.duration = span.end - span.begin
         stats.cpu = {str(self.ctx.worker): span.cpu}
         stats.offered = self._offered(span.begin, span.end)
+        stats.moved, stats.ask = span.moved, span.ask
         if not self.ctx.resolved.shared:  # the system lives in this worker: only it can report it
             stats.server = await self._server_stats()
         self.send(frames.interval(span.index, span.end, stats))
 
     def _offered(self, begin_s: float, end_s: float) -> int:
-        if not self.plans or self.plans[0].period_ns is None:
-            return 0
         start_ns = self.state.start_ns
         a = self._measure_begin_ns + int(begin_s * 1e9)
         b = self._measure_begin_ns + int(end_s * 1e9)
+        if self.feed is not None and self.feed.speed > 0:  # a timed replay: the trace's times
+            before = self.feed.due_before(a - start_ns)  # asked in growing order
+            return self.feed.due_before(b - start_ns) - before
+        if not self.plans or self.plans[0].period_ns is None:
+            return 0
         return sum(p.offered(start_ns, a, b) for p in self.plans)
 
     async def _wait_until(self, when: float) -> bool:

@@ -2,7 +2,8 @@
 
 One definition, used by the Python worker, the coordinator and docs/frames.md (which a
 native worker follows): the frame builders below give every key a frame carries, and
-`metrics.STATS_KEYS` every key of an interval's statistics.
+`metrics.STATS_KEYS` every key of an interval's statistics (and `OPTIONAL_STATS_KEYS` those
+sent only when they have something).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.engine.native_order import compile_order
-from workbench.metrics import STATS_KEYS, Stats
+from workbench.metrics import OPTIONAL_STATS_KEYS, STATS_KEYS, Stats
 from workbench.oracle_trace import part_path
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import ResolvedStep
@@ -77,7 +78,7 @@ def armed() -> dict[str, Any]:
 
 def interval(index: int, elapsed: float, stats: Stats, *, warmup: bool = False) -> dict[str, Any]:
     body = stats.to_dict()
-    assert tuple(body) == STATS_KEYS
+    assert tuple(k for k in body if k not in OPTIONAL_STATS_KEYS) == STATS_KEYS
     return {"type": INTERVAL, "index": index, "elapsed": elapsed, "warmup": warmup, "stats": body}
 
 

@@ -5,9 +5,10 @@ here already parsed by `workbench.workload` and planned by `engine.client_plans`
 distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
 seconds, each client's mix and schedule (period, offset, arrival process and its seed:
 `engine.arrivals`), where keys go over several servers, this
-worker's op budgets, the op kinds a report records and the remote decision. The target's
-own options (URL, servers, HTTP templates) travel as given: they are the protocol's,
-read by the engine's codec.
+worker's op budgets, the op kinds a report records and the remote decision. A trace replay
+(`workload.trace`) names its file and how to replay it; the engine reads the file itself.
+The target's own options (URL, servers, HTTP templates) travel as given: they are the
+protocol's, read by the engine's codec.
 
 The order carries `ORDER_VERSION`; the binary refuses any other version in one line, and
 the spec check asks the binary which version it reads (`native_build.require_binary`).
@@ -16,14 +17,17 @@ the spec check asks the binary which version it reads (`native_build.require_bin
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.adapter import CacheSystem
 from workbench.engine.client_plans import ClientPlan, client_plans, mixes
+from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.metrics import OP_KINDS
 from workbench.native_build import ORDER_VERSION
 from workbench.spec.model import Spec
 from workbench.spec.resolve import total_clients
+from workbench.traces.formats import format_of
 from workbench.workload import (
     OP_CODES,
     PUBLISH,
@@ -61,6 +65,12 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
     offset, count = (0, wl.keys) if system.shared_state else partition(wl.keys, workers, worker)
     count = max(count, 1)
     value_size = parse_value_size(wl.value_size)
+    trace = wl.trace
+    keys = _keys(spec, parse_key_distribution(wl.key_distribution), offset, count)
+    if trace is not None:
+        # A replayed key is the prefix and the trace's id, unpadded (`TraceFeed.key`): the
+        # engine formats an id as key index `id` of a zero-length key.
+        keys = {**keys, "offset": 0, "count": 1, "length": 0, "hot_end": 0}
     return {
         "version": ORDER_VERSION,
         "system": system.name,
@@ -70,10 +80,11 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "seed": spec.seed,
         "operations": list(OP_CODES),  # a mix names operations by their index here
         "record": list(OP_KINDS),  # the op kinds a report has histograms for
-        "keys": _keys(spec, parse_key_distribution(wl.key_distribution), offset, count),
+        "keys": keys,
         "value_size": _value_size(value_size),
         "values": {
-            "bytes": max_value_size(value_size) + ValueBuffer.SPREAD,
+            "bytes": max(max_value_size(value_size), MAX_TRACE_VALUE if trace else 0)
+            + ValueBuffer.SPREAD,
             "spread": ValueBuffer.SPREAD,
         },
         "ttl": _ttl(parse_ttl(wl.ttl)),
@@ -82,7 +93,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "pubsub": _pubsub(spec, system.shared_state, worker, workers),
         "clients": [_client(p) for p in plans],
         "phases": _phases(spec, len(plans)),
-        "open_loop": load.rate is not None,
+        "open_loop": load.rate is not None or (trace is not None and trace.speed > 0),
         "pipeline": max(1, int(strategy_options.get("pipeline", 1))),
         # The codec reads its own (memcached's `protocol`).
         "strategy_options": dict(strategy_options),
@@ -91,6 +102,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
+        "trace": _trace(spec, sorted(own.strategy.operations)),
     }
 
 
@@ -187,12 +199,39 @@ def _client(plan: ClientPlan) -> dict[str, Any]:
     }
 
 
+def _trace(spec: Spec, supported: list[str]) -> dict[str, Any] | None:
+    """The trace to replay: its file, format, speed, ops, limit and trace-time warm-up, the
+    run's client count (a key's client is crc32(key) modulo it), what the strategy does and
+    the largest value sent."""
+    tr = spec.workload.trace
+    if tr is None:
+        return None
+    return {
+        "path": str(Path(tr.path).resolve()),
+        "format": format_of(tr.path, tr.format or None),
+        "speed": float(tr.speed),
+        "ops": tr.ops,
+        "limit": tr.limit,
+        "warmup_s": float(tr.warmup),
+        "all_clients": spec.load.concurrency,  # workload.groups are refused with a trace
+        "supported": supported,
+        "max_value": MAX_TRACE_VALUE,
+    }
+
+
+# A warm-up that the replay ends (at a trace time), not a count: the engine's op-count
+# warm-up path runs with a budget it never spends.
+UNSPENT = 1 << 62
+
+
 def _phases(spec: Spec, mine: int) -> dict[str, Any]:
     load = spec.load
     everyone = total_clients(spec)
+    trace = spec.workload.trace
+    by_trace_time = trace is not None and trace.warmup > 0
     return {
         "warmup_ns": int(load.warmup * NS),
-        "warmup_ops": share(load.warmup_ops, mine, everyone) or None,
+        "warmup_ops": UNSPENT if by_trace_time else share(load.warmup_ops, mine, everyone) or None,
         "duration_ns": None if load.duration is None else int(load.duration * NS),
         "ops": share(load.ops, mine, everyone) or None,
         "interval_ns": int(load.interval * NS),

@@ -8,6 +8,9 @@ never waiting for a slow or stopped server. Added to every interval's ``server``
   /proc/PID/stat for a managed server, else from the server's own counters (Redis
   ``used_cpu_user``/``used_cpu_sys``, memcached ``rusage_user``/``rusage_system``);
 - ``cpu_cores``: the cores the server may use, when known (a managed server's affinity);
+- ``node_cpu``: a cluster's CPU seconds by node address (a managed cluster's node
+  processes, else the figures ``node_cpu@HOST:PORT`` its nodes report); then
+  ``cpu_seconds`` is their sum and ``cpu_cores`` the cores any node may use;
 - ``host_busy`` (0..1 across all cores of this machine, from /proc/stat), ``host_cpus``.
 
 CPU and busy share count from the start of the measured phase. After an op-budget warm-up
@@ -22,7 +25,7 @@ import os
 from collections.abc import Awaitable
 from typing import Any
 
-from workbench.adapter import CacheSystem, Connection, ManagedServer, Strategy
+from workbench.adapter import NODE_CPU, CacheSystem, Connection, ManagedServer, Strategy
 
 STATS_TIMEOUT = 2.0
 FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
@@ -38,9 +41,13 @@ async def connect_for_stats(
     strategy_options: dict[str, Any],
 ) -> Connection:
     """A connection to read the server's own figures through: the step's strategy, or for
-    a native strategy (which has no Python connection) the system's default strategy."""
+    a native strategy (which has no Python connection) the system's default strategy, or
+    its `cluster` strategy on a cluster target (which reads every node)."""
     if strategy.engine == "native":
-        strategy = system.strategy(system.default_strategy)
+        clustered = system_options.get("cluster") and any(
+            s.name == "cluster" for s in system.strategies
+        )
+        strategy = system.strategy("cluster" if clustered else system.default_strategy)
         strategy_options = strategy.options.resolve({}, "strategy.options")
     return await strategy.connect(system_options, strategy_options)
 
@@ -87,6 +94,11 @@ class ServerMonitor:
         self._host = host_times()
         self._cpu = process_cpu_seconds(managed.pid) if managed is not None else None
         self._cpu_cores = _affinity(managed.pid) if managed is not None else None
+        # A managed cluster: each node's process (address, pid).
+        self._nodes = [(n.address, n.pid) for n in getattr(managed, "nodes", ())]
+        if self._nodes:
+            self._cpu_cores = _affinity_of(pid for _, pid in self._nodes)
+        self._node_cpu: dict[str, float] = {}
         self.cpus = os.cpu_count() or 1
         self.begun = False  # CPU deltas count only once the measured phase has begun
 
@@ -125,6 +137,7 @@ class ServerMonitor:
         """The measured phase begins: CPU deltas count from now (not prefill, not warm-up)."""
         self.begun = True
         self._host = host_times()
+        self._node_cpu = self._nodes_now()
         if self.managed is not None:
             self._cpu = process_cpu_seconds(self.managed.pid)
         elif self.latest:
@@ -154,12 +167,38 @@ class ServerMonitor:
             self._cpu = cpu
         if self._cpu_cores is not None:
             out["cpu_cores"] = self._cpu_cores
+        self._add_nodes(out)
         now = host_times()
         if now is not None and self._host is not None and now[1] > self._host[1]:
             out["host_busy"] = round((now[0] - self._host[0]) / (now[1] - self._host[1]), 4)
             out["host_cpus"] = self.cpus
         self._host = now
         return out
+
+    def _nodes_now(self) -> dict[str, float]:
+        """A cluster's CPU seconds by node, now (empty for one server)."""
+        if self._nodes:
+            return {
+                address: cpu
+                for address, pid in self._nodes
+                if (cpu := process_cpu_seconds(pid)) is not None
+            }
+        return {
+            key[len(NODE_CPU) :]: float(value)
+            for key, value in self.latest.items()
+            if key.startswith(NODE_CPU) and isinstance(value, int | float)
+        }
+
+    def _add_nodes(self, out: dict[str, Any]) -> None:
+        """Each node's CPU since the last interval (a node gone is left out)."""
+        now = self._nodes_now()
+        before, self._node_cpu = self._node_cpu, now
+        spent = {a: round(max(0.0, c - before[a]), 4) for a, c in now.items() if a in before}
+        if not spent:
+            return
+        out["node_cpu"] = spent
+        if self._nodes:  # the first node's process alone is not the cluster's CPU
+            out["cpu_seconds"] = round(sum(spent.values()), 4)
 
     async def refresh(self) -> dict[str, Any]:
         """One last reading once the load is over (bounded), for the step's final figures."""
@@ -188,6 +227,15 @@ async def _bounded(call: Any, timeout: float = STATS_TIMEOUT) -> Any:
     task = asyncio.ensure_future(call)
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
     return await asyncio.wait_for(task, timeout)
+
+
+def _affinity_of(pids: Any) -> int | None:
+    """The cores any of the processes may run on."""
+    cores: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError, AttributeError):
+            cores |= os.sched_getaffinity(pid)
+    return len(cores) or None
 
 
 def _affinity(pid: int) -> int | None:

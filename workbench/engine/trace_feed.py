@@ -9,6 +9,7 @@ others hold only what was read ahead for them.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import zlib
@@ -17,18 +18,30 @@ from collections.abc import Callable, Iterator
 
 from workbench.spec.model import Spec
 from workbench.traces.formats import read
-from workbench.traces.records import Request
+from workbench.traces.records import Request, TraceFormatError
 from workbench.workload import CACHE_ASIDE, DELETE, GET, SET
 
 # The largest value a replayed request sends; larger ones are skipped and named (the
 # engine's value buffer is allocated once, and caches refuse such items anyway).
 MAX_TRACE_VALUE = 4 * 1024**2
+# What a request too large to send is counted as among the skipped (`Stats.skipped`).
+LARGE_VALUE = "value over 4 MiB"
 AS_RECORDED = {"get": GET, "gets": GET, "set": SET, "delete": DELETE}
 OP_NEEDS = {GET: "get", SET: "set", DELETE: "delete", CACHE_ASIDE: "get"}
 
 
+# The error kind of a trace that cannot be read to its end, in both engines: it fails the
+# step (`engine.coordinator`), whatever was measured before it.
+UNREADABLE = "trace file"
+
+
 class TraceEnd(Exception):
     """This client has replayed its share of the trace."""
+
+
+class WarmupWait(Exception):
+    """This client's next request is past the warm-up's trace time (workload.trace.warmup):
+    it waits for the measured phase (`TraceStream.wait_measured`), then sends it."""
 
 
 def owner(key: str, clients: int) -> int:
@@ -45,8 +58,9 @@ class TraceFeed:
         client_ids: list[int],
         all_clients: int,
         supported: frozenset[str],
-        on_skip: Callable[[str, str], None],
+        on_skip: Callable[[str], None],
         on_done: Callable[[], None],
+        on_warm_over: Callable[[], None] = lambda: None,
     ) -> None:
         tr = spec.workload.trace
         assert tr is not None
@@ -58,13 +72,28 @@ class TraceFeed:
         self.queues: dict[int, deque[Request]] = {c: deque() for c in client_ids}
         self.lock = threading.Lock()
         self.supported = supported
-        self.on_skip = on_skip  # (kind, message), called once per request skipped
+        self.on_skip = on_skip  # (what), called once per request skipped: its op or LARGE_VALUE
         self.skipped: Counter[str] = Counter()
         self.finished: set[int] = set()
         self.speed = tr.speed  # > 0: the trace's timestamps are the schedule
         self.origin: float | None = None  # the trace's first timestamp
+        # A timed replay's offered count: trace times of this worker's replayed requests read
+        # but not yet counted, and the count so far (`due_before`).
+        self.dues: deque[float] = deque()
+        self.offered = 0
         self.done = threading.Event()  # every client of this worker replayed its share
         self.on_done = on_done
+        # The first unreadable record, once met: every client ends and the step fails with
+        # it (`UNREADABLE`), never replaying a shorter trace as if whole.
+        self.failure = ""
+        # Warm-up by trace time: a client waits at its first request past it; when every
+        # client waits or is done, `on_warm_over` ends the warm-up and `release` the wait.
+        self.warm_until = tr.warmup
+        self.warming = tr.warmup > 0
+        self.waiting: set[int] = set()
+        self.on_warm_over = on_warm_over
+        self.measured = threading.Event()
+        self.measured_async = asyncio.Event()
         if not client_ids:  # a worker without clients has no share to replay
             self.done.set()
 
@@ -73,22 +102,78 @@ class TraceFeed:
             queue = self.queues[client]
             if queue:
                 return queue.popleft()
-            if self.origin is None:
-                first = next(self.requests, None)
-                if first is None:
-                    return None
-                self.origin = first.time
-                self.requests = itertools.chain((first,), self.requests)
-            # Read on until this client has a request; the hot loop of every worker, which
-            # reads the whole trace: `owner` inlined, names bound locally.
-            queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
-            for r in self.requests:
-                mine = queues.get(crc32(r.key.encode()) % clients)
-                if mine is not None:
-                    mine.append(r)
-                    if mine is queue:
-                        return queue.popleft()
+            try:
+                return self._read_on(queue)
+            except TraceFormatError as exc:
+                self.failure = self.failure or str(exc)
+                self.requests = iter(())
+                return None
+
+    def _find_origin(self) -> bool:
+        """The trace's first time, read once (the request stays first); False: empty."""
+        if self.origin is None:
+            first = next(self.requests, None)
+            if first is None:
+                return False
+            self.origin = first.time
+            self.requests = itertools.chain((first,), self.requests)
+        return True
+
+    def _read_on(self, queue: deque[Request]) -> Request | None:
+        if not self._find_origin():
             return None
+        # Read on until this client has a request; the hot loop of every worker, which
+        # reads the whole trace: `owner` inlined, names bound locally.
+        queues, clients, crc32, skip = self.queues, self.all_clients, zlib.crc32, self._skip
+        dues = self.dues if self.speed > 0 else None
+        for r in self.requests:
+            mine = queues.get(crc32(r.key.encode()) % clients)
+            if mine is not None:
+                # A request that is not replayed is counted as it is read, never queued: a
+                # trace of mostly skipped ops must not pile up in the other clients' queues.
+                if (what := skip(r)) is not None:
+                    self.on_skip(what)
+                    continue
+                mine.append(r)
+                if dues is not None:
+                    dues.append(r.time)
+                if mine is queue:
+                    return queue.popleft()
+        return None
+
+    def due_before(self, since_start_ns: int) -> int:
+        """A timed replay: how many of this worker's replayed requests are due before
+        `since_start_ns` of the load (asked in growing order), reading ahead that far."""
+        with self.lock:
+            try:
+                if not self._find_origin():
+                    return self.offered
+            except TraceFormatError as exc:
+                self.failure = self.failure or str(exc)
+                self.requests = iter(())
+                return self.offered
+            assert self.origin is not None
+            until = self.origin + since_start_ns / 1e9 * self.speed
+            queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
+            try:
+                while not self.dues or self.dues[-1] < until:
+                    r = next(self.requests, None)
+                    if r is None:
+                        break
+                    mine = queues.get(crc32(r.key.encode()) % clients)
+                    if mine is not None:
+                        if (what := self._skip(r)) is not None:
+                            self.on_skip(what)
+                            continue
+                        mine.append(r)
+                        self.dues.append(r.time)
+            except TraceFormatError as exc:
+                self.failure = self.failure or str(exc)
+                self.requests = iter(())
+            while self.dues and self.dues[0] < until:
+                self.dues.popleft()
+                self.offered += 1
+            return self.offered
 
     def finish(self, client: int) -> None:
         with self.lock:
@@ -96,25 +181,46 @@ class TraceFeed:
             if len(self.finished) == len(self.queues) and not self.done.is_set():
                 self.done.set()
                 self.on_done()
+            elif self.warming:
+                self._warm_over_when_all_wait()
+
+    def wait_at_warm_end(self, client: int) -> None:
+        with self.lock:
+            self.waiting.add(client)
+            self._warm_over_when_all_wait()
+
+    def _warm_over_when_all_wait(self) -> None:
+        if len(self.waiting | self.finished) == len(self.queues):
+            self.on_warm_over()
+
+    def release(self) -> None:
+        """The measured phase began: clients waiting at the warm-up's end go on (called on
+        the event loop)."""
+        self.warming = False
+        self.measured.set()
+        self.measured_async.set()
 
     def key(self, r: Request) -> bytes:
         """The prefix, then the trace's key, padded with '_' to the recorded key size."""
         body = r.key.ljust(r.key_size, "_") if r.key_size > len(r.key) else r.key
         return (self.prefix + body).encode()
 
-    def _code(self, r: Request) -> int | None:
-        """The op to issue, or None when skipped (counted and named through on_skip)."""
+    def _skip(self, r: Request) -> str | None:
+        """Why a request is not replayed (its op, or LARGE_VALUE), or None when it is."""
         code = AS_RECORDED.get(r.op) if self.as_recorded else CACHE_ASIDE
         if code is None or OP_NEEDS[code] not in self.supported:
-            self.on_skip(f"skipped {r.op}", f"trace op {r.op!r} is not replayed on this target")
-            return None
+            return r.op
         if r.value_size > MAX_TRACE_VALUE and code in (SET, CACHE_ASIDE):
-            self.on_skip(
-                "skipped value",
-                f"trace value of {r.value_size} bytes is above the 4 MiB the engine sends",
-            )
+            return LARGE_VALUE
+        return None
+
+    def _code(self, r: Request) -> int | None:
+        """The op to issue, or None when skipped (counted by what it is through on_skip)."""
+        skip = self._skip(r)
+        if skip is not None:
+            self.on_skip(skip)
             return None
-        return code
+        return AS_RECORDED[r.op] if self.as_recorded else CACHE_ASIDE
 
     def stream(self, client: int) -> TraceStream:
         return TraceStream(self, client)
@@ -144,8 +250,21 @@ class TraceStream:
                 feed.finish(self.client)
                 raise TraceEnd
             code = feed._code(r)
-            if code is not None:
-                return r, code
+            if code is None:
+                continue
+            if feed.warming and feed.origin is not None and r.time - feed.origin >= feed.warm_until:
+                self.pending = (r, code)
+                feed.wait_at_warm_end(self.client)
+                raise WarmupWait
+            return r, code
+
+    async def wait_measured(self) -> None:
+        await self.feed.measured_async.wait()
+
+    def wait_measured_blocking(self, halted: threading.Event) -> None:
+        """A thread client's wait, bounded by the load's halt."""
+        while not self.feed.measured.wait(0.05) and not halted.is_set():
+            pass
 
     def next(self) -> tuple[int, int, bytes, int, float | None]:
         r, code = self._request()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.metrics import SUMMARY_TICKS, format_us
+from workbench.metrics import SUMMARY_TICKS, format_us, redirects_text
 from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
@@ -167,11 +167,18 @@ def notes(runs: Sequence[RunData]) -> list[str]:
             for kind, n in t.errors.items():
                 first = t.first_errors.get(kind, "")
                 lines.append(f"- {name}: {n:,} {kind} error(s); first: `{first}`")
+            if t.skipped:
+                kinds = ", ".join(f"{what} {n:,}" for what, n in sorted(t.skipped.items()))
+                lines.append(
+                    f"- {name}: {t.skipped_count:,} trace request(s) skipped, not sent: {kinds}"
+                )
             if t.expected_deliveries:
                 lines.append(
                     f"- {name}: published {t.published:,}, delivered {t.delivered:,} of "
                     f"{t.expected_deliveries:,} expected, lost {step.summary.lost:,}"
                 )
+            if redirected := redirects_text(t):
+                lines.append(f"- {name}: {redirected}")
         for n in run.stored.notices:
             lines.append(f"- {run.name} step {n.step + 1}: {n.level}: {n.message}")
     return ["### Notes", "", *lines, ""] if lines else []

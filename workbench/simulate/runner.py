@@ -86,6 +86,12 @@ def simulate(
     return results, float(out["seconds"])
 
 
+def analyze(trace: str) -> dict[str, Any]:
+    """libCacheSim's trace analyzer over an oracleGeneral trace, across the boundary: its
+    compulsory miss ratio, zipf fit (alpha and R²), mean frequency and size weighting."""
+    return _run([trace, "--analyze"])
+
+
 def read_back(trace: str) -> list[list[int]]:
     """The trace's records as libCacheSim's own reader reads them (for checking a trace)."""
     return list(_run([trace, "--check"])["records"])

@@ -67,6 +67,9 @@ class TraceSpec:
     speed: float = 0.0  # 0: closed loop; 1: the trace's own timing; 10: ten times faster
     ops: str = "get-set-on-miss"
     limit: int = 0  # requests replayed from the start; 0: all
+    # Seconds of trace time from its first request that are the warm-up (0: none; or
+    # load.warmup_ops for the first N requests).
+    warmup: float = 0.0
 
 
 @dataclass(frozen=True)

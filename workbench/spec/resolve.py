@@ -107,7 +107,8 @@ def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
     declared = system.strategy(system.default_strategy)
     clustered = spec.target.options.get("cluster") or spec.target.server.get("cluster")
     if clustered and any(s.name == "cluster" for s in system.strategies):
-        return system.strategy("cluster"), "the native engine speaks no Redis Cluster"
+        # A cluster's Python client is the `cluster` strategy, not the declared default.
+        declared = system.strategy("cluster")
     native = next((s for s in system.strategies if s.engine == "native"), None)
     if native is None:
         return declared, ""
@@ -126,8 +127,6 @@ def _native_unfit(native: Strategy, spec: Spec) -> str:
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
-    if spec.workload.trace is not None:
-        return "the native engine does not replay traces yet"
     missing = sorted({n for op in used_operations(spec) for n in needs(op, native)})
     if missing:
         return f"the native engine does not do {', '.join(missing)}"

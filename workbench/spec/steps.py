@@ -119,12 +119,14 @@ def _combinations(spec: Spec) -> list[Step]:
     base = spec_to_dict(replace(spec, sweep=()))
     steps = []
     axes = spec.sweep
-    for i, combo in enumerate(itertools.product(*(a.values for a in axes))):
+    # By position, not by value: two equal values (one system with two strategies along)
+    # are two steps, each with its own label and along values.
+    for i, combo in enumerate(itertools.product(*(range(len(a.values)) for a in axes))):
         data = spec_to_dict(base)
         label = {}
-        for axis, value in zip(axes, combo, strict=True):
+        for axis, idx in zip(axes, combo, strict=True):
+            value = axis.values[idx]
             set_path(data, axis.path, value)
-            idx = axis.values.index(value)
             for path, along in axis.along.items():
                 set_path(data, path, along[idx])
             label[axis.path] = axis.labels[idx] if idx < len(axis.labels) else _label(value)
@@ -224,7 +226,7 @@ def check_step(spec: Spec) -> ResolvedStep:
             "workload.trace_out",
         )
     if wl.trace is not None:
-        check_trace(spec, strategy.engine)
+        check_trace(spec)
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
@@ -233,7 +235,7 @@ def check_step(spec: Spec) -> ResolvedStep:
     return resolved
 
 
-def check_trace(spec: Spec, engine: str) -> None:
+def check_trace(spec: Spec) -> None:
     """workload.trace names a readable file in a known format, and what can replay it."""
     tr, where = spec.workload.trace, "workload.trace"
     assert tr is not None
@@ -254,10 +256,14 @@ def check_trace(spec: Spec, engine: str) -> None:
         raise SpecError(
             "a trace is paced by workload.trace.speed, not load.rate: leave one out", "load.rate"
         )
-    if engine == "native":
+    if tr.warmup < 0:
         raise SpecError(
-            "the native engine does not replay traces yet: name a Python strategy",
-            "strategy.name",
+            f"expected 0 (none) or seconds of trace time; got {tr.warmup:g}", f"{where}.warmup"
+        )
+    if tr.warmup > 0 and spec.load.warmup_ops:
+        raise SpecError(
+            "a warm-up is the first seconds of trace time or the first requests: leave one out",
+            f"{where}.warmup",
         )
     if spec.load.launcher != "local":
         raise SpecError(

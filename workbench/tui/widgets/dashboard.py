@@ -19,6 +19,7 @@ from textual.containers import Container, Grid
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from workbench.adapter import NODE_CPU
 from workbench.live import RunView, StepView
 from workbench.metrics import Summary
 from workbench.tui.figures import (
@@ -140,6 +141,9 @@ def _server_figure(key: str, value: object) -> Row:
             if isinstance(f, dict) and isinstance(f.get("busy"), int | float)
         )
         key = "hosts busy"
+    elif key == "node_cpu" and isinstance(value, dict):  # a cluster: each node's CPU seconds
+        shown = ", ".join(f"{node} {seconds:.2f}s" for node, seconds in value.items())
+        key = "nodes cpu"
     elif isinstance(value, int | float) and memory:
         shown = format_bytes(value)
     elif isinstance(value, int):
@@ -187,7 +191,11 @@ def counter_rows(step: StepView | None) -> list[Row]:
     ]
     if t.published:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
-    rows += [_server_figure(key, value) for key, value in sorted(t.server.items())]
+    if t.moved or t.ask:  # a Redis Cluster's redirections, each op counted once
+        rows += [("MOVED", format_count(t.moved)), ("ASK", format_count(t.ask))]
+    # A cluster node's raw CPU counter is shown as "nodes cpu" (per interval) instead.
+    figures = sorted((k, v) for k, v in t.server.items() if not k.startswith(NODE_CPU))
+    rows += [_server_figure(key, value) for key, value in figures]
     return rows
 
 

@@ -1,0 +1,611 @@
+//! Replaying a trace file (`workload.trace`) in the native engine: the worker reads the
+//! file itself (`tracefile.rs`) and deals each request to the client `crc32(key) % all
+//! clients` of the run, as the Python engine's `engine/trace_feed.py` does, so each key's
+//! requests keep the trace's order and both engines put a key on the same client. A
+//! client takes its next request from its own queue, reading on when the queue is empty;
+//! the queues of the others hold what was read ahead for them.
+//!
+//! Speed 0 is a closed loop. At speed > 0 a request's trace time is its intended start
+//! (the load's start plus its trace time since the trace's first request, over the
+//! speed): the client's `Schedule::next` is set to it, so the loop's open-loop machinery
+//! (io.rs) wakes, sends and records send lag as it does for `load.rate`.
+
+use crate::pacing::{Arrivals, Schedule, Timing};
+use crate::proto::{decimal, Req};
+use crate::step::Run;
+use crate::tracefile::{self, Format, Key, TraceReader};
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// The error kind of a trace that cannot be read to its end: it fails the step
+/// (`trace_feed.UNREADABLE`).
+pub const UNREADABLE: &str = "trace file";
+
+/// What a request too large to send is counted as among the skipped
+/// (`trace_feed.LARGE_VALUE`).
+pub const LARGE_VALUE: &str = "value over 4 MiB";
+
+/// The compiled `trace` part of a step order (`native_order._trace`).
+#[derive(Clone, Debug)]
+pub struct TraceOrder {
+    pub path: String,
+    pub format: Format,
+    pub speed: f64,
+    pub as_recorded: bool,
+    pub limit: u64,
+    /// Seconds of trace time from its first request that are the warm-up (0: none).
+    pub warmup_s: f64,
+    /// Clients of the whole run: a key's owner is its hash modulo this.
+    pub all_clients: u64,
+    /// What the strategy does: get, set, delete.
+    pub supports: [bool; 3],
+    /// Larger values are skipped and named (the value buffer's size).
+    pub max_value: u32,
+}
+
+impl TraceOrder {
+    pub fn from_frame(frame: &Value) -> Result<Option<TraceOrder>, String> {
+        let t = match frame["native"].get("trace") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(t) => t,
+        };
+        let bad = |name: &str| format!("step order: trace {:?} is missing or wrong", name);
+        let num = |name: &str| t[name].as_u64().ok_or_else(|| bad(name));
+        let supported: Vec<&str> = t["supported"]
+            .as_array()
+            .ok_or_else(|| bad("supported"))?
+            .iter()
+            .filter_map(|s| s.as_str())
+            .collect();
+        Ok(Some(TraceOrder {
+            path: t["path"].as_str().ok_or_else(|| bad("path"))?.to_string(),
+            format: Format::by_name(t["format"].as_str().unwrap_or(""))?,
+            speed: t["speed"].as_f64().ok_or_else(|| bad("speed"))?,
+            as_recorded: t["ops"].as_str() == Some("as-recorded"),
+            limit: num("limit")?,
+            warmup_s: t["warmup_s"].as_f64().unwrap_or(0.0),
+            all_clients: num("all_clients")?.max(1),
+            supports: [
+                supported.contains(&"get"),
+                supported.contains(&"set"),
+                supported.contains(&"delete"),
+            ],
+            max_value: num("max_value")? as u32,
+        }))
+    }
+}
+
+/// A request dealt to one of this worker's clients.
+struct Item {
+    time: f64,
+    key: Key,
+    key_size: u32,
+    value_size: u32,
+    op: u8,
+    ttl: u32,
+}
+
+/// The replay of one step in one worker.
+pub struct Replay {
+    order: TraceOrder,
+    reader: TraceReader,
+    read: u64,
+    exhausted: bool,
+    /// The local index of each of the run's clients held here (u32::MAX: another worker's).
+    local: Vec<u32>,
+    queues: Vec<VecDeque<Item>>,
+    /// The trace time of its first request: the schedule's and the warm-up's origin.
+    origin: Option<f64>,
+    /// Per client: its share is done (nothing left, nothing in flight).
+    finished: Vec<bool>,
+    finished_count: usize,
+    /// Per client: it waits at the end of the warm-up by trace time.
+    parked: Vec<bool>,
+    parked_count: usize,
+    /// Offered (timed replay): intended starts read but not yet counted, and the count.
+    dues: VecDeque<u64>,
+    offered: u64,
+    /// Where offered counts from (the load's start), 0 until the load starts.
+    load_start: u64,
+    /// The first unreadable record, once met: the step fails with it.
+    pub failure: Option<String>,
+    reported: bool,
+    present: Present,
+    /// Requests read and not replayed, not yet moved into the step's recorder.
+    skipped: Vec<(&'static str, u64)>,
+    key: Vec<u8>,
+}
+
+/// zlib's crc32 (IEEE), as the Python engine hashes a key to its client.
+pub fn crc32(data: &[u8]) -> u32 {
+    const fn table() -> [u32; 256] {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    }
+    const TABLE: [u32; 256] = table();
+    let mut c = !0u32;
+    for &b in data {
+        c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+/// The bytes of a trace key as the trace spells it (an id in decimal).
+fn key_text<'a>(key: &'a Key, buf: &'a mut [u8; 20]) -> &'a [u8] {
+    match key {
+        Key::Id(id) => decimal(*id, buf),
+        Key::Text(t) => t,
+    }
+}
+
+impl Replay {
+    pub fn new(order: TraceOrder, client_ids: &[i64]) -> Result<Replay, String> {
+        let reader = TraceReader::open(&order.path, order.format)?;
+        let mut local = vec![u32::MAX; order.all_clients as usize];
+        for (i, &id) in client_ids.iter().enumerate() {
+            if id >= 0 && (id as u64) < order.all_clients {
+                local[id as usize] = i as u32;
+            }
+        }
+        let n = client_ids.len();
+        Ok(Replay {
+            order,
+            reader,
+            read: 0,
+            exhausted: false,
+            local,
+            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            origin: None,
+            finished: vec![false; n],
+            finished_count: 0,
+            parked: vec![false; n],
+            parked_count: 0,
+            dues: VecDeque::new(),
+            offered: 0,
+            load_start: 0,
+            failure: None,
+            reported: false,
+            present: Present::new(),
+            skipped: Vec::new(),
+            key: Vec::with_capacity(64),
+        })
+    }
+
+    pub fn timed(&self) -> bool {
+        self.order.speed > 0.0
+    }
+
+    /// Every client of this worker has replayed its share.
+    pub fn done(&self) -> bool {
+        self.finished_count == self.finished.len()
+    }
+
+    /// The intended start of a request read (monotonic ns).
+    fn due(&self, time: f64) -> u64 {
+        let since = (time - self.origin.unwrap_or(time)).max(0.0);
+        self.load_start + (since / self.order.speed * 1e9) as u64
+    }
+
+    /// Read one request and deal it to its client, if that client is ours.
+    fn read_one(&mut self) {
+        if self.exhausted {
+            return;
+        }
+        if self.order.limit > 0 && self.read >= self.order.limit {
+            self.exhausted = true;
+            return;
+        }
+        let r = match self.reader.next_request() {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                self.exhausted = true;
+                return;
+            }
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                self.exhausted = true;
+                return;
+            }
+        };
+        self.read += 1;
+        self.origin.get_or_insert(r.time);
+        let mut buf = [0u8; 20];
+        let owner = crc32(key_text(&r.key, &mut buf)) as u64 % self.order.all_clients;
+        let ci = self.local[owner as usize];
+        if ci == u32::MAX {
+            return;
+        }
+        // A request that is not replayed is counted as it is read, never queued: a trace
+        // of mostly skipped ops must not pile up in the queues of the clients reading on.
+        if let Err(what) = self.replayed(r.op, r.value_size) {
+            match self.skipped.iter_mut().find(|s| s.0 == what) {
+                Some(s) => s.1 += 1,
+                None => self.skipped.push((what, 1)),
+            }
+            return;
+        }
+        if self.timed() && self.load_start > 0 {
+            let due = self.due(r.time);
+            self.dues.push_back(due);
+        }
+        self.queues[ci as usize].push_back(Item {
+            time: r.time,
+            key: r.key,
+            key_size: r.key_size,
+            value_size: r.value_size,
+            op: r.op,
+            ttl: r.ttl,
+        });
+    }
+
+    /// The client's next request, reading on until it has one or the trace ends.
+    fn front(&mut self, ci: usize) -> Option<&Item> {
+        while self.queues[ci].is_empty() && !self.exhausted {
+            self.read_one();
+        }
+        self.queues[ci].front()
+    }
+
+    /// What a request is sent as, or what it is counted as skipped when it is not replayed:
+    /// its op, or `LARGE_VALUE`.
+    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), &'static str> {
+        let s = &self.order.supports;
+        let name = tracefile::OPS[op as usize];
+        let (req, aside) = if !self.order.as_recorded {
+            (Req::Get, true)
+        } else {
+            match op {
+                tracefile::GET | tracefile::GETS => (Req::Get, false),
+                tracefile::SET => (Req::Set, false),
+                tracefile::DELETE => (Req::Delete, false),
+                _ => (Req::Hello, false), // no such request: skipped below
+            }
+        };
+        let able = match req {
+            Req::Get => s[0],
+            Req::Set => s[1],
+            Req::Delete => s[2],
+            _ => false,
+        };
+        if !able {
+            return Err(name);
+        }
+        if value_size > self.order.max_value && (req == Req::Set || aside) {
+            return Err(LARGE_VALUE);
+        }
+        Ok((req, aside))
+    }
+
+    /// Intended starts of this worker's requests before `t` (timed replay; t asked in
+    /// growing order), reading ahead in the trace as far as `t`.
+    pub fn offered_before(&mut self, t: u64) -> u64 {
+        if !self.timed() || self.load_start == 0 {
+            return 0;
+        }
+        loop {
+            while self.dues.front().map_or(false, |&d| d < t) {
+                self.dues.pop_front();
+                self.offered += 1;
+            }
+            if !self.dues.is_empty() || self.exhausted {
+                return self.offered;
+            }
+            self.read_one();
+        }
+    }
+
+    /// The load starts at `start`: schedules and offered counts run from here.
+    fn start(&mut self, start: u64) {
+        self.load_start = start;
+        // What was read before the start (by the first clients' fronts) is offered too.
+        let dues: Vec<u64> = self
+            .queues
+            .iter()
+            .flatten()
+            .map(|i| self.due(i.time))
+            .collect();
+        self.dues.extend(dues);
+        let mut v: Vec<u64> = self.dues.drain(..).collect();
+        v.sort_unstable();
+        self.dues.extend(v);
+    }
+}
+
+/// The key index a request is sent under, and whether its key goes as its own bytes
+/// (written to `buf`: the prefix, the trace's key, '_' up to the recorded key size) rather
+/// than as the prefix and id of index `id`.
+fn key_index(prefix: &str, item: &Item, buf: &mut Vec<u8>) -> (u64, bool) {
+    let mut digits = [0u8; 20];
+    let body = key_text(&item.key, &mut digits);
+    match item.key {
+        Key::Id(id) if item.key_size as usize <= body.len() => (id, false),
+        _ => {
+            buf.clear();
+            buf.extend_from_slice(prefix.as_bytes());
+            buf.extend_from_slice(body);
+            let pad = (item.key_size as usize).saturating_sub(body.len());
+            buf.extend(std::iter::repeat(b'_').take(pad));
+            (crc32(buf) as u64, true)
+        }
+    }
+}
+
+/// Whether the client has a get-set-on-miss get of this key waiting for its reply: until
+/// it comes, a miss (and its fill) may follow.
+fn in_flight(c: &crate::client::Client, index: u64, text: bool) -> bool {
+    c.conns
+        .iter()
+        .flat_map(|k| k.pending.iter())
+        .any(|p| p.index == index && p.key.is_some() == text && p.req == Req::Get && p.aside)
+}
+
+/// Keys a get-set-on-miss get was answered for (a hit, or a miss whose fill went out on
+/// the same connection ahead of anything sent after): their next gets need not wait. A
+/// direct-mapped table of fixed size: a key pushed out by another only waits again.
+struct Present {
+    slots: Vec<u64>,
+}
+
+const PRESENT_SLOTS: usize = 1 << 16;
+
+impl Present {
+    fn new() -> Present {
+        Present {
+            slots: vec![0; PRESENT_SLOTS],
+        }
+    }
+
+    fn tag(index: u64, text: bool) -> (usize, u64) {
+        let h = index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (text as u64);
+        (
+            (h >> 48) as usize % PRESENT_SLOTS,
+            (index << 1 | text as u64).wrapping_add(1),
+        )
+    }
+
+    fn mark(&mut self, index: u64, text: bool) {
+        let (slot, tag) = Self::tag(index, text);
+        self.slots[slot] = tag;
+    }
+
+    fn has(&self, index: u64, text: bool) -> bool {
+        let (slot, tag) = Self::tag(index, text);
+        self.slots[slot] == tag
+    }
+}
+
+impl<'a> Run<'a> {
+    /// Open the step's trace, when its order has one.
+    pub fn open_replay(&mut self, order: Option<TraceOrder>) -> Result<(), String> {
+        if let Some(o) = order {
+            let ids: Vec<i64> = self.order.clients.iter().map(|c| c.id).collect();
+            self.replay = Some(Replay::new(o, &ids)?);
+        }
+        Ok(())
+    }
+
+    /// A phase began: a trace already done ends it at once; the measured phase wakes the
+    /// clients that waited at the end of the warm-up by trace time.
+    pub fn replay_phase_began(&mut self, measured: bool) {
+        let now = crate::pacing::now_ns();
+        let rp = match self.replay.as_mut() {
+            Some(rp) => rp,
+            None => return,
+        };
+        if rp.load_start == 0 && self.load_start > 0 {
+            rp.start(self.load_start);
+        }
+        if rp.done() || rp.failure.is_some() {
+            self.phase_over = true;
+            self.spent_at = now;
+            return;
+        }
+        if measured && rp.parked_count > 0 {
+            rp.parked.iter_mut().for_each(|p| *p = false);
+            rp.parked_count = 0;
+            for ci in 0..self.clients.len() {
+                self.refill(ci, now);
+            }
+        }
+    }
+
+    /// A get-set-on-miss get was answered: its key is there now (or its fill is on its way,
+    /// ahead of anything sent after it on the connection).
+    pub fn replay_answered(&mut self, index: u64, text: bool) {
+        if let Some(rp) = self.replay.as_mut() {
+            rp.present.mark(index, text);
+        }
+    }
+
+    /// The replay's offered count in [a, b) of monotonic time (0 unless timed).
+    pub fn replay_offered(&mut self, a: u64, b: u64) -> u64 {
+        match self.replay.as_mut() {
+            Some(rp) => {
+                let before = rp.offered_before(a);
+                rp.offered_before(b) - before
+            }
+            None => 0,
+        }
+    }
+
+    /// `load_next` of a replay: queue the client's next request of the trace when its
+    /// schedule, the warm-up and the budget allow; false if not.
+    pub fn replay_next(&mut self, ci: usize, now: u64) -> bool {
+        let start = self.load_start;
+        let rp = self.replay.as_mut().expect("a replay step");
+        if rp.load_start == 0 {
+            rp.start(start);
+        }
+        let timed = rp.timed();
+        // The client's next request (every one queued is replayed: skips never queue).
+        let next = rp.front(ci).map(|i| (i.op, i.value_size, i.time));
+        for (what, n) in rp.skipped.drain(..) {
+            self.rec.skip(what, n);
+        }
+        let (req, aside, due, time) = match next {
+            Some((op, value_size, time)) => {
+                let (req, aside) = rp.replayed(op, value_size).expect("queued: replayed");
+                let due = if timed { rp.due(time) } else { now };
+                (req, aside, due, time)
+            }
+            None => (Req::Hello, false, u64::MAX, 0.0),
+        };
+        if let Some(e) = rp.failure.clone() {
+            if !rp.reported {
+                rp.reported = true;
+                self.eng.error(UNREADABLE, &e);
+                self.phase_over = true;
+                self.spent_at = now;
+                self.mode = crate::io::Mode::Idle;
+            }
+            return false;
+        }
+        let c = &mut self.clients[ci];
+        if timed {
+            let s = c.schedule.get_or_insert_with(|| {
+                let t = Timing {
+                    period: 1,
+                    offset: 0,
+                    arrivals: Arrivals::Uniform,
+                    seed: 0,
+                };
+                Schedule::new(0, &t)
+            });
+            s.next = due;
+        }
+        if req == Req::Hello {
+            // Nothing left: the client is done once its last reply is in.
+            if c.inflight == 0 && !rp.finished[ci] {
+                rp.finished[ci] = true;
+                rp.finished_count += 1;
+                if rp.done() {
+                    self.phase_over = true;
+                    self.spent_at = now;
+                }
+            }
+            return false;
+        }
+        if timed && (due > now || due >= self.due_before) {
+            return false;
+        }
+        // Warm-up by trace time: the client waits at the first request past it until the
+        // measured phase begins; when all wait (or are done), the warm-up is over.
+        if !self.measuring && rp.order.warmup_s > 0.0 {
+            let origin = rp.origin.unwrap_or(time);
+            if time - origin >= rp.order.warmup_s {
+                if let Some(s) = self.clients[ci].schedule.as_mut() {
+                    s.next = u64::MAX; // woken by the measured phase (replay_phase_began)
+                }
+                if !rp.parked[ci] {
+                    rp.parked[ci] = true;
+                    rp.parked_count += 1;
+                    if rp.parked_count + rp.finished_count >= rp.parked.len() {
+                        self.phase_over = true;
+                        self.spent_at = now;
+                    }
+                }
+                return false;
+            }
+        }
+        // The key: prefix and id by index (the engine's own key path), or its bytes padded
+        // with '_' to the recorded key size (`TraceFeed.key`).
+        let front = rp.queues[ci].front().expect("the front just read");
+        let (index, text) = key_index(&self.order.keys.prefix, front, &mut rp.key);
+        // Get-set-on-miss: a key's next get waits for the answer to a get that may still
+        // miss, so a pipelined client misses each object once, as a sequential one does.
+        if aside && !rp.present.has(index, text) && in_flight(&self.clients[ci], index, text) {
+            return false;
+        }
+        if !self.reserve(now) {
+            self.mode = crate::io::Mode::Idle;
+            return false;
+        }
+        let rp = self.replay.as_mut().expect("a replay step");
+        let item = rp.queues[ci].pop_front().expect("the front just read");
+        if text {
+            self.next_key = Some(rp.key.as_slice().into());
+        }
+        let c = &mut self.clients[ci];
+        // Open loop, as load_next: from the intended start when the client was busy then.
+        let t0 = if timed {
+            if c.free_at > due {
+                due.max(c.run_began)
+            } else {
+                c.run_began = now;
+                now
+            }
+        } else {
+            now
+        };
+        if timed {
+            self.rec.lag(now - due);
+        }
+        c.inflight += 1;
+        let ttl = if item.ttl > 0 {
+            Some(item.ttl as f64)
+        } else {
+            None
+        };
+        if req != Req::Delete {
+            if let Some(trace) = self.trace.as_mut() {
+                trace.add(self.measuring, now, index, item.value_size as u64);
+            }
+        }
+        let phase = self.phase;
+        self.send(
+            ci,
+            req,
+            index,
+            item.value_size as usize,
+            ttl,
+            t0,
+            phase,
+            aside,
+            false,
+        );
+        if timed {
+            // The schedule moves on to the client's next request (MAX when none is left).
+            let rp = self.replay.as_mut().expect("a replay step");
+            let next = rp.front(ci).map(|i| i.time);
+            let due = next.map_or(u64::MAX, |t| rp.due(t));
+            if let Some(s) = self.clients[ci].schedule.as_mut() {
+                s.next = due;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_is_zlibs() {
+        assert_eq!(crc32(b""), 0);
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b"42"), 0x3224_B088);
+    }
+
+    #[test]
+    fn keys_hash_by_their_trace_spelling() {
+        let mut buf = [0u8; 20];
+        assert_eq!(key_text(&Key::Id(42), &mut buf), b"42");
+        assert_eq!(key_text(&Key::Text(b"k:a"[..].into()), &mut buf), b"k:a");
+    }
+}

@@ -1,0 +1,93 @@
+"""One slot of a real three-node Redis Cluster migrated mid-run, as `redis-cli --cluster
+reshard` does it (CLUSTER SETSLOT ... IMPORTING / MIGRATING, MIGRATE, SETSLOT ... NODE):
+both engines follow -ASK while the slot moves and -MOVED after, count both, and lose no
+op nor count one as an error."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from support import collect, finished
+from workbench_redis.cluster import ClusterProcess, start_cluster
+
+from workbench.events import Interval
+from workbench.store import Store
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
+
+OPS = 6000
+RATE = 2000  # ops/s: the run lasts about 3 s, the migration happens in its second
+
+
+def _node_id(r: redis.Redis) -> str:
+    return r.execute_command("CLUSTER", "MYID").decode()
+
+
+def migrate_one_slot(cluster: ClusterProcess, done: threading.Event) -> None:
+    """Move the slot of a key the load uses from its node to the next, slowly enough that
+    clients meet the slot while it migrates (ASK) and after (MOVED)."""
+    try:
+        nodes = [redis.Redis(port=n.port, socket_timeout=5) for n in cluster.nodes]
+        src = next(r for r in nodes if r.dbsize() > 0)
+        key = src.randomkey()
+        slot = int(src.execute_command("CLUSTER", "KEYSLOT", key))
+        dst = nodes[(nodes.index(src) + 1) % len(nodes)]
+        src_id, dst_id = _node_id(src), _node_id(dst)
+        dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+        keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        port = cluster.nodes[nodes.index(dst)].port
+        src.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
+        time.sleep(0.6)  # the keys are on dst, the slot still src's: ASK
+        for r in (dst, src, *[n for n in nodes if n not in (src, dst)]):
+            r.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        for r in nodes:
+            r.close()
+    finally:
+        done.set()
+
+
+@pytest.mark.parametrize("strategy", ["native", "cluster"])
+async def test_a_slot_migrated_mid_run_is_followed_and_counted(
+    strategy: str, tmp_path: Path
+) -> None:
+    with start_cluster(3) as cluster:
+        done = threading.Event()
+        worker: list[threading.Thread] = []
+
+        def on_event(e: Any) -> None:
+            if isinstance(e, Interval) and e.index == 2 and not worker:
+                worker.append(threading.Thread(target=migrate_one_slot, args=(cluster, done)))
+                worker[0].start()
+
+        events = await collect(
+            [
+                "target.system=redis",
+                f"target.options.url={cluster.target_options['url']}",
+                "target.options.cluster=true",
+                f"strategy.name={strategy}",
+                f"load.ops={OPS}",
+                f"load.rate={RATE}",
+                "load.workers=1",
+                "load.concurrency=4",
+                "workload.keys=8",  # every key is hit often: the moved slot is met at once
+                "workload.prefill=true",
+            ],
+            Store(tmp_path / "runs.sqlite"),
+            on_event=on_event,
+        )
+        assert worker, "the run ended before the migration began"
+        worker[0].join(timeout=30)
+        assert done.is_set()
+    (step,) = finished(events)
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}, step.stats.first_errors
+    assert step.stats.ops == OPS  # no op lost
+    assert step.stats.ask > 0, "the slot was met while it migrated"
+    assert step.stats.moved > 0, "the slot was met at its old node after it moved"
