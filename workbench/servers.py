@@ -339,8 +339,10 @@ def start_python_server(
     host: str = LOOPBACK,
     target_options: dict[str, Any] | None = None,
     version: str = "",
+    scratch: Path | None = None,
 ) -> ServerProcess:
-    """A Python server module run as ``python -m module --host H --port P ARGS``."""
+    """A Python server module run as ``python -m module --host H --port P ARGS``; `scratch`
+    as for `launch`."""
     port = port or free_port(host)
     argv = [sys.executable, "-m", module, "--host", host, "--port", str(port), *args]
     return launch(
@@ -350,4 +352,5 @@ def start_python_server(
         port,
         version=version or module,
         target_options=target_options or {"base_url": f"http://{host}:{port}"},
+        scratch=scratch,
     )

@@ -58,6 +58,8 @@ pub struct Conn {
     pub failure: Option<(String, String)>,
     /// TLS state (rediss://, memcached tls, https://); None for plain TCP.
     pub tls: Option<crate::tls::Session>,
+    /// A reply ever came on it (a close before any may be a TLS port: tls.rs).
+    pub answered: bool,
 }
 
 impl Conn {
@@ -75,6 +77,7 @@ impl Conn {
             progress: 0,
             failure: None,
             tls: None,
+            answered: false,
         }
     }
 

@@ -208,12 +208,19 @@ fn head(lines: &[u8], http10: bool) -> Result<Head, String> {
 impl Http {
     pub fn from_options(o: &Value) -> Result<Http, String> {
         let base = opt_str(o, "base_url");
-        let rest = base.strip_prefix("http://").ok_or_else(|| {
-            format!(
-                "target.options.base_url: the native engine speaks http:// only; got {:?}",
-                base
-            )
-        })?;
+        // https:// is TLS on the same connections (tls.rs reads base_url too).
+        let (rest, default_port) = match base.strip_prefix("http://") {
+            Some(rest) => (rest, 80),
+            None => (
+                base.strip_prefix("https://").ok_or_else(|| {
+                    format!(
+                        "target.options.base_url: expected http:// or https://; got {:?}",
+                        base
+                    )
+                })?,
+                443,
+            ),
+        };
         let (netloc, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
@@ -226,7 +233,7 @@ impl Http {
             (
                 h[..close].to_string(),
                 if port.is_empty() {
-                    80
+                    default_port
                 } else {
                     port.parse()
                         .map_err(|_| "target.options.base_url: bad port")?
@@ -240,7 +247,7 @@ impl Http {
                         .parse()
                         .map_err(|_| "target.options.base_url: bad port")?,
                 ),
-                None => (netloc.to_string(), 80),
+                None => (netloc.to_string(), default_port),
             }
         };
         let mut common = format!("Host: {}\r\n", netloc);
@@ -598,7 +605,11 @@ mod tests {
     use super::*;
 
     fn config() -> Http {
-        let o = serde_json::json!({
+        Http::from_options(&config_options()).unwrap()
+    }
+
+    fn config_options() -> Value {
+        serde_json::json!({
             "base_url": "http://127.0.0.1:8080/api",
             "get": "GET /lookup?key={key}",
             "set": "POST /",
@@ -607,8 +618,19 @@ mod tests {
             "value_encoding": "latin-1",
             "hit_status": ["200"], "miss_status": ["404"], "set_status": ["200", "201", "204"],
             "delete_status": ["200"], "hit_field": "", "value_field": "value", "headers": [],
-        });
-        Http::from_options(&o).unwrap()
+        })
+    }
+
+    #[test]
+    fn https_is_the_same_requests_on_port_443_by_default() {
+        let mut o = config_options();
+        o["base_url"] = "https://localhost/api".into();
+        let h = Http::from_options(&o).unwrap();
+        assert_eq!((h.host.as_str(), h.port), ("localhost", 443));
+        o["base_url"] = "https://127.0.0.1:8443".into();
+        assert_eq!(Http::from_options(&o).unwrap().port, 8443);
+        o["base_url"] = "ftp://127.0.0.1".into();
+        assert!(Http::from_options(&o).is_err());
     }
 
     #[test]

@@ -533,7 +533,8 @@ impl<'a> Run<'a> {
                 k.inb.truncate(len + got);
                 match r {
                     Ok(0) => {
-                        closed = Some(format!("{} closed the connection", k.addr));
+                        let hint = crate::tls::plain_close_hint(&self.codec, k);
+                        closed = Some(format!("{} closed the connection{}", k.addr, hint));
                         break;
                     }
                     // A short read drained the socket: with edge-triggered epoll, anything
@@ -579,6 +580,7 @@ impl<'a> Run<'a> {
                 .pop_front()
                 .expect("a reply answers the oldest request");
             k.progress = now;
+            k.answered = true;
             let start = pos;
             pos += parsed.used;
             close_after |= parsed.close;

@@ -7,6 +7,8 @@
 //! rarely name 127.0.0.1). A connection counts as connected only once its handshake is
 //! done, so no operation is ever timed across a handshake.
 
+use crate::client::Conn;
+use crate::codec::Codec;
 use crate::io::Mode;
 use crate::pacing::now_ns;
 use crate::step::Run;
@@ -28,6 +30,8 @@ const SYSTEM_CAS: &str = "/etc/ssl/certs/ca-certificates.crt"; // Debian's bundl
 pub struct TlsConfig {
     config: Arc<ClientConfig>,
     name: ServerName,
+    /// A client certificate is offered (tls_cert).
+    has_cert: bool,
 }
 
 /// Whether the target asks for TLS: rediss://, https:// or memcached's `tls = true`.
@@ -173,6 +177,7 @@ pub fn config_for(system: &str, options: &Value) -> Result<Option<TlsConfig>, St
     Ok(Some(TlsConfig {
         config: Arc::new(config),
         name,
+        has_cert: !cert.is_empty(),
     }))
 }
 
@@ -187,12 +192,16 @@ impl TlsConfig {
 /// A connection's TLS state.
 pub struct Session {
     conn: ClientConnection,
+    has_cert: bool,
 }
 
 impl Session {
     pub fn new(cfg: &TlsConfig) -> Result<Session, String> {
         ClientConnection::new(cfg.config.clone(), cfg.name.clone())
-            .map(|conn| Session { conn })
+            .map(|conn| Session {
+                conn,
+                has_cert: cfg.has_cert,
+            })
             .map_err(|e| format!("TLS setup: {}", e))
     }
 
@@ -279,15 +288,45 @@ impl Session {
         inb: &mut Vec<u8>,
         addr: SocketAddr,
         write_error: &std::io::Error,
+        answered: bool,
     ) -> (String, String) {
         match self.receive(sock, inb, addr) {
             Err((kind, msg)) if kind == "tls" => (kind, msg),
+            _ if !answered && !self.has_cert && !self.handshaking() => {
+                ("tls".into(), refusal(addr))
+            }
             _ => (
                 "connection".into(),
                 format!("writing to {}: {}", addr, write_error),
             ),
         }
     }
+}
+
+/// Said when a plain connection that never had a reply is closed with requests in flight:
+/// a TLS port drops a plain client that way, after failing to read a handshake.
+pub fn plain_close_hint(codec: &Codec, k: &Conn) -> &'static str {
+    if k.answered || k.tls.is_some() || k.pending.is_empty() {
+        return "";
+    }
+    match codec {
+        Codec::Resp(_) => " before any reply (is it a TLS port? use rediss://)",
+        Codec::Memcache(..) | Codec::Meta(..) => {
+            " before any reply (is it a TLS port? set target.options.tls = true)"
+        }
+        Codec::Http(_) => " before any reply (is it a TLS port? use https://)",
+    }
+}
+
+/// A TLS server, offered no client certificate, that closed or reset the connection after
+/// the handshake and before any reply (without an alert we could read).
+fn refusal(addr: SocketAddr) -> String {
+    format!(
+        "TLS: {} closed the connection after the handshake and before any reply: it \
+         requires a client certificate (CertificateRequired, its usual cause); set tls_cert \
+         and tls_key",
+        addr
+    )
 }
 
 /// One line naming why a handshake or record failed.
@@ -322,13 +361,13 @@ impl<'a> Run<'a> {
     /// A TLS connection's socket is writable: send handshake or application records.
     pub fn tls_writable(&mut self, ci: usize, si: usize) {
         let k = &mut self.clients[ci].conns[si];
-        let addr = k.addr;
+        let (addr, answered) = (k.addr, k.answered);
         let (sock, tls) = match (k.sock.as_mut(), k.tls.as_mut()) {
             (Some(s), Some(t)) => (s, t),
             _ => return,
         };
         if let Err(e) = tls.send(sock) {
-            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e);
+            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e, answered);
             self.drop_conn(ci, si, &kind, &msg);
         }
     }
@@ -337,7 +376,7 @@ impl<'a> Run<'a> {
     /// (then the connection counts as connected) or hand the replies to `consume`.
     pub fn tls_readable(&mut self, ci: usize, si: usize) {
         let k = &mut self.clients[ci].conns[si];
-        let addr = k.addr;
+        let (addr, answered) = (k.addr, k.answered);
         let (sock, tls) = match (k.sock.as_mut(), k.tls.as_mut()) {
             (Some(s), Some(t)) => (s, t),
             _ => return,
@@ -345,7 +384,14 @@ impl<'a> Run<'a> {
         let received = tls.receive(sock, &mut k.inb, addr);
         let sent = tls.send(sock);
         let handshaking = tls.handshaking();
+        let refused = !answered && !tls.has_cert && !handshaking;
         let closed = match received {
+            // A reset with no alert to read, after the handshake and before any reply,
+            // offered no certificate: the refusal (see `refusal`).
+            Err((kind, _)) if kind != "tls" && refused => {
+                self.drop_conn(ci, si, "tls", &refusal(addr));
+                return;
+            }
             Err((kind, msg)) => {
                 self.drop_conn(ci, si, &kind, &msg);
                 return;
@@ -353,7 +399,7 @@ impl<'a> Run<'a> {
             Ok(closed) => closed,
         };
         if let Err(e) = sent {
-            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e);
+            let (kind, msg) = tls.failure_behind(sock, &mut k.inb, addr, &e, answered);
             self.drop_conn(ci, si, &kind, &msg);
             return;
         }
@@ -378,7 +424,15 @@ impl<'a> Run<'a> {
         if self.clients[ci].conns[si].connected {
             self.consume(ci, si);
         }
-        if closed && self.clients[ci].conns[si].sock.is_some() {
+        let k = &self.clients[ci].conns[si];
+        if closed && k.sock.is_some() {
+            if !k.answered && !k.tls.as_ref().map_or(true, |t| t.has_cert) {
+                // TLS 1.3: a server wanting a client certificate checks it after our
+                // handshake is done; one that closes without its alert (an asyncio server
+                // does) is named as the refusal it is, as the Python side does.
+                self.drop_conn(ci, si, "tls", &refusal(addr));
+                return;
+            }
             let msg = format!("{} closed the connection", addr);
             self.drop_conn(ci, si, "connection", &msg);
         }

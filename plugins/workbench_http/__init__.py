@@ -39,9 +39,20 @@ server rather than the client library is to be measured; see `workbench_http.lea
 Redirects are never followed (a 3xx answer counts as error ``http-3xx``): a redirect to
 another host would get past that check.
 
+``https://`` turns TLS on, in every strategy and the native engine, with the options of
+redis and memcached: ``tls_ca`` (else the system's CAs), ``tls_cert``/``tls_key`` (mutual
+TLS), ``tls_insecure`` (no verification, said in the report) and ``tls_sni`` (the name
+sent and checked; without it the chain is checked, not the name). A certificate that does
+not verify, or a refusal, counts under ``tls``. ``lean`` and the native engine handshake
+before the load; the aiohttp strategies open connections on demand, so a pooled
+connection's first op (``keep-alive``) or every op (``new-connection``, by design) holds
+its handshake.
+
 With ``target.managed = true`` the workbench starts one of the reference servers of
 `workbench_http.servers` (``target.server.kind``: ``caching-proxy``, with a throw-away
-redis-server unless ``redis_url`` is given, or ``kv-store``) and points the templates at it.
+redis-server unless ``redis_url`` is given, or ``kv-store``) and points the templates at it;
+``target.server.tls = true`` serves it over HTTPS with a throw-away CA (removed at its stop),
+and ``tls_auth_clients = true`` requires a client certificate.
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ from workbench.adapter import (
     runs_in_native_engine,
 )
 from workbench.options import Option, OptionSet
+from workbench.tls import TLS_OPTIONS
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.config import check_target
 from workbench_http.lean import connect_lean
@@ -98,6 +110,7 @@ plugin = CacheSystem(
             Option("timeout", "duration", 10.0, "whole-request timeout (0: none)"),
             Option("connect_timeout", "duration", 5.0, "connection timeout (0: none)"),
             Option("stats_path", "str", "", "path of a JSON statistics endpoint, e.g. /stats"),
+            *TLS_OPTIONS,
         )
     ),
     strategies=(

@@ -12,14 +12,20 @@ from workbench.adapter import AdapterError
 from workbench_http.config import Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import JSON
+from workbench_http.tls_errors import plain_on_tls_hint, refused, tls_failure
 
 
-def _io_error(exc: Exception) -> Exception:
+def _io_error(exc: Exception, config: Config, answered: bool) -> Exception:
     """aiohttp's exceptions in the engine's kinds."""
     if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
         return AdapterError("timeout", str(exc) or "timed out")
+    if config.tls is not None:
+        failed = tls_failure(exc, config) or refused(exc, config, answered)
+        if failed is not None:
+            return failed
     if isinstance(exc, aiohttp.ClientConnectionError):
-        return AdapterError("connection", f"{type(exc).__name__}: {exc}")
+        hint = plain_on_tls_hint(exc, config)
+        return AdapterError("connection", f"{type(exc).__name__}: {exc}{hint}")
     return AdapterError("protocol", f"{type(exc).__name__}: {exc}")
 
 
@@ -28,6 +34,7 @@ class HttpConnection:
 
     def __init__(self, config: Config, connector: aiohttp.TCPConnector) -> None:
         self.config = config
+        self.answered = False  # an answer came: a later drop is no refusal (tls_errors.py)
         self.session = aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(
@@ -46,7 +53,9 @@ class HttpConnection:
         if not self.config.stats_path:
             return {}
         url = URL(self.config.base_url + self.config.stats_path, encoded=True)
-        async with self.session.get(url, allow_redirects=False) as resp:
+        tls = self.config.tls
+        extra = {"server_hostname": tls.sni} if tls and tls.sni else {}
+        async with self.session.get(url, allow_redirects=False, **extra) as resp:
             if resp.status != 200:
                 return {}
             data = await resp.json(content_type=None)
@@ -63,22 +72,30 @@ class HttpConnection:
 class HttpClient:
     """A virtual client: the templates over the worker's shared session."""
 
-    __slots__ = ("config", "session")
+    __slots__ = ("config", "conn", "extra", "session")
 
     def __init__(self, conn: HttpConnection) -> None:
         self.config = conn.config
         self.session = conn.session
+        self.conn = conn
+        # The name sent (SNI) and checked: tls_sni, else none (loopback certificates
+        # rarely name 127.0.0.1, so the name is checked only when tls_sni gives one).
+        tls = conn.config.tls
+        self.extra: dict[str, Any] = {"server_hostname": tls.sni} if tls and tls.sni else {}
 
     async def get(self, key: bytes) -> bytes | None:
         c = self.config
         url = c.get.url(key)
         try:
-            async with self.session.request(c.get.method, url, allow_redirects=False) as resp:
+            async with self.session.request(
+                c.get.method, url, allow_redirects=False, **self.extra
+            ) as resp:
                 status = resp.status
+                self.conn.answered = True
                 body = await resp.read()
                 is_json = resp.content_type == JSON
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _io_error(exc) from exc
+            raise _io_error(exc, c, self.conn.answered) from exc
         return c.got(status, is_json, body, url.path_qs, resp.reason)
 
     async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
@@ -92,11 +109,13 @@ class HttpClient:
                 data=data,
                 headers={"Content-Type": c.body.content_type},
                 allow_redirects=False,
+                **self.extra,
             ) as resp:
                 status = resp.status
+                self.conn.answered = True
                 body = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _io_error(exc) from exc
+            raise _io_error(exc, c, self.conn.answered) from exc
         c.was_set(status, body, url.path_qs, resp.reason)
 
     async def delete(self, key: bytes) -> bool:
@@ -105,11 +124,14 @@ class HttpClient:
             raise c.no_delete()
         url = c.delete.url(key)
         try:
-            async with self.session.request(c.delete.method, url, allow_redirects=False) as resp:
+            async with self.session.request(
+                c.delete.method, url, allow_redirects=False, **self.extra
+            ) as resp:
                 status = resp.status
+                self.conn.answered = True
                 body = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _io_error(exc) from exc
+            raise _io_error(exc, c, self.conn.answered) from exc
         return c.deleted(status, body, url.path_qs, resp.reason)
 
     async def close(self) -> None:
@@ -120,7 +142,11 @@ async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -
     config = Config.from_options(system)
     await probe(config)
     connector = aiohttp.TCPConnector(
-        limit=strategy["pool_size"], limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=None
+        limit=strategy["pool_size"],
+        limit_per_host=0,
+        keepalive_timeout=60,
+        ttl_dns_cache=None,
+        ssl=config.ssl_context() or True,
     )
     return HttpConnection(config, connector)
 
@@ -128,4 +154,5 @@ async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -
 async def connect_new(system: dict[str, Any], strategy: dict[str, Any]) -> HttpConnection:
     config = Config.from_options(system)
     await probe(config)
-    return HttpConnection(config, aiohttp.TCPConnector(limit=0, force_close=True))
+    connector = aiohttp.TCPConnector(limit=0, force_close=True, ssl=config.ssl_context() or True)
+    return HttpConnection(config, connector)

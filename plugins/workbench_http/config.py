@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 from workbench.adapter import AdapterError
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
+from workbench.tls import TlsSettings, tls_settings
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
 
@@ -22,7 +24,7 @@ def check_base_url(url: str, options: dict[str, Any] | None = None) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError(
-            f"expected an http:// URL such as http://127.0.0.1:8000; got {url!r}",
+            f"expected an http:// or https:// URL such as http://127.0.0.1:8000; got {url!r}",
             option_where("base_url"),
         )
     try:
@@ -91,6 +93,10 @@ class Config:
     total_timeout: float  # seconds, 0: none
     connect_timeout: float
     stats_path: str
+    tls: TlsSettings | None  # https:// only
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        return self.tls.context() if self.tls else None
 
     @classmethod
     def from_options(cls, o: dict[str, Any]) -> Config:
@@ -123,6 +129,7 @@ class Config:
             total_timeout=o["timeout"],
             connect_timeout=o["connect_timeout"],
             stats_path=o["stats_path"],
+            tls=tls_settings(o, "target.options") if base.startswith("https://") else None,
         )
 
     # What an answer means; shared by every strategy.

@@ -21,9 +21,11 @@ from urllib.parse import urlsplit
 import httptools
 
 from workbench.adapter import AdapterError
+from workbench.tls import TlsSettings, closed_after_handshake, plain_port_timeout, tls_error
 from workbench_http.config import Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import UrlTemplate
+from workbench_http.tls_errors import PLAIN_ON_TLS, address
 
 REQUEST_CACHE_SIZE = 200_000  # ready requests kept per template and worker
 
@@ -39,7 +41,9 @@ class LeanProtocol(asyncio.Protocol):
     a Transfer-Encoding (or two lengths) is a protocol error, never a guess.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: TlsSettings | None = None) -> None:
+        self.tls = tls
+        self.answered = False  # an answer came on this connection
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[Answer] | None = None
@@ -73,6 +77,16 @@ class LeanProtocol(asyncio.Protocol):
             self._answer(close=True)
             return
         reason = f"{type(exc).__name__}: {exc}" if exc else "closed by the server"
+        if exc is not None and self.tls:
+            failed = tls_error(exc, "the server")
+            if failed is not None:  # an alert, e.g. a client certificate required
+                self._fail(failed)
+                return
+        if self.tls and not self.tls.cert and not self.answered:
+            self._fail(closed_after_handshake("the server", exc))
+            return
+        if not self.tls and not self.answered:
+            reason += PLAIN_ON_TLS
         self._fail(AdapterError("connection", f"connection lost: {reason}"))
 
     def abort(self) -> None:
@@ -118,6 +132,7 @@ class LeanProtocol(asyncio.Protocol):
 
     def _answer(self, close: bool) -> None:
         self.final_head = False
+        self.answered = True
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             body = b"".join(self.body)
@@ -140,9 +155,8 @@ class LeanConnection:
         self.host = parts.hostname or "127.0.0.1"
         default = 443 if parts.scheme == "https" else 80
         self.port = default if parts.port is None else parts.port  # 0 is refused, not 80
-        self.ssl: ssl.SSLContext | None = (
-            ssl.create_default_context() if parts.scheme == "https" else None
-        )
+        self.ssl: ssl.SSLContext | None = config.ssl_context()
+        self.server_hostname = (config.tls.sni or None) if config.tls else None
         host_header = parts.netloc
         extra = "".join(f"{k}: {v}\r\n" for k, v in config.headers.items())
         self.common = f"Host: {host_header}\r\n{extra}"
@@ -171,6 +185,9 @@ class LeanConnection:
     async def client(self) -> LeanClient:
         client = LeanClient(self)
         self.clients.append(client)
+        if self.ssl is not None:
+            # The handshake happens here, before the load, never inside a measured op.
+            await client._connect()
         return client
 
     async def server_stats(self) -> dict[str, Any]:
@@ -213,12 +230,24 @@ class LeanClient:
         loop = asyncio.get_running_loop()
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(LeanProtocol, conn.host, conn.port, ssl=conn.ssl),
+                loop.create_connection(
+                    lambda: LeanProtocol(self.config.tls),
+                    conn.host,
+                    conn.port,
+                    ssl=conn.ssl,
+                    server_hostname=conn.server_hostname,
+                ),
                 self.config.connect_timeout or None,
             )
         except TimeoutError:
+            if conn.ssl is not None:  # a plain port waits for a request, never answering
+                seconds = self.config.connect_timeout
+                raise plain_port_timeout(address(self.config), seconds) from None
             raise AdapterError("timeout", "connecting timed out") from None
         except OSError as exc:
+            failed = tls_error(exc, address(self.config))
+            if failed is not None:
+                raise failed from None
             raise AdapterError("connection", f"{type(exc).__name__}: {exc}") from None
         self.proto = proto
         return proto

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbench_redis.server import start_redis
 
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess, process_memory, start_python_server
+from workbench.tls_certs import make_tls_files
 
 
 @dataclass
@@ -48,9 +52,36 @@ def _duration_arg(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+class _Tls:
+    """With `tls`: a throw-away CA and certificates in a scratch directory that is removed
+    when the server stops, the server's arguments and the client's options."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.scratch: Path | None = None
+        self.args: list[str] = []
+        self.client: dict[str, Any] = {}
+        if not options["tls"]:
+            return
+        self.scratch = Path(tempfile.mkdtemp(prefix="workbench-http-"))
+        try:
+            files = make_tls_files(self.scratch)
+        except BaseException:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+        self.args = ["--tls-cert", str(files.server_cert), "--tls-key", str(files.server_key)]
+        self.client = {"tls_ca": str(files.ca)}
+        if options["tls_auth_clients"]:
+            self.args += ["--tls-client-ca", str(files.ca)]
+            self.client.update(tls_cert=str(files.client_cert), tls_key=str(files.client_key))
+
+    def base_url(self, server: ServerProcess) -> str:
+        return f"{'https' if self.scratch else 'http'}://{server.host}:{server.port}"
+
+
 def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
     """Start the reference server `options["kind"]` on a free loopback port."""
     loop = ["--loop", options["loop"]]
+    tls = _Tls(options)
     if options["kind"] == "kv-store":
         args = [
             "--mode", options["mode"],
@@ -58,12 +89,17 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
             "--expiration", _duration_arg(options["expiration"]),
             "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
             *loop,
+            *tls.args,
         ]  # fmt: skip
         server = start_python_server(
-            "workbench_http.servers.kv_store", args, version=f"kv-store ({options['mode']})"
+            "workbench_http.servers.kv_store",
+            args,
+            version=f"kv-store ({options['mode']})",
+            scratch=tls.scratch,
         )
         server.target_options = {
-            "base_url": f"http://{server.host}:{server.port}",
+            **tls.client,
+            "base_url": tls.base_url(server),
             "get": "GET /?key={key}",
             "delete": "DELETE /?key={key}",
             "stats_path": "/stats",
@@ -81,10 +117,14 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "--rate-limit", f"{options['rate_limit']:g}",
         "--throttle-status", str(options["throttle_status"]),
         *loop,
+        *tls.args,
     ]  # fmt: skip
     try:
         proxy = start_python_server(
-            "workbench_http.servers.caching_proxy", args, version="caching-proxy"
+            "workbench_http.servers.caching_proxy",
+            args,
+            version="caching-proxy",
+            scratch=tls.scratch,
         )
     except BaseException:
         if redis is not None:
@@ -93,7 +133,8 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
     # get and set are the defaults; leaving them out lets a profile override them
     # (a get of "GET /lookup" is the document's bad-query scenario).
     proxy.target_options = {
-        "base_url": f"http://{proxy.host}:{proxy.port}",
+        **tls.client,
+        "base_url": tls.base_url(proxy),
         "delete": "DELETE /lookup?key={key}",
         "stats_path": "/stats",
     }
@@ -133,6 +174,13 @@ SERVER_OPTIONS = OptionSet(
             "str",
             "",
             "caching-proxy backing Redis (empty: a throw-away redis-server is started too)",
+        ),
+        Option("tls", "bool", False, "HTTPS only, with a throw-away CA the client trusts"),
+        Option(
+            "tls_auth_clients",
+            "bool",
+            False,
+            "with tls: require a client certificate (mutual TLS)",
         ),
     )
 )

@@ -62,7 +62,13 @@ from workbench.adapter import (
 )
 from workbench.options import Option, OptionSet
 from workbench.servers import ServerProcess
-from workbench.tls import TLS_OPTIONS, TlsSettings, tls_error, tls_settings
+from workbench.tls import (
+    TLS_OPTIONS,
+    TlsSettings,
+    closed_after_handshake,
+    tls_error,
+    tls_settings,
+)
 from workbench_memcached.protocol import (
     Address,
     Links,
@@ -122,6 +128,10 @@ class _Bounded:
     def delete(self, key: bytes, noreply: bool) -> Any:
         with self.slots:
             return self.pooled.delete(key, noreply=noreply)
+
+    def version(self) -> Any:
+        with self.slots:
+            return self.pooled.version()
 
     def close(self) -> None:
         self.pooled.close()
@@ -208,6 +218,19 @@ async def _server_stats(links: Links) -> dict[str, Any]:
     return to_stats(replies)
 
 
+def _handshake(client: Any, tls: TlsSettings) -> None:
+    """One `version` on a new TLS client, before the load: its handshake is never inside a
+    measured op, and a server that wants a client certificate refuses here, where a
+    reset or EOF before any reply can only be that refusal (see closed_after_handshake)."""
+    try:
+        client.version()
+    except (MemcacheError, OSError) as exc:
+        failed = _translate(exc, _name(client))
+        if failed.kind != "tls" and not tls.cert:
+            raise closed_after_handshake(_name(client), exc) from exc
+        raise failed from exc
+
+
 class BlockingConnection:
     """The blocking strategies' connection: makes (or shares) pymemcache clients."""
 
@@ -217,7 +240,9 @@ class BlockingConnection:
         make: Callable[[Address], Any],
         shared: bool,
         stats: Links,
+        tls: TlsSettings | None = None,
     ) -> None:
+        self.tls = tls
         self.servers = servers
         self.make = make
         self.hasher = Rendezvous([address_text(a) for a in servers])
@@ -230,6 +255,9 @@ class BlockingConnection:
             return BlockingClient(self.shared, self.hasher, owned=False)
         client = BlockingClient([self.make(a) for a in self.servers], self.hasher, owned=True)
         self.owned.append(client)
+        if self.tls is not None:
+            for one in client.clients:
+                await asyncio.to_thread(_handshake, one, self.tls)
         return client
 
     async def server_stats(self) -> dict[str, Any]:
@@ -287,7 +315,11 @@ async def _connect_per_client(
     stats = await _stats_links(system, servers)
     options = _client_options(system)
     return BlockingConnection(
-        servers, lambda a: PymemcacheClient(a, **options), shared=False, stats=stats
+        servers,
+        lambda a: PymemcacheClient(a, **options),
+        shared=False,
+        stats=stats,
+        tls=_tls(system),
     )
 
 
@@ -301,7 +333,16 @@ async def _connect_pooled(system: dict[str, Any], strategy: dict[str, Any]) -> B
         pooled = PooledClient(address, max_pool_size=size or None, **options)
         return _Bounded(pooled, size) if size else pooled
 
-    return BlockingConnection(servers, make, shared=True, stats=stats)
+    connection = BlockingConnection(servers, make, shared=True, stats=stats)
+    tls = _tls(system)
+    if tls is not None:  # one pooled connection per server checked (and kept) before the load
+        try:
+            for client in connection.shared or ():
+                await asyncio.to_thread(_handshake, client, tls)
+        except BaseException:
+            await connection.close()
+            raise
+    return connection
 
 
 def start_server(options: dict[str, Any]) -> ServerProcess:

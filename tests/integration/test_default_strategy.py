@@ -72,6 +72,16 @@ def test_tls_redis_keeps_the_native_default() -> None:
     )
 
 
+def test_https_keeps_the_native_default() -> None:
+    if binary_path() is None:
+        pytest.skip("the native engine is not built")
+    spec = spec_from_data(
+        {}, ["target.system=http", "target.options.base_url=https://127.0.0.1:8443"], "--set"
+    )
+    http = load_plugin("http")
+    assert default_strategy(http, spec) == (http.strategy("native"), "")
+
+
 def test_a_run_on_the_native_default_says_no_notice(
     redis_server: ServerProcess, tmp_path: Path
 ) -> None:

@@ -78,16 +78,17 @@ async def test_a_wrong_ca_is_one_line_under_the_tls_kind(
     assert "does not verify" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 async def test_mutual_tls_with_and_without_a_client_certificate(
-    mtls_memcached: ServerProcess,
+    strategy: str, mtls_memcached: ServerProcess
 ) -> None:
     options = mtls_memcached.target_options
-    assert await set_get("multiplexed", options) == ("ok", "v")
+    assert await set_get(strategy, options) == ("ok", "v")
     no_cert = {k: v for k, v in options.items() if k in ("servers", "tls", "tls_ca")}
     # TLS 1.3: the refusal comes after the client's handshake, as an alert that a reset can
     # overtake, and can land before the first request is queued: named the same every time.
     for _ in range(3):
-        kind, message = await set_get("multiplexed", no_cert)
+        kind, message = await set_get(strategy, no_cert)
         assert kind == "tls" and "CERTIFICATE_REQUIRED" in message, message
         assert "\n" not in message
 

@@ -48,3 +48,31 @@ def test_cluster_mode_sets_the_cluster_fields() -> None:
     assert "target.options.cluster=true" in given
     managed = {"target": {"system": "redis", "managed": True}}
     assert "target.server.cluster=true" in to_overrides(Flags(cluster_mode=True), managed)
+
+
+def test_tls_flags_apply_to_http_targets_too() -> None:
+    flags = Flags(
+        server="http://127.0.0.1:8443/api",
+        tls=True,
+        cacert="ca.pem",
+        cert="c.pem",
+        key="k.pem",
+        sni="localhost",
+        tls_skip_verify=True,
+    )
+    out = to_overrides(flags, {})
+    assert 'target.options.base_url="https://127.0.0.1:8443/api"' in out
+    for text in (
+        'target.options.tls_ca="ca.pem"',
+        'target.options.tls_cert="c.pem"',
+        'target.options.tls_key="k.pem"',
+        'target.options.tls_sni="localhost"',
+        "target.options.tls_insecure=true",
+    ):
+        assert text in out
+    given = {"target": {"system": "http", "options": {"base_url": "http://127.0.0.1:9000"}}}
+    assert 'target.options.base_url="https://127.0.0.1:9000"' in to_overrides(
+        Flags(tls=True), given
+    )
+    managed = {"target": {"system": "http", "managed": True}}
+    assert "target.server.tls=true" in to_overrides(Flags(tls=True), managed)

@@ -127,10 +127,6 @@ def _native_unfit(native: Strategy, spec: Spec) -> str:
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
-    # rediss:// and memcached's tls are the native engine's too (native/src/tls.rs); https is not
-    tls = [v for v in spec.target.options.values() if str(v).startswith("https://")]
-    if tls:
-        return "the native engine speaks no HTTPS"
     missing = sorted({n for op in used_operations(spec) for n in needs(op, native)})
     if missing:
         return f"the native engine does not do {', '.join(missing)}"

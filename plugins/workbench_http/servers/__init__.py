@@ -1,17 +1,18 @@
 """Reference HTTP cache servers the workbench can start and measure.
 
 Each is a module runnable as ``python -m workbench_http.servers.NAME --host H --port P ...``
-that prints ``READY http://H:P`` once it listens, serves until SIGINT or SIGTERM, and
-then shuts down cleanly. They listen on loopback only: they are benchmark targets with
-no authentication, never services.
+that prints ``READY http://H:P`` (``https://`` with ``--tls-cert``) once it listens,
+serves until SIGINT or SIGTERM, and then shuts down cleanly. They listen on loopback
+only: they are benchmark targets with no authentication, never services.
 
 - `caching_proxy`: the Redis caching proxy of ``001_*.txt`` (an LRU with a TTL in front
   of Redis, ``GET /lookup?key=K``).
 - `kv_store`: the key-value store of ``004_*.txt`` (POST to store, GET to read, expiry,
   one dict or partitioned storage).
 
-This module holds what both share: argument checks, the event loop choice and the
-run-until-signalled loop.
+This module holds what both share: argument checks, the event loop choice, TLS
+(``--tls-cert``/``--tls-key``, and ``--tls-client-ca`` to require a client certificate)
+and the run-until-signalled loop.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,7 +42,24 @@ def base_parser(description: str) -> argparse.ArgumentParser:
         default="auto",
         help="event loop: uvloop when installed (auto), or the default asyncio loop",
     )
+    parser.add_argument("--tls-cert", default="", help="PEM certificate: serve HTTPS")
+    parser.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-client-ca", default="", help="PEM CA: require client certificates it signed"
+    )
     return parser
+
+
+def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS context the arguments ask for (None: plain HTTP)."""
+    if not args.tls_cert:
+        return None
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(args.tls_cert, args.tls_key or None)
+    if args.tls_client_ca:
+        ctx.load_verify_locations(args.tls_client_ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
 
 
 def check_host(parser: argparse.ArgumentParser, host: str) -> None:
@@ -90,19 +109,23 @@ def new_loop(choice: str) -> tuple[asyncio.AbstractEventLoop, str]:
 
 
 async def _serve(
-    make_app: Callable[[], Awaitable[web.Application]], host: str, port: int, loop_name: str
+    make_app: Callable[[], Awaitable[web.Application]],
+    host: str,
+    port: int,
+    loop_name: str,
+    tls: ssl.SSLContext | None,
 ) -> None:
     app = await make_app()
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=1024, reuse_address=True)
+    site = web.TCPSite(runner, host, port, backlog=1024, reuse_address=True, ssl_context=tls)
     await site.start()
     server = site._server
     sockets = getattr(server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     display = f"[{host}]" if ":" in host else host
     print(f"event loop: {loop_name}", flush=True)
-    print(f"READY http://{display}:{bound}", flush=True)
+    print(f"READY {'https' if tls else 'http'}://{display}:{bound}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -116,13 +139,17 @@ async def _serve(
 
 
 def run(
-    make_app: Callable[[], Awaitable[web.Application]], host: str, port: int, loop_choice: str
+    make_app: Callable[[], Awaitable[web.Application]],
+    host: str,
+    port: int,
+    loop_choice: str,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
     """Serve the app built by `make_app` until SIGINT or SIGTERM; exit status 0."""
     loop, name = new_loop(loop_choice)
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(_serve(make_app, host, port, name))
+        loop.run_until_complete(_serve(make_app, host, port, name, tls))
     except OSError as exc:  # the port is taken, say
         print(f"error: cannot listen on {host}:{port}: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None

@@ -45,7 +45,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from workbench_http.servers import base_parser, check_host, duration, json_response, run
+from workbench_http.servers import (
+    base_parser,
+    check_host,
+    duration,
+    json_response,
+    run,
+    server_tls,
+)
 
 MAX_KEY_LENGTH = 1024
 
@@ -314,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
             args.redis_connections,
         )
 
-    run(make, args.host, args.port, args.loop)
+    run(make, args.host, args.port, args.loop, server_tls(args))
 
 
 if __name__ == "__main__":

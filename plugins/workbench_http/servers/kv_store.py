@@ -39,7 +39,14 @@ from typing import Any
 
 from aiohttp import web
 
-from workbench_http.servers import base_parser, check_host, duration, json_response, run
+from workbench_http.servers import (
+    base_parser,
+    check_host,
+    duration,
+    json_response,
+    run,
+    server_tls,
+)
 
 MAX_KEY_LENGTH = 1024
 
@@ -303,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     async def make() -> web.Application:
         return build_app(args.mode, args.partitions, args.expiration, args.cleanup_interval)
 
-    run(make, args.host, args.port, args.loop)
+    run(make, args.host, args.port, args.loop, server_tls(args))
 
 
 if __name__ == "__main__":
