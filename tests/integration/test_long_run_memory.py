@@ -31,7 +31,7 @@ from workbench.servers import ServerProcess
 from workbench.spec.steps import load_spec
 from workbench.store import Store
 
-INTERVALS = 200  # of 0.1 s
+INTERVALS = 160  # of 0.1 s: SETTLED, then at least 4 windows
 SETTLED = 50  # intervals before the baseline: imports, caches and connections warmed
 BOUND = 4 * 1024  # bytes per interval after that (one histogram is about 270 KB)
 WINDOW = 25  # readings (one per interval) of which the least counts
