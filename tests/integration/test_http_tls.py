@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from http_support import kv_store
 from support import collect, finished
-from workbench_http.managed import SERVER_OPTIONS, start_server
 
 from workbench.adapter import error_kind
 from workbench.events import StepStarted
@@ -25,12 +25,6 @@ from workbench.store import Store
 from workbench.tls_certs import make_tls_files
 
 STRATEGIES = ["keep-alive", "new-connection", "lean"]
-
-
-def kv_store(**server: Any) -> ServerProcess:
-    started = start_server(SERVER_OPTIONS.resolve({"kind": "kv-store", **server}, "target.server"))
-    assert isinstance(started, ServerProcess)
-    return started
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from http_support import kv_store
 from support import collect, finished
-from workbench_http.managed import SERVER_OPTIONS, start_server
 
 from workbench.events import StepFinished
 from workbench.servers import ServerProcess
@@ -24,12 +24,6 @@ LOAD = [
     "load.concurrency=4",
     "strategy.name=native",
 ]
-
-
-def kv_store(**server: Any) -> ServerProcess:
-    started = start_server(SERVER_OPTIONS.resolve({"kind": "kv-store", **server}, "target.server"))
-    assert isinstance(started, ServerProcess)
-    return started
 
 
 @pytest.fixture(scope="module")
