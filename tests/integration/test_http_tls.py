@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from http_support import kv_store
 from support import collect, finished
+from tls_support import set_get as tls_set_get
 
-from workbench.adapter import error_kind
 from workbench.events import StepStarted
 from workbench.native_build import binary_path
 from workbench.plugins import load_plugin
@@ -46,23 +46,7 @@ def http_store() -> Iterator[ServerProcess]:
 
 
 async def set_get(strategy_name: str, options: dict[str, Any]) -> tuple[str, str]:
-    """("ok", value) or (error kind, message) for one set and get through a strategy."""
-    system = load_plugin("http")
-    strategy = system.strategy(strategy_name)
-    try:
-        conn = await strategy.connect(
-            system.options.resolve(options, "target.options"),
-            strategy.options.resolve({}, "strategy.options"),
-        )
-        try:
-            client = await conn.client()
-            await client.set(b"tls:k", b"v", None)
-            value = await client.get(b"tls:k")
-            return "ok", value.decode() if value is not None else "<miss>"
-        finally:
-            await conn.close()
-    except Exception as exc:
-        return error_kind(exc), str(exc)
+    return await tls_set_get("http", strategy_name, options)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -4,18 +4,16 @@ managed TLS memcached."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import collect, finished
+from tls_support import set_get as tls_set_get
 from workbench_memcached.server import start_memcached
 
-from workbench.adapter import error_kind
 from workbench.events import StepStarted
-from workbench.plugins import load_plugin
 from workbench.servers import ServerProcess
 from workbench.store import Store
 from workbench.tls_certs import make_tls_files
@@ -36,27 +34,7 @@ def mtls_memcached() -> Iterator[ServerProcess]:
 
 
 async def set_get(strategy_name: str, options: dict[str, Any]) -> tuple[str, str]:
-    """("ok", value) or (error kind, message) for one set and get through a strategy."""
-    system = load_plugin("memcached")
-    strategy = system.strategy(strategy_name)
-    try:
-        conn = await strategy.connect(
-            system.options.resolve(options, "target.options"),
-            strategy.options.resolve({}, "strategy.options"),
-        )
-        try:
-            client = await conn.client()
-
-            async def call(method: str, *args: Any) -> Any:
-                fn = getattr(client, method)
-                return await (asyncio.to_thread(fn, *args) if strategy.blocking else fn(*args))
-
-            await call("set", b"tls:k", b"v", None)
-            return "ok", (await call("get", b"tls:k")).decode()
-        finally:
-            await conn.close()
-    except Exception as exc:
-        return error_kind(exc), str(exc)
+    return await tls_set_get("memcached", strategy_name, options)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
