@@ -6,6 +6,7 @@
 //!   workbench-native --probe    one request at a time, for the conformance kit
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
+mod alloc;
 mod client;
 mod cluster;
 mod codec;
@@ -75,9 +76,9 @@ fn main() {
     // A fixed mmap threshold: a recorder's histograms (megabytes, mostly never touched)
     // always come as fresh zero pages and go back on drop. With glibc's sliding
     // threshold they would come from the heap after the first drop, cleared (and so
-    // touched) in full at every interval.
-    // SAFETY: a plain mallopt before any thread exists.
-    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+    // touched) in full at every interval. Fixed low enough for every per-interval
+    // block (alloc.rs), so that the heap does not keep a stall's high-water mark.
+    alloc::map_large_blocks();
     let out = frames::Out::private_stdout();
     let mut eng = io::Engine::new(out);
     eng.out.send(&json!({
