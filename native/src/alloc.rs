@@ -20,6 +20,29 @@ pub fn map_large_blocks() {
     unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MAP_FROM as libc::c_int) };
 }
 
+/// Give the heap's free pages back to the kernel, wherever they are (glibc's heap only
+/// shrinks from its top by itself). Called once an interval has been reported: the
+/// interval's smaller blocks (its frame, zlib's buffers, a wide histogram's encoding) are
+/// free then, and a stall's wider interval would otherwise leave its high-water mark
+/// behind small blocks that outlive it (+0.36 MB of heap in a soak run's worker).
+pub fn give_back() {
+    // SAFETY: a plain malloc_trim.
+    unsafe { libc::malloc_trim(0) };
+}
+
+/// The resident kB of this process (0 if /proc cannot say).
+#[cfg(test)]
+fn resident_kb() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: a plain sysconf.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize / 1024
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,16 +73,55 @@ mod tests {
         assert_eq!(mapped_blocks(), before, "a histogram's block was kept");
     }
 
+    /// Also in a process of its own (nothing else frees or allocates meanwhile).
     #[test]
-    fn per_interval_blocks_are_mapped_so_they_go_back_to_the_kernel() {
+    #[ignore]
+    fn free_heap_pages_go_back_in_a_fresh_process() {
+        map_large_blocks();
+        // A wide interval's blocks (64 KiB, below the mapping threshold), each followed by
+        // a small block that outlives them: the heap cannot shrink from its top.
+        let mut kept = Vec::new();
+        let mut wide = Vec::new();
+        for i in 0..32u8 {
+            wide.push(vec![i | 1; 64 * 1024]);
+            kept.push(vec![i; 64]);
+        }
+        drop(wide);
+        let before = resident_kb();
+        give_back();
+        let after = resident_kb();
+        assert!(
+            before >= 32 * 64,
+            "the wide blocks were on the heap: {} kB",
+            before
+        );
+        assert!(
+            after + 30 * 64 <= before,
+            "heap {} kB -> {} kB",
+            before,
+            after
+        );
+        assert_eq!(kept.len(), 32);
+    }
+
+    fn run_alone(test: &str) {
         let me = std::env::current_exe().expect("the test binary");
         let done = std::process::Command::new(me)
-            .args(["--ignored", "--exact", "--test-threads=1"])
-            .arg("alloc::tests::per_interval_blocks_in_a_fresh_process")
+            .args(["--ignored", "--exact", "--test-threads=1", test])
             .output()
             .expect("run the test binary");
         let out = String::from_utf8_lossy(&done.stdout);
         assert!(done.status.success(), "{}", out);
         assert!(out.contains("1 passed"), "{}", out);
+    }
+
+    #[test]
+    fn free_heap_pages_go_back() {
+        run_alone("alloc::tests::free_heap_pages_go_back_in_a_fresh_process");
+    }
+
+    #[test]
+    fn per_interval_blocks_are_mapped_so_they_go_back_to_the_kernel() {
+        run_alone("alloc::tests::per_interval_blocks_in_a_fresh_process");
     }
 }

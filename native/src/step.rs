@@ -623,6 +623,7 @@ impl<'a> Run<'a> {
             // Of its CPU, the seconds of idle polling (io.rs `poll_idle`, docs/frames.md).
             "polled": self.tuner.take_polled() as f64 / 1e9,
         }));
+        crate::alloc::give_back(); // the interval's blocks are free now (alloc.rs)
         cpu
     }
 }
