@@ -287,7 +287,7 @@ def pipelined_shapes(binary: Path, redis: ServerProcess, seconds: float, pairs: 
             busy = wb[1] - idle[0]  # the client's CPU less its idle polling for replies
             per_cpu = (
                 f"ops per client CPU-second ref {ref[0] / ref[1]:,.0f} native {wb[0] / wb[1]:,.0f}"
-                f" ({wb[0] / busy:,.0f} less idle polling {idle[0] * 100:.0f}%)"
+                f" ({wb[0] / busy:,.0f} without its idle polling, {idle[0] * 100:.0f}% of a core)"
                 if ref[1] and wb[1] and busy > 0
                 else ""
             )
