@@ -197,6 +197,10 @@ def counter_rows(step: StepView | None) -> list[Row]:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
     if t.moved or t.ask:  # a Redis Cluster's redirections, each op counted once
         rows += [("MOVED", format_count(t.moved)), ("ASK", format_count(t.ask))]
+    if t.skipped:  # a trace replay's requests this target does not do, by op: not errors
+        kinds = ", ".join(f"{what} {format_count(n)}" for what, n in sorted(t.skipped.items()))
+        shown = Text(f"{format_count(t.skipped_count)}: {kinds}", overflow="ellipsis")
+        rows.append(("skipped", shown))
     # A cluster node's raw CPU counter is shown as "nodes cpu" (per interval) instead.
     figures = sorted((k, v) for k, v in t.server.items() if not k.startswith(NODE_CPU))
     rows += [_server_figure(key, value) for key, value in figures]
