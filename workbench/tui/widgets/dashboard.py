@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.adapter import NODE_CPU
 from workbench.live import RunView, StepView
-from workbench.metrics import Summary
+from workbench.metrics import Stats, Summary
 from workbench.tui.figures import (
     axis_us,
     format_bytes,
@@ -171,6 +171,16 @@ def simulated_rows(results: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def skipped_rows(t: Stats) -> list[Row]:
+    """A trace replay's requests this target does not do, by op (not errors: never tried),
+    the most first so that they stay in sight; none when nothing was skipped."""
+    if not t.skipped:
+        return []
+    most = sorted(t.skipped.items(), key=lambda kind: (-kind[1], kind[0]))
+    kinds = ", ".join(f"{what} {format_count(n)}" for what, n in most)
+    return [("skipped", Text(f"{format_count(t.skipped_count)}: {kinds}", overflow="ellipsis"))]
+
+
 def counter_rows(step: StepView | None) -> list[Row]:
     """Label and value of every counter of a step (dashes before it has figures)."""
     s = step.summary if step else None
@@ -185,6 +195,7 @@ def counter_rows(step: StepView | None) -> list[Row]:
         ("misses", format_count(s.misses)),
         ("hit rate", format_pct(s.hit_rate)),
         ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
+        *skipped_rows(t),
         ("measured", _seconds(s.duration)),
         ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
@@ -197,10 +208,6 @@ def counter_rows(step: StepView | None) -> list[Row]:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]
     if t.moved or t.ask:  # a Redis Cluster's redirections, each op counted once
         rows += [("MOVED", format_count(t.moved)), ("ASK", format_count(t.ask))]
-    if t.skipped:  # a trace replay's requests this target does not do, by op: not errors
-        kinds = ", ".join(f"{what} {format_count(n)}" for what, n in sorted(t.skipped.items()))
-        shown = Text(f"{format_count(t.skipped_count)}: {kinds}", overflow="ellipsis")
-        rows.append(("skipped", shown))
     # A cluster node's raw CPU counter is shown as "nodes cpu" (per interval) instead.
     figures = sorted((k, v) for k, v in t.server.items() if not k.startswith(NODE_CPU))
     rows += [_server_figure(key, value) for key, value in figures]
