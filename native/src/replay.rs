@@ -430,19 +430,30 @@ impl Replay {
 /// trace's key, '_' up to the recorded key size) when it does not go as the prefix and id
 /// of index `id`: a text key, or a padded id.
 fn key_index(prefix: &str, key: &Key, key_size: u32) -> (u64, Option<Box<[u8]>>) {
-    let mut digits = [0u8; 20];
-    let body = key_text(key, &mut digits);
-    match key {
-        Key::Id(id) if key_size as usize <= body.len() => (*id, None),
-        _ => {
-            let pad = (key_size as usize).saturating_sub(body.len());
-            let mut buf = Vec::with_capacity(prefix.len() + body.len() + pad);
-            buf.extend_from_slice(prefix.as_bytes());
-            buf.extend_from_slice(body);
-            buf.extend(std::iter::repeat(b'_').take(pad));
-            (crc32(&buf) as u64, Some(buf.into()))
+    if let Key::Id(id) = key {
+        // Compared without writing the digits: this runs for every request read.
+        if key_size <= digits(*id) {
+            return (*id, None);
         }
     }
+    let mut text = [0u8; 20];
+    let body = key_text(key, &mut text);
+    let pad = (key_size as usize).saturating_sub(body.len());
+    let mut buf = Vec::with_capacity(prefix.len() + body.len() + pad);
+    buf.extend_from_slice(prefix.as_bytes());
+    buf.extend_from_slice(body);
+    buf.extend(std::iter::repeat(b'_').take(pad));
+    (crc32(&buf) as u64, Some(buf.into()))
+}
+
+/// How many decimal digits `n` has.
+fn digits(mut n: u64) -> u32 {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
 }
 
 /// Whether the client has a get-set-on-miss get of this key waiting for its reply: until
@@ -761,6 +772,9 @@ mod tests {
     #[test]
     fn an_unpadded_id_goes_by_index_and_any_other_key_as_its_own_bytes() {
         assert_eq!(key_index("wb:", &Key::Id(42), 2), (42, None));
+        assert_eq!(key_index("wb:", &Key::Id(0), 1), (0, None));
+        assert_eq!(key_index("wb:", &Key::Id(u64::MAX), 20), (u64::MAX, None));
+        assert!(key_index("wb:", &Key::Id(99), 3).1.is_some());
         let (index, own) = key_index("wb:", &Key::Id(42), 5);
         assert_eq!(own.as_deref(), Some(&b"wb:42___"[..]));
         assert_eq!(index, crc32(b"wb:42___") as u64);
