@@ -16,7 +16,7 @@ from workbench import session
 from workbench.checks import Check
 from workbench.events import Event, StepFinished
 from workbench.live import RunView
-from workbench.search_rules import Search, probe_of, probe_step_spec
+from workbench.search_rules import RETRY_LABEL, Probe, Search, probe_of, probe_step_spec
 from workbench.spec.model import SearchSpec, Spec
 from workbench.spec.steps import check_spec
 
@@ -30,22 +30,36 @@ class SearchRun:
         self.search = Search(spec.search or SearchSpec())
         self.view = RunView()
         self._rates: dict[int, float] = {}
+        self._recorded: set[int] = set()
 
-    def rate_of(self, step: int) -> float:
-        """The rate probe `step` offered."""
-        return self._rates[step]
+    def probe(self, step: int) -> Probe:
+        """Probe `step` as the search recorded it (with its attempt), once it finished."""
+        self._record(step)
+        return next(p for p in self.search.probes if p.step == step)
+
+    def _record(self, index: int) -> None:
+        """The finished probe `index` into the search, once (the step's end and the next
+        step's request both come here, in either order)."""
+        if index in self._recorded:
+            return
+        self._recorded.add(index)
+        step = self.view.steps[index]
+        self.search.record(probe_of(step, self._rates[index], self.checks))
 
     def _next(self, last: StepFinished | None) -> Any:
         if last is not None:
-            step = self.view.steps[last.step]
-            self.search.record(probe_of(step, self._rates[last.step], self.checks))
+            self._record(last.step)
         rate = self.search.next_rate()
         if rate is None:
             return None
+        attempt = self.search.next_attempt()
         index = len(self._rates)
         self._rates[index] = rate
         (planned,) = check_spec(probe_step_spec(self.spec, rate))
-        return replace(planned, index=index, label={"load.rate": f"{rate:g}"})
+        label = {"load.rate": f"{rate:g}"}
+        if attempt:  # stored with the step: the report, History and the TUI show it
+            label[RETRY_LABEL] = str(attempt)
+        return replace(planned, index=index, label=label)
 
     async def events(
         self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None
@@ -56,4 +70,6 @@ class SearchRun:
         run_spec = replace(self.spec, load=load)
         async for event in session.run(run_spec, store, stop=stop, name=name, next_step=self._next):
             self.view = self.view.apply(event)
+            if isinstance(event, StepFinished):  # recorded before anyone reads the search
+                self._record(event.step)
             yield event
