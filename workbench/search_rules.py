@@ -422,4 +422,8 @@ def settings_of(spec: Mapping[str, Any]) -> SearchSpec | None:
         settings = spec_from_dict(spec).search
     except SpecError:
         return None
-    return settings if settings is not None and settings.target else None
+    if settings is None or not settings.target:
+        return None
+    if "confirm" not in (spec.get("search") or {}):  # stored before retries: none were run
+        settings = replace(settings, confirm=1)
+    return settings

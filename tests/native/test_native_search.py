@@ -49,7 +49,7 @@ async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_lo
                 "load.interval=0.5",
                 f"search.start={round(throughput / 16)}",
                 "search.probe=1",
-                "search.max_probes=10",
+                "search.max_probes=14",
                 "search.precision=0.1",
             ],
         )

@@ -7,7 +7,14 @@ from collections.abc import Callable
 import pytest
 
 from workbench.errors import SpecError
-from workbench.search_rules import Probe, Search, replay, search_spec, target_checks
+from workbench.search_rules import (
+    Probe,
+    Search,
+    replay,
+    search_spec,
+    settings_of,
+    target_checks,
+)
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import SearchSpec
 from workbench.verdict import (
@@ -224,6 +231,15 @@ def test_replay_reaches_the_same_conclusion() -> None:
     assert again.probes == search.probes  # the retries marked the same
     assert [again.said(p) for p in again.probes] == [search.said(p) for p in search.probes]
     assert again.next_rate() is None
+
+
+def test_a_search_stored_before_retries_replays_without_them() -> None:
+    """A stored spec without `confirm` is a search that counted each failure at once."""
+    stored = {"search": {"target": ["p99<1ms"], "start": 1000.0}}
+    settings = settings_of(stored)
+    assert settings is not None and settings.confirm == 1
+    now = settings_of({"search": {"target": ["p99<1ms"], "confirm": 2}})
+    assert now is not None and now.confirm == 2
 
 
 def test_target_checks_add_errors_and_refuse_other_metrics() -> None:
