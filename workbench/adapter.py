@@ -91,7 +91,12 @@ class PubSubClient(Protocol):
 
 
 class Connection(Protocol):
-    """What `Strategy.connect` gives: opens clients, reports server statistics, closes."""
+    """What `Strategy.connect` gives: opens clients, reports server statistics, closes.
+
+    A connection whose clients share a pool that opens lazily may also have
+    `async open_pool(clients: int)`: the engine calls it once every client is made, before
+    anything is measured, so no measured op pays for a connection's setup (a TLS handshake).
+    """
 
     async def client(self) -> Any: ...
 

@@ -11,6 +11,7 @@ import pytest
 from support import collect, finished
 
 from workbench.cli.format import step_summary
+from workbench.engine import coordinator
 from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
 from workbench.live import RunView
 from workbench.metrics import merged
@@ -123,6 +124,32 @@ async def test_a_worker_that_dies_is_reported_lost_and_the_step_degraded(store: 
     assert step_summary(view.steps[0])[0].endswith("(degraded) ==")
     assert "workers were lost" in render(stored, "table")
     assert '"status": "degraded"' in render(stored, "json")
+
+
+async def test_a_worker_that_hangs_is_ended_past_the_planned_end_and_counted_lost(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker stopped (SIGSTOP) after the first interval never says it is done: the step
+    # kills it OVERRUN_GRACE s after its planned end instead of waiting for ever.
+    monkeypatch.setattr(coordinator, "OVERRUN_GRACE", 1.0)
+    stopped: list[int] = []
+
+    def on_event(e: Event) -> None:
+        if isinstance(e, Interval) and not stopped:
+            pid = _worker_pids()[0]
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+
+    events = await collect(
+        ["load.duration=1", "load.interval=0.25", "load.workers=2"], store, on_event=on_event
+    )
+    (lost,) = [n for n in events if isinstance(n, Notice) and f"pid {stopped[0]}" in n.message]
+    assert lost.message.startswith("worker lost: ") and "killed by SIGKILL" in lost.message
+    (step,) = finished(events)
+    assert step.status == "degraded" and step.stats.ops > 0
+    # Every interval of the planned duration was emitted, with the worker that stayed.
+    assert [e.index for e in events if isinstance(e, Interval)] == [0, 1, 2, 3]
+    assert stopped[0] not in _worker_pids()  # killed and reaped, not left behind
 
 
 def _worker_pids() -> list[int]:

@@ -5,6 +5,7 @@ directory is removed when the server stops."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -199,3 +200,52 @@ def test_memtier_tls_flags_run_https(
     refused = cli("--cacert", str(other.ca))
     assert refused.returncode != 0
     assert "does not verify" in refused.stdout + refused.stderr
+
+
+def _established(port: int) -> int:
+    """TCP connections to `port` this machine has established (the clients' ends)."""
+    out = subprocess.run(
+        ["ss", "-Htn", "state", "established", f"dport = :{port}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return len(out.splitlines())
+
+
+@pytest.mark.parametrize("clients", [1, 6])
+async def test_keep_alive_opens_its_pool_before_the_load_not_inside_an_op(
+    https_store: ServerProcess, clients: int
+) -> None:
+    system = load_plugin("http")
+    strategy = system.strategy("keep-alive")
+    options = system.options.resolve(https_store.target_options, "target.options")
+    port = int(https_store.target_options["base_url"].rsplit(":", 1)[1].split("/")[0])
+    before = _established(port)
+    conn = await strategy.connect(options, strategy.options.resolve({}, "strategy.options"))
+    try:
+        made = [await conn.client() for _ in range(clients)]
+        await conn.open_pool(clients)  # as the engine does once its clients are made
+        assert _established(port) - before == clients  # every handshake done already
+        for _ in range(3):  # the clients at once, as under load: no connection is added
+            await asyncio.gather(*(c.set(b"pool:k", b"v", None) for c in made))
+            await asyncio.gather(*(c.get(b"pool:k") for c in made))
+        assert _established(port) - before == clients
+    finally:
+        await conn.close()
+
+
+async def test_a_pool_size_caps_the_connections_opened_before_the_load(
+    https_store: ServerProcess,
+) -> None:
+    system = load_plugin("http")
+    strategy = system.strategy("keep-alive")
+    options = system.options.resolve(https_store.target_options, "target.options")
+    port = int(https_store.target_options["base_url"].rsplit(":", 1)[1].split("/")[0])
+    before = _established(port)
+    conn = await strategy.connect(
+        options, strategy.options.resolve({"pool_size": 2}, "strategy.options")
+    )
+    try:
+        await conn.open_pool(5)
+        assert _established(port) - before == 2
+    finally:
+        await conn.close()

@@ -8,14 +8,18 @@ takes it out of the cluster; each lost-host run joins a host of its own and ends
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty, Queue
+from typing import IO
 
 import netbed
 import pytest
@@ -49,7 +53,10 @@ def workbench(
     args: list[str],
     on_line: Callable[[float, str], None] | None = None,
 ) -> Output:
-    """`workbench ARGS` on the host, stdout and stderr together, line by line as they come."""
+    """`workbench ARGS` on the host, stdout and stderr together, line by line as they come.
+
+    Past RUN_TIMEOUT (lines or none) the run is asked what it waits on (SIGUSR1), then
+    stopped (SIGTERM) and killed, and the test fails with all it printed."""
     started = time.monotonic()
     proc = subprocess.Popen(
         host.command(["workbench", *args]),
@@ -59,22 +66,60 @@ def workbench(
         stderr=subprocess.STDOUT,
         text=True,
     )
+    assert proc.stdout is not None
     lines: list[tuple[float, str]] = []
+    queue: Queue[str | None] = Queue()
+    threading.Thread(target=_read_lines, args=(proc.stdout, queue), daemon=True).start()
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+        while (line := _next_line(queue, started + RUN_TIMEOUT)) is not None:
             t = time.monotonic() - started
             lines.append((t, line.rstrip("\n")))
             if on_line is not None:
                 on_line(t, line)
-            if t > RUN_TIMEOUT:
-                raise AssertionError(f"workbench ran over {RUN_TIMEOUT:.0f} s")
-        code = proc.wait(timeout=RUN_TIMEOUT)
+        code = proc.wait(timeout=30)
+    except TimeoutError:
+        text = "\n".join(line for _, line in lines)
+        hung = _stop_hung(host, queue)
+        raise AssertionError(f"workbench ran over {RUN_TIMEOUT:.0f} s:\n{text}\n{hung}") from None
     finally:
+        for pid in host.pids(HUNG_NEEDLE):  # nsenter's child: killing nsenter leaves it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     return Output(code, lines)
+
+
+HUNG_NEEDLE = "bin/workbench\x00run"  # `workbench run` on a host, by its command line
+
+
+def _read_lines(stream: IO[str], queue: Queue[str | None]) -> None:
+    for line in stream:
+        queue.put(line)
+    queue.put(None)
+
+
+def _next_line(queue: Queue[str | None], deadline: float) -> str | None:
+    """The next line (None at the end of output); TimeoutError past the deadline."""
+    try:
+        return queue.get(timeout=max(0.0, deadline - time.monotonic()))
+    except Empty:
+        raise TimeoutError from None
+
+
+def _stop_hung(host: netbed.Host, queue: Queue[str | None]) -> str:
+    """What a run over its time printed after SIGUSR1 (what it waits on) and SIGTERM."""
+    said: list[str] = []
+    for sig, wait in ((signal.SIGUSR1, 3.0), (signal.SIGTERM, 20.0)):
+        for pid in host.pids(HUNG_NEEDLE):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        with contextlib.suppress(TimeoutError):
+            deadline = time.monotonic() + wait
+            while (line := _next_line(queue, deadline)) is not None:
+                said.append(line.rstrip("\n"))
+    return "\n".join(said)
 
 
 def run_args(host: netbed.Host, *sets: str, strategy: str = "multiplexed") -> list[str]:

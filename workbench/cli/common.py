@@ -92,9 +92,7 @@ def one_line_errors(fn: F) -> F:
             }
             # The nearest listed class decides, so a subclass (a trace's format error is a
             # SpecError) exits as its family does.
-            status = next(
-                (table[k] for k in type(exc).__mro__ if k in table), ExitStatus.ERROR
-            )
+            status = next((table[k] for k in type(exc).__mro__ if k in table), ExitStatus.ERROR)
             raise fail(str(exc), status) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)

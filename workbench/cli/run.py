@@ -29,6 +29,7 @@ from workbench.cli.common import (
     result,
 )
 from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
+from workbench.cli.waits import show_waits
 from workbench.events import (
     Event,
     Interval,
@@ -272,6 +273,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     # terminal is dropped by `out`.
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal)
+    loop.add_signal_handler(signal.SIGUSR1, show_waits)
     view = RunView()
     try:
         events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
@@ -289,7 +291,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     finally:
         if bar is not None:
             bar.close()
-        for sig in STOP_SIGNALS:
+        for sig in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
     return view
 

@@ -8,6 +8,8 @@ reported as a notice (which, when, how much it had measured) and the step goes o
 the others; the step is then "degraded". A worker on another machine (a Ray actor) whose
 intervals stop for `SILENT_INTERVALS` interval lengths (at least `SILENT_AT_LEAST` s)
 counts as lost then, without waiting for the cluster to notice that its machine is gone.
+A step of a set duration never waits for a worker more than `OVERRUN_GRACE` s past its
+planned end: one still going then is killed (or, remote, abandoned) and counts as lost.
 
 Steps come from a list (`events`) or one at a time from a caller that sees each step's
 result before choosing the next (`events_from`), as a search for a rate does.
@@ -52,6 +54,9 @@ SILENT_INTERVALS = 2  # a remote worker this many interval lengths without an in
 # ...and at least this long: Ray relays frames in batches, and a busy machine can hold
 # an interval back a second without anything being lost.
 SILENT_AT_LEAST = 2.0
+# Seconds past a timed step's planned end (after the pub/sub delivery wait) that workers
+# get to send their end of step; closing thousands of connections fits well within it.
+OVERRUN_GRACE = 30.0
 TICK = -1  # the worker index `_frames` yields when it only woke up to look at the clock
 
 NextStep = Callable[[StepFinished | None], Step | None]
@@ -107,6 +112,8 @@ class _StepTally:
     heard: dict[int, float] = field(default_factory=dict)
     last_elapsed: dict[int, float] = field(default_factory=dict)
     last_index: dict[int, int] = field(default_factory=dict)
+    began: float | None = None  # monotonic start of the measured phase, from its first interval
+    overrun: bool = False  # the workers still going past the planned end were ended
 
     @property
     def finished(self) -> bool:
@@ -356,12 +363,16 @@ class Coordinator:
         """Frames until every live worker is done; intervals as soon as all reported them."""
         handles = [self.handles[i] for i in sorted(tally.live)]
         go_sent = False
-        tick = step.spec.load.interval / 2 if any(_remote(h) for h in handles) else None
+        load = step.spec.load
+        watched = (load.duration and load.ops is None) or any(_remote(h) for h in handles)
+        tick = load.interval / 2 if watched else None
         async for worker, frame in self._frames(tally, handles, tick):
             if worker != TICK:
                 for event in self._take(step, tally, worker, frame):
                     yield event
             for event in self._silent(step, tally):
+                yield event
+            for event in self._overrun(step, tally):
                 yield event
             if not go_sent and tally.armed >= tally.live - set(tally.done):
                 go_sent = True
@@ -488,6 +499,7 @@ class Coordinator:
                 now = time.monotonic()
                 if not tally.heard:  # the measured phase began: the silence of all counts now
                     tally.heard = dict.fromkeys(tally.live, now)
+                    tally.began = now - frame["elapsed"]
                 tally.heard[worker] = now
                 tally.last_elapsed[worker] = frame["elapsed"]
                 tally.last_index[worker] = index
@@ -524,12 +536,39 @@ class Coordinator:
             due = limit + (frames.DELIVERY_WAIT if at_last else 0.0)
             if now - heard < due:
                 continue
-            handle.abandon(f"no interval for {now - heard:.1f} s")  # type: ignore[attr-defined]
-            self.dead.add(worker)
-            tally.live.discard(worker)
-            tally.lost.add(worker)
-            events.append(Notice(self.run_id, step.index, "error", self._lost(step, tally, worker)))
+            why = f"no interval for {now - heard:.1f} s"
+            events.append(self._abandon(step, tally, worker, why))
         return events
+
+    def _overrun(self, step: Step, tally: _StepTally) -> list[Event]:
+        """Workers not done `OVERRUN_GRACE` s after a timed step's planned end: killed (a
+        remote one abandoned) and lost, so the step ends with what they measured."""
+        load = step.spec.load
+        if tally.began is None or load.ops is not None or not load.duration:
+            return []
+        if tally.overrun or tally.stop_sent:  # after a stop, STOP_GRACE bounds the wait
+            return []
+        late = time.monotonic() - (tally.began + load.duration + frames.DELIVERY_WAIT)
+        if late < OVERRUN_GRACE:
+            return []
+        tally.overrun = True
+        events: list[Event] = []
+        for worker in sorted(tally.live - set(tally.done)):
+            handle = self.handles[worker]
+            if not _remote(handle):
+                handle.kill()  # its end of output arrives as a death: lost then (`_take`)
+                continue
+            why = f"not done {late:.1f} s after the planned end"
+            events.append(self._abandon(step, tally, worker, why))
+        return events
+
+    def _abandon(self, step: Step, tally: _StepTally, worker: int, why: str) -> Notice:
+        """A remote worker counted as lost now, without waiting on its machine."""
+        self.handles[worker].abandon(why)  # type: ignore[attr-defined]
+        self.dead.add(worker)
+        tally.live.discard(worker)
+        tally.lost.add(worker)
+        return Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))
 
     def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
         """Which worker was lost, when (its last interval), and how much it had measured."""

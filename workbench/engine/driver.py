@@ -105,6 +105,8 @@ class StepRun:
             self.feed = self._trace_feed()
         self.workload = Workload(spec, ctx.worker, ctx.workers, resolved.shared, self.values)
         self.clients = [await self.conn.client() for _ in self.plans]
+        if (open_pool := getattr(self.conn, "open_pool", None)) is not None:
+            await open_pool(len(self.clients))
         timed = spec.workload.trace is not None and spec.workload.trace.speed > 0
         if (spec.load.rate or timed) and not resolved.blocking:
             self.state.wakeups = Wakeups.create(self.state.loop)

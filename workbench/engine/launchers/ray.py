@@ -25,7 +25,9 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,6 +46,11 @@ LOCAL_OBJECT_STORE = 100 * 1024 * 1024  # bytes, for a private local Ray ("local
 UNAVAILABLE_RETRIES = 20  # an actor unreachable this many times in a row (0.5 s apart) is lost
 RAY_LOGGER = "ray"
 HOST_TIMES_TIMEOUT = 1.0  # seconds a node may take to say how busy its machine is
+# Seconds an actor may take to accept an order; longer, and it counts as lost. A live one
+# on a busy machine takes milliseconds; one on a machine that just died takes until Ray's
+# failure detection says so, which must not hold the run.
+POST_TIMEOUT = 20.0
+CLOSE_TIMEOUT = 20.0  # seconds `ray.shutdown` and placement group removal may take
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -189,13 +196,16 @@ class RayWorkerHandle:
             self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> bool:
-        """False when the actor is gone."""
+        """False when the actor is gone (or took `POST_TIMEOUT` s to take the order)."""
         if self.lost or self.ended:
             return False
         try:
-            await self.actor.post.remote(pack(message))
+            await asyncio.wait_for(self.actor.post.remote(pack(message)), POST_TIMEOUT)
             return True
         except RayError:
+            return False
+        except TimeoutError:
+            self.abandon(f"an order was not taken in {POST_TIMEOUT:.0f} s")
             return False
 
     async def receive(self) -> dict[str, Any] | None:
@@ -230,18 +240,43 @@ class RayWorkerHandle:
         return f"worker {self.index} (Ray actor, pid {self.pid} on {where}) {what}"
 
     def kill(self) -> None:
-        """Abandon the actor at once; its end of frames follows as a death."""
-        with contextlib.suppress(RayError, ValueError):
-            ray.kill(self.actor, no_restart=True)
+        """Abandon the actor at once; its end of frames follows as a death.
+
+        `ray.kill` waits for the cluster's answer: in a thread of its own, so a cluster
+        slow to answer never holds the run."""
+        _in_background(lambda: ray.kill(self.actor, no_restart=True), f"kill {self.index}")
 
     async def close(self) -> None:
         if not (self.lost or self.ended):
-            with contextlib.suppress(RayError):
-                await self.actor.post.remote(b"")  # the worker ends at the end of its orders
+            with contextlib.suppress(RayError, TimeoutError):
+                # The worker ends at the end of its orders.
+                await asyncio.wait_for(self.actor.post.remote(b""), POST_TIMEOUT)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._fetch), timeout=10)
         self._fetch.cancel()
         self.kill()
+
+
+def _in_background(call: Callable[[], object], name: str) -> threading.Thread:
+    """`call` in a daemon thread (its errors dropped): a Ray call that waits on the cluster
+    can neither hold the event loop nor, unfinished, the process's exit."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            call()
+
+    thread = threading.Thread(target=run, name=f"ray-{name}", daemon=True)
+    thread.start()
+    return thread
+
+
+async def _bounded(call: Callable[[], object], name: str, timeout: float) -> bool:
+    """`call` in the background, waited for at most `timeout` s; False if it took longer."""
+    thread = _in_background(call, name)
+    deadline = time.monotonic() + timeout
+    while thread.is_alive() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return not thread.is_alive()
 
 
 def _per_node(handles: list[RayWorkerHandle]) -> dict[str, list[RayWorkerHandle]]:
@@ -475,12 +510,18 @@ class RayLauncher:
         return out
 
     async def close(self) -> None:
-        for group in self.groups:
-            with contextlib.suppress(Exception):
-                remove_placement_group(group)
-        self.groups.clear()
+        """CPUs given back and the connection closed, within `CLOSE_TIMEOUT` s each: a
+        cluster that does not answer is left to notice the driver's exit by itself."""
+        groups, self.groups = self.groups, []
+        done = await _bounded(
+            lambda: [remove_placement_group(g) for g in groups], "unplace", CLOSE_TIMEOUT
+        )
         if self.owns_connection:
-            await asyncio.to_thread(ray.shutdown)
+            done = await _bounded(ray.shutdown, "shutdown", CLOSE_TIMEOUT) and done
+        if not done:
+            logging.getLogger(RAY_LOGGER).warning(
+                "the Ray cluster did not answer in %.0f s while the run closed", CLOSE_TIMEOUT
+            )
         if self.log is not None:
             self.log.close()
             self.log = None
