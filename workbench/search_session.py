@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench import session
 from workbench.checks import Check
-from workbench.events import Event, StepFinished
+from workbench.events import Event, Notice, StepFinished
 from workbench.live import RunView
 from workbench.search_rules import RETRY_LABEL, Probe, Search, probe_of, probe_step_spec
 from workbench.spec.model import SearchSpec, Spec
@@ -62,8 +62,16 @@ class SearchRun:
         return replace(planned, index=index, label=label)
 
     async def events(
-        self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None
+        self,
+        store: Any,
+        *,
+        stop: asyncio.Event | None = None,
+        name: str | None = None,
+        notices: bool = False,
     ) -> AsyncIterator[Event]:
+        """The run's events; with `notices`, after each probe an info `Notice` (live only,
+        not stored) with its result and what the search made of it, for a view that shows
+        notices but not the search (the TUI): why the search goes on, or stops."""
         # The run's own spec says what every probe shares: open loop, `probe` seconds each.
         settings = self.spec.search or SearchSpec()
         load = replace(self.spec.load, duration=settings.probe, ops=None, rate=settings.start)
@@ -73,3 +81,12 @@ class SearchRun:
             if isinstance(event, StepFinished):  # recorded before anyone reads the search
                 self._record(event.step)
             yield event
+            if notices and isinstance(event, StepFinished):
+                p = self.probe(event.step)
+                # The decision first: a notice is one line, cut at the box's width.
+                result = "pass" if p.passed else "FAIL"
+                said = ", ".join(t for t in (result, self.search.said(p), p.why_failed()) if t)
+                said = f"search: {p.rate:,.0f} ops/s {said}"
+                notice = Notice(event.run_id, event.step, "info", said)
+                self.view = self.view.apply(notice)
+                yield notice

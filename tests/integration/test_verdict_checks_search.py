@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import collect, stopped
 
-from workbench.events import Event, Interval, StepStarted
+from workbench.events import Event, Interval, Notice, StepStarted
 from workbench.live import RunView
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
@@ -165,10 +165,14 @@ def test_one_stall_of_the_server_fails_a_probe_but_not_its_rate(store_path: Path
     store = Store(store_path)
     searching = SearchRun(spec, checks)
 
+    said: list[str] = []
+
     async def drive() -> None:
         pid = 0
-        async for e in searching.events(store):
-            if isinstance(e, StepStarted) and e.step == 0:
+        async for e in searching.events(store, notices=True):
+            if isinstance(e, Notice):  # what the TUI shows after each probe
+                said.append(e.message)
+            elif isinstance(e, StepStarted) and e.step == 0:
                 pid = int(e.server["pid"])
             elif isinstance(e, Interval) and e.step == 0 and e.index == 0:
                 stopped(pid)
@@ -183,6 +187,12 @@ def test_one_stall_of_the_server_fails_a_probe_but_not_its_rate(store_path: Path
     assert [p.attempt for p in search.probes] == [0, 1, 2, 0]
     assert [p.passed for p in search.probes] == [False, True, True, True], search.conclusion()
     assert search.decision(200) is True and search.outvoted() == [first]
+    assert len(said) == 4 and said[0].startswith(
+        "search: 200 ops/s FAIL, probing this rate again to confirm the failure, p99<100ms"
+    )
+    assert said[2] == (
+        "search: 200 ops/s pass, retry 2: the failure is not confirmed (a hiccup): the rate passes"
+    )
     stored = store.load("last")
     assert [s.label.get("search.retry") for s in stored.steps] == [None, "1", "2", None]
     res = cli(["report", "last", "--format", "search"], store_path)
