@@ -273,3 +273,9 @@ def test_a_probe_that_measured_nothing_stops_the_search() -> None:
     search.record(Probe(**{**broken.__dict__, "status": "failed", "achieved": 0.0}))
     assert search.next_rate() is None
     assert "failed and measured nothing" in search.conclusion()
+
+
+def test_confirm_below_one_is_refused_with_its_field() -> None:
+    with pytest.raises(SpecError) as caught:
+        search_spec(spec_from_data({"search": {"confirm": 0}}), ["p99<1ms"])
+    assert caught.value.where == "search.confirm"
