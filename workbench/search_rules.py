@@ -21,11 +21,14 @@ only passes or fails its own figures.
 
 It stops early, saying why:
 
-- when a rate fails and every failing probe's verdict says the generator, not the target,
-  is what failed (generator-bound, machine-bound, or fell behind: a busy worker missed its
-  schedule): a higher rate would measure the load, not the server. A server that saturates
-  or stalls, or clients too few for the rate at that latency, are the target failing: the
-  search bisects on;
+- when a rate fails, no rate passed yet, and every failing probe's verdict says the
+  generator, not the target, is what failed (generator-bound, machine-bound, or fell
+  behind: a busy worker missed its schedule): a higher rate would measure the load, not the
+  server, and there is no lower rate to bisect to. Above a passing rate, the same failure
+  only caps the search: it bisects below it (the rates between can still be measured) and
+  its conclusion says the generator failed there. A server that saturates or stalls, or
+  clients too few for the rate at that latency, are the target failing: the search
+  bisects on;
 - when a probe failed outright and measured nothing (the server would not start, every
   operation failed): its notices say why (no retry: nothing was measured to disagree);
 - when the target is not met even at the start rate halved `HALVINGS` times (it cannot be
@@ -161,6 +164,9 @@ class Search:
     settings: SearchSpec
     probes: list[Probe] = field(default_factory=list)
     stopped: str = ""  # why it stopped early ("" while it goes on, or when it converged)
+    # The generator failed at a rate above a passing one: the search bisects below it
+    # (nothing above it is probed) and its conclusion says so.
+    capped: str = ""
 
     def attempts(self, rate: float) -> list[Probe]:
         """Every probe run at `rate`, in order (the first and its retries)."""
@@ -270,10 +276,16 @@ class Search:
         failed = [p for p in self.attempts(probe.rate) if not p.passed]
         confirmed = f" ({len(failed)} probes failed)" if len(failed) > 1 else ""
         if all(p.verdict.kind in GENERATOR_KINDS for p in failed):
-            self.stopped = (
+            cause = (
                 f"the generator, not the target, failed at {probe.rate:,.0f} ops/s"
                 f"{confirmed}: {probe.verdict.line}"
             )
+            # Below a passing rate, the rates between it and this one can still be
+            # measured: bisect on. With none passing, there is nothing to bisect to.
+            if self.best is None:
+                self.stopped = cause
+            elif not self.capped:
+                self.capped = cause
         elif self.best is None and probe.rate <= self.settings.start / 2**HALVINGS:
             self.stopped = (
                 f"the target is not met even at {probe.rate:,.0f} ops/s "
@@ -327,10 +339,14 @@ class Search:
         retried = f" ({self.retried()})" if self.retries else ""
         if self.stopped:
             return f"{found}{failing}; stopped early: {self.stopped}"
+        capped = f"; {self.capped}" if self.capped else ""
         if self.converged:
             assert lo is not None and hi is not None
             gap = (hi.rate - lo.rate) / lo.rate
-            return f"{found}{failing}; within {gap:.1%} after {len(self.probes)} probes{retried}"
+            return (
+                f"{found}{failing}; within {gap:.1%} after {len(self.probes)} probes{retried}"
+                f"{capped}"
+            )
         waiting = self.probes and self.decision(self.probes[-1].rate) is None
         if hi is None and lo is not None and not waiting:
             return (
@@ -340,7 +356,7 @@ class Search:
             )
         return (
             f"{found}{failing}; stopped after {len(self.probes)} probes{retried} "
-            "(search.max_probes)"
+            f"(search.max_probes){capped}"
         )
 
     def knee(self) -> Probe | None:

@@ -172,20 +172,28 @@ def test_a_target_never_met_stops_and_says_why() -> None:
     )
 
 
-def test_a_generator_that_fails_stops_the_search() -> None:
+def test_a_generator_that_fails_above_a_passing_rate_caps_the_search() -> None:
+    """The generator failing at 4,000 says nothing of 2,000-4,000: the search bisects
+    below it (never above) and says the generator failed there."""
     search = Search(SearchSpec(start=1000, max_probes=20))
-    assert drive(search, lambda r: r <= 3000, kind=GENERATOR_BOUND) == [1000, 2000, 4000, 4000]
-    assert search.stopped.startswith(
+    rates = drive(search, lambda r: r <= 3000, kind=GENERATOR_BOUND)
+    assert rates == [1000, 2000, 4000, 4000, 3000, 3500, 3500, 3250, 3250, 3125, 3125]
+    assert max(rates) == 4000 and not search.stopped and search.converged
+    assert search.best is not None and search.best.rate == 3000
+    assert search.capped.startswith(
         "the generator, not the target, failed at 4,000 ops/s (2 probes failed): "
     )
-    assert "highest passing rate 2,000 ops/s" in search.conclusion()
+    assert search.conclusion().endswith(search.capped)
 
 
 @pytest.mark.parametrize("kind", [GENERATOR_BOUND, MACHINE_BOUND, FELL_BEHIND])
 def test_only_the_generator_failing_stops_the_search_early(kind: str) -> None:
+    """With no rate passing, a generator that fails leaves nothing to bisect to: it stops
+    (a target failing would halve on)."""
     search = Search(SearchSpec(start=1000, max_probes=20))
-    assert drive(search, lambda r: r <= 3000, kind=kind) == [1000, 2000, 4000, 4000]
-    assert search.stopped.startswith("the generator, not the target, failed at 4,000 ops/s")
+    assert drive(search, lambda r: False, kind=kind) == [1000, 1000]
+    assert search.stopped.startswith("the generator, not the target, failed at 1,000 ops/s")
+    assert search.best is None
 
 
 @pytest.mark.parametrize("kind", [SERVER_BOUND, SERVER_STALLED, TOO_FEW_CLIENTS, ON_SCHEDULE])
