@@ -12,7 +12,7 @@ connection to every node: 48 connections) against redis-benchmark --cluster -c 4
 of its clients one connection to one node), at pipeline 1 and 16, with the nodes' CPU
 summed as the server's; memtier_benchmark --cluster-mode too when it is on PATH.
 
-Usage: python bench/bench_tls_cluster.py [seconds per measurement] [pairs]
+Usage: python bench/bench_tls_cluster.py [seconds per measurement] [pairs] [tls,cluster]
 The machine is shared and noisy: compare ratios within a pair, not absolute figures.
 """
 
@@ -23,7 +23,6 @@ import io
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,10 +38,13 @@ from bench_native import (  # a sibling script, not a package
     VALUE,
     _exit_on_term,
     _spec,
+    hit_share,
+    loadavg,
     measured,
     memtier_run,
     native,
     pair_line,
+    prefill_reference,
     reference,
 )
 
@@ -68,18 +70,25 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_term)
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    sections = set((sys.argv[3] if len(sys.argv) > 3 else "tls,cluster").split(","))
     binary = binary_path()
     if binary is None:
         sys.exit("the native engine is not built: run ./dev setup")
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; a shared machine")
     print(f"GET of {VALUE} B values, {KEYS} keys, {seconds:g} s per measurement, A B A B\n")
+    if "tls" in sections:
+        tls_shapes(seconds, pairs)
+    if "cluster" in sections:
+        cluster_shape(seconds, pairs)
+
+
+def tls_shapes(seconds: float, pairs: int) -> None:
+    """16 clients at pipeline 1 and pipelined 16 over TLS, against redis-benchmark --tls."""
+    binary = binary_path()
+    assert binary is not None
     with start_redis(tls=True) as redis:
         options = {"url": redis.target_options["url"], "tls_ca": redis.target_options["tls_ca"]}
-        subprocess.run(
-            ["redis-benchmark", "-h", redis.host, "-p", str(redis.port), *tls_args(redis),
-             "-t", "set", "-n", str(KEYS * 3), "-r", str(KEYS), "-d", str(VALUE), "-q"],
-            capture_output=True, check=True,
-        )  # fmt: skip
+        prefill_reference(["-h", redis.host, "-p", str(redis.port), *tls_args(redis)], 1)
         native(binary, _spec("redis", options, 16, 1, 0.5, prefill=True))
         print(f"TLS Redis {redis.version}, one server process (TLS 1.3, throw-away CA)")
         shapes = (
@@ -99,7 +108,6 @@ def main() -> None:
                     lambda c=c, p=p: native(binary, _spec("redis", options, c, p, seconds, False)),
                 )
                 print(pair_line(label, ref, wb, (sref, swb)) + " (target >= 1.0x)")
-    cluster_shape(seconds, pairs)
 
 
 def redis_benchmark_cluster(
@@ -120,13 +128,19 @@ def redis_benchmark_cluster(
 def cluster_shape(seconds: float, pairs: int) -> None:
     """The native engine's cluster mode against redis-benchmark --cluster (and memtier
     --cluster-mode when it is on PATH), with as many connections on each side: 16 native
-    clients hold a connection to each of the 3 nodes, so redis-benchmark gets -c 48."""
+    clients hold a connection to each of the 3 nodes, so redis-benchmark gets -c 48.
+    Like for like: both tools' keys are set beforehand and each pair prints both hit shares
+    (until this was checked, redis-benchmark's cluster GETs all missed, a cheaper reply
+    for the nodes than the native engine's hits), the load average and the client's CPU
+    less the native engine's idle polling."""
     binary = binary_path()
     assert binary is not None
     with start_cluster(3) as cluster:
         pids = [n.pid for n in cluster.nodes]
+        nodes = [["-h", n.host, "-p", str(n.port)] for n in cluster.nodes]
         options = {"url": cluster.target_options["url"], "cluster": True}
         native(binary, _spec("redis", options, 16, 1, 0.5, prefill=True))  # keys exist
+        prefill_reference(["-h", cluster.host, "-p", str(cluster.port), "--cluster"], len(nodes))
         print(f"\nRedis Cluster of 3 ({cluster.version}), 48 connections on each side")
         shapes = (
             ("cluster c=16x3 vs redis-benchmark --cluster -c 48", 16, 1),
@@ -135,16 +149,34 @@ def cluster_shape(seconds: float, pairs: int) -> None:
         for label, c, p in shapes:
             rate = 30_000.0 if p == 1 else 200_000.0
             for _ in range(pairs):
+                before = loadavg()
                 n = max(int(seconds * rate), 10_000)
-                ref, sref = measured(
-                    pids, lambda p=p, n=n: redis_benchmark_cluster(cluster, 48, p, n)
+                (ref, sref), ref_hits = hit_share(
+                    nodes,
+                    lambda p=p, n=n: measured(
+                        pids, lambda: redis_benchmark_cluster(cluster, 48, p, n)
+                    ),
                 )
                 rate = ref[0] or rate
-                wb, swb = measured(
-                    pids,
-                    lambda c=c, p=p: native(binary, _spec("redis", options, c, p, seconds, False)),
+                idle = [0.0]
+                spec = _spec("redis", options, c, p, seconds, False)
+                (wb, swb), wb_hits = hit_share(
+                    nodes,
+                    lambda spec=spec, idle=idle: measured(
+                        pids, lambda: native(binary, spec, polled=idle)
+                    ),
                 )
                 print(pair_line(label, ref, wb, (sref, swb)) + " (target >= 1.0x)")
+                busy = wb[1] - idle[0]
+                less = (
+                    f", native less idle polling {wb[0] / busy / (ref[0] / ref[1]):.2f}x"
+                    if (busy > 0 and ref[1])
+                    else ""
+                )
+                print(
+                    f"    hits ref {ref_hits:.1%} native {wb_hits:.1%}; idle polling"
+                    f" {idle[0] * 100:.0f}%{less}; load average {before} -> {loadavg()}"
+                )
                 if shutil.which("memtier_benchmark"):
                     flags = ["--cluster-mode", "-t", "1", "-c", str(c), "--pipeline", str(p),
                              "--ratio", "0:1", "-d", str(VALUE)]  # fmt: skip
