@@ -307,12 +307,6 @@ class Search:
             outcome = "the failure is confirmed: the rate fails"
         return f"retry {probe.attempt}: {outcome}" if probe.attempt else outcome
 
-    def outcome(self, probe: Probe) -> str:
-        """The probe's result and what the search made of it, in one line."""
-        result = "pass" if probe.passed else f"FAIL: {probe.why_failed()}"
-        said = self.said(probe)
-        return f"{result}; {said}" if said else result
-
     def retried(self) -> str:
         """What the retries did, in a few words; empty when none ran."""
         if not self.retries:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -213,6 +214,8 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
             "load.concurrency=2",
             "--set",
             "load.warmup=0",
+            "--set",
+            "load.interval=0.25",
             "--start",
             "200",
             "--probe",
@@ -236,6 +239,8 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
     assert steps[1].label == {"load.rate": "200", "search.retry": "1"}
     assert "(retry 1: is the failure at this rate real?)" in res.stdout
     assert "retry 1: the failure is confirmed: the rate fails" in res.stdout
+    # Each failed check says in how many of the probe's intervals it was over on its own.
+    assert re.search(r"FAIL: p99<1ns \(measured [^;)]+; over in \d of 2 intervals\)", res.stdout)
 
 
 def test_thresholds_pass_and_fail_with_the_exit_codes_promised(

@@ -145,7 +145,8 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
     elif isinstance(event, StepFinished):
         p = searching.probe(event.step)
         verdict = f" [{p.verdict.kind}]" if p.verdict.known else ""
-        result, _, said = searching.search.outcome(p).partition("; ")
+        result = "pass" if p.passed else f"FAIL: {p.why_failed()}"
+        said = searching.search.said(p)
         out(
             f"   {p.rate:,.0f} offered, {p.achieved:,.0f} achieved ops/s, p50 "
             f"{format_us(p.p50_us)}, p99 {format_us(p.p99_us)}, p99.9 {format_us(p.p999_us)}: "
