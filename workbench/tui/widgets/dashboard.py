@@ -242,9 +242,12 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
                 Text(f"{format_count(n)}: {first}", style="red", overflow="ellipsis"),
                 *([""] * (2 * pairs - 2)),
             )
-    for notice in view.notices[-3:]:
-        grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
-    parts: list[Table | Text] = [grid]
+    # Notices under the grid, one line each: in a grid row a long one (a search's probe
+    # result) widened the label column and squeezed every counter to an ellipsis.
+    notices = [
+        Text(n, style="yellow", no_wrap=True, overflow="ellipsis") for n in view.notices[-3:]
+    ]
+    parts: list[Table | Text] = [grid, *notices]
     if step is not None and step.points and (verdict := step.verdict).known:
         # What limited the figure: a badge and one line, so the counters stay in sight;
         # the whole verdict is in the report and `workbench runs show`.
