@@ -76,3 +76,31 @@ def test_a_ctrl_c_while_the_imports_load_exits_130_without_a_traceback(tmp_path:
     assert done.returncode == 130, done.stderr[-2000:]
     assert done.stderr.splitlines() == ["interrupted"], done.stderr[-2000:]
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+# SIGINT while typer builds the click commands from the app (after the imports, before
+# any command's own handling).
+INTERRUPTED_SETUP = """
+import os, runpy, signal
+import typer.main
+
+build = typer.main.get_command
+def interrupted_build(app):
+    os.kill(os.getpid(), signal.SIGINT)
+    return build(app)
+typer.main.get_command = interrupted_build
+runpy.run_module("workbench.cli.main", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_ctrl_c_while_the_commands_are_built_is_one_line_too(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_SETUP, "run",
+         "--store", str(tmp_path / "runs.sqlite"), "--test-time", "30s"],
+        capture_output=True,
+        text=True,
+        timeout=ENDS_WITHIN,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert done.stderr.splitlines() == ["interrupted"], done.stderr[-2000:]
+    assert not (tmp_path / "runs.sqlite").exists()
