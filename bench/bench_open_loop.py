@@ -132,7 +132,7 @@ async def bench(engine: str, seconds: float, server: ServerProcess, store: Store
 async def search(
     engine: str, seconds: float, top: float, server: ServerProcess, store: Store
 ) -> None:
-    settings = [f"search.start={top / 16:.0f}", f"search.probe={seconds}", "search.max_probes=9"]
+    settings = [f"search.start={top / 16:.0f}", f"search.probe={seconds}", "search.max_probes=13"]
     spec = load_spec(None, [*overrides(server, engine, seconds), *settings])
     spec, checks = search_spec(spec, ["p99<1ms"])
     run = SearchRun(spec, checks)

@@ -2,29 +2,42 @@
 
 A search runs one configuration (a spec without a sweep) as a run of short open-loop
 probes, each a stored step at one rate. It starts at ``[search].start`` ops/s and doubles
-until a probe breaks the target, then bisects between the highest passing and the lowest
+until a rate fails the target, then bisects between the highest passing and the lowest
 failing rate until they are within ``precision`` (5%) of each other, or ``max_probes``
-probes were run.
+probes were run (retries count).
 
 A probe passes when every target check holds on it (``p99<1ms``: any percentile, ``max`` or
 ``mean``, plus ``errors<0.1%`` unless the target says otherwise), the load kept its
 schedule (issued at least `verdict.KEPT_SCHEDULE` of the offered ops) and the step
-completed. It stops early, saying why:
+completed.
 
-- when a probe fails and its verdict says the generator, not the target, is what failed
-  (generator-bound, machine-bound, or fell behind: a busy worker missed its schedule): a
-  higher rate would measure the load, not the server. A server that saturates or stalls,
-  or clients too few for the rate at that latency, are the target failing: the search
+A failing probe is confirmed before it counts: the same rate is probed again until
+``confirm`` (2) of its probes failed, or as many passed (two of three). One scheduler
+hiccup of a few ms, another process's burst or a GC pause fails a short probe's p99 once;
+it must not cap the search below the knee. A rate whose first probe passed passes. The
+retries are stored probes like any other (``attempt`` > 0, labelled ``search.retry``), so
+a reader sees why the search went on. A rate *passes* or *fails* by this decision; a probe
+only passes or fails its own figures.
+
+It stops early, saying why:
+
+- when a rate fails, no rate passed yet, and every failing probe's verdict says the
+  generator, not the target, is what failed (generator-bound, machine-bound, or fell
+  behind: a busy worker missed its schedule): a higher rate would measure the load, not the
+  server, and there is no lower rate to bisect to. Above a passing rate, the same failure
+  only caps the search: it bisects below it (the rates between can still be measured) and
+  its conclusion says the generator failed there. A server that saturates or stalls, or
+  clients too few for the rate at that latency, are the target failing: the search
   bisects on;
 - when a probe failed outright and measured nothing (the server would not start, every
-  operation failed): its notices say why;
+  operation failed): its notices say why (no retry: nothing was measured to disagree);
 - when the target is not met even at the start rate halved `HALVINGS` times (it cannot be
   met at any rate this setup can measure, e.g. ``p99<1ns``).
 
 The search is a pure state machine (`Search`): replaying the stored probes of a run
-through it gives the same conclusion, so a report of a stored search needs nothing but the
-run. The knee is the highest rate whose p99 stays within `KNEE_RISE` times the p99 of the
-lowest rate probed.
+through it gives the same conclusion and the same retries, so a report of a stored search
+needs nothing but the run. The knee is the highest rate whose p99 stays within
+`KNEE_RISE` times the p99 of the lowest rate probed.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ HALVINGS = 3  # a target failing at start / 2**HALVINGS ops/s is not met at any 
 KNEE_RISE = 2.0  # the knee: p99 still within this factor of the lowest rate's p99
 DEFAULT_ERRORS = "errors<0.1%"
 TARGET_METRICS = ("latency", "errors", "error_share")
+RETRY_LABEL = "search.retry"  # the step label of a probe that re-runs a failed rate: "1", "2"
 
 
 def target_checks(texts: Iterable[str], where: str = "--target") -> list[Check]:
@@ -72,6 +86,11 @@ def check_settings(s: SearchSpec, where: str = "search") -> None:
         raise SpecError(f"expected seconds above 0; got {s.probe:g}", f"{where}.probe")
     if s.max_probes < 2:
         raise SpecError(f"expected at least 2 probes; got {s.max_probes}", f"{where}.max_probes")
+    if s.confirm < 1:
+        raise SpecError(
+            f"expected at least 1 (1: a failing probe counts at once); got {s.confirm}",
+            f"{where}.confirm",
+        )
     if not 0 < s.precision < 1:
         raise SpecError(
             f"expected a share between 0 and 1 (0.05: 5%); got {s.precision:g}",
@@ -95,6 +114,7 @@ class Probe:
     kept: float | None  # issued / offered
     failed_checks: tuple[str, ...]  # "p99<1ms (measured 1.31ms)" per failing check
     verdict: Verdict
+    attempt: int = 0  # 0: the rate's first probe; 1, 2: retries of a failure (set by Search)
 
     @property
     def passed(self) -> bool:
@@ -119,7 +139,8 @@ def probe_of(step: StepView, rate: float, checks: Sequence[Check]) -> Probe:
     for check in checks:
         value = check.measure(t)
         if value is None or not check.holds(value):
-            failed.append(f"{check.text} (measured {check.show(value)})")
+            over = _intervals_over(step, check)
+            failed.append(f"{check.text} (measured {check.show(value)}{over})")
     return Probe(
         step=step.index,
         rate=rate,
@@ -143,19 +164,62 @@ class Search:
     settings: SearchSpec
     probes: list[Probe] = field(default_factory=list)
     stopped: str = ""  # why it stopped early ("" while it goes on, or when it converged)
+    # The generator failed at a rate above a passing one: the search bisects below it
+    # (nothing above it is probed) and its conclusion says so.
+    capped: str = ""
+
+    def attempts(self, rate: float) -> list[Probe]:
+        """Every probe run at `rate`, in order (the first and its retries)."""
+        return [p for p in self.probes if p.rate == rate]
+
+    def decision(self, rate: float) -> bool | None:
+        """Whether `rate` passes (True) or fails (False); None: not probed, or a failure
+        waiting for its confirmation."""
+        return self._decide(self.attempts(rate))
+
+    def _decide(self, tries: Sequence[Probe]) -> bool | None:
+        if not tries:
+            return None
+        if tries[0].passed:
+            return True
+        passes = sum(p.passed for p in tries)
+        need = self.settings.confirm
+        if len(tries) - passes >= need:
+            return False
+        return True if passes >= need else None
+
+    def standing(self, rate: float) -> Probe:
+        """The probe that stands for `rate`: its last probe that agrees with the decision
+        (the last probe while the decision waits)."""
+        tries = self.attempts(rate)
+        decided = self.decision(rate)
+        agree = [p for p in tries if p.passed is decided] if decided is not None else tries
+        return agree[-1]
+
+    def _decided(self, passed: bool) -> list[Probe]:
+        rates = {p.rate for p in self.probes if self.decision(p.rate) is passed}
+        return [self.standing(r) for r in rates]
 
     @property
     def best(self) -> Probe | None:
-        """The highest passing probe."""
-        passing = [p for p in self.probes if p.passed]
+        """The highest passing rate (its last passing probe)."""
+        passing = self._decided(True)
         return max(passing, key=lambda p: p.rate) if passing else None
 
     @property
     def first_failing(self) -> Probe | None:
-        """The lowest failing probe above the highest passing one."""
+        """The lowest failing rate above the highest passing one (its last failing probe)."""
         best = self.best
-        failing = [p for p in self.probes if not p.passed and (best is None or p.rate > best.rate)]
+        failing = [p for p in self._decided(False) if best is None or p.rate > best.rate]
         return min(failing, key=lambda p: p.rate) if failing else None
+
+    @property
+    def retries(self) -> list[Probe]:
+        return [p for p in self.probes if p.attempt]
+
+    def outvoted(self) -> list[Probe]:
+        """Failing probes whose rate passed all the same (their retries passed)."""
+        return [p for p in self.probes if not p.passed and self.decision(p.rate) is True]
 
     @property
     def converged(self) -> bool:
@@ -172,9 +236,12 @@ class Search:
             return None
         if len(self.probes) >= self.settings.max_probes:
             return None
-        lo, hi = self.best, self.first_failing
         if not self.probes:
             return _round(self.settings.start)
+        last = self.probes[-1].rate
+        if self.decision(last) is None:  # a failure not yet confirmed: probe it again
+            return last
+        lo, hi = self.best, self.first_failing
         if hi is None:
             assert lo is not None
             return _round(lo.rate * 2)
@@ -185,27 +252,74 @@ class Search:
             return None
         return mid
 
+    def next_attempt(self) -> int:
+        """The attempt the next probe is at its rate: 0 for a new rate, 1.. for a retry."""
+        rate = self.next_rate()
+        return len(self.attempts(rate)) if rate is not None else 0
+
     def record(self, probe: Probe) -> None:
+        probe = replace(probe, attempt=len(self.attempts(probe.rate)))
         self.probes.append(probe)
         if probe.passed:
             return
         if probe.status == "interrupted":
             self.stopped = "interrupted: the search was stopped"
-        elif probe.status == "failed" and not probe.achieved:
+            return
+        if probe.status == "failed" and not probe.achieved:
             self.stopped = (
                 f"the probe at {probe.rate:,.0f} ops/s failed and measured nothing "
                 "(see its notices): no rate can be judged"
             )
-        elif probe.verdict.kind in GENERATOR_KINDS:
-            self.stopped = (
-                f"the generator, not the target, failed at {probe.rate:,.0f} ops/s: "
-                f"{probe.verdict.line}"
+            return
+        if self.decision(probe.rate) is not False:  # confirmation pending, or outvoted
+            return
+        failed = [p for p in self.attempts(probe.rate) if not p.passed]
+        confirmed = f" ({len(failed)} probes failed)" if len(failed) > 1 else ""
+        if all(p.verdict.kind in GENERATOR_KINDS for p in failed):
+            cause = (
+                f"the generator, not the target, failed at {probe.rate:,.0f} ops/s"
+                f"{confirmed}: {probe.verdict.line}"
             )
+            # Below a passing rate, the rates between it and this one can still be
+            # measured: bisect on. With none passing, there is nothing to bisect to.
+            if self.best is None:
+                self.stopped = cause
+            elif not self.capped:
+                self.capped = cause
         elif self.best is None and probe.rate <= self.settings.start / 2**HALVINGS:
             self.stopped = (
                 f"the target is not met even at {probe.rate:,.0f} ops/s "
                 f"({probe.why_failed()}): it cannot be met at any rate this setup measures"
             )
+
+    def said(self, probe: Probe) -> str:
+        """What the search made of `probe` when it came in: a retry, and whether its rate's
+        failure was confirmed; empty for a rate's first probe that decided it at once."""
+        upto = self.probes[: self.probes.index(probe) + 1]
+        decided = self._decide([p for p in upto if p.rate == probe.rate])
+        if decided is None:
+            outcome = "probing this rate again to confirm the failure"
+        elif not probe.attempt:
+            return ""
+        elif decided:
+            outcome = "the failure is not confirmed (a hiccup): the rate passes"
+        else:
+            outcome = "the failure is confirmed: the rate fails"
+        return f"retry {probe.attempt}: {outcome}" if probe.attempt else outcome
+
+    def retried(self) -> str:
+        """What the retries did, in a few words; empty when none ran."""
+        if not self.retries:
+            return ""
+        unconfirmed = len({p.rate for p in self.outvoted()})
+        confirmed = len({p.rate for p in self.retries if self.decision(p.rate) is False})
+        n = len(self.retries)
+        parts = [f"{n} retr{'y' if n == 1 else 'ies'}"]
+        if confirmed:
+            parts.append(f"{confirmed} failing rate{'s' * (confirmed > 1)} confirmed")
+        if unconfirmed:
+            parts.append(f"{unconfirmed} failure{'s' * (unconfirmed > 1)} not confirmed (a hiccup)")
+        return ": ".join([parts[0], ", ".join(parts[1:])]) if len(parts) > 1 else parts[0]
 
     def conclusion(self) -> str:
         """What the search found, in one line."""
@@ -216,22 +330,33 @@ class Search:
             else "no probed rate met the target"
         )
         failing = f", first failing {hi.rate:,.0f} ops/s ({hi.why_failed()})" if hi else ""
+        retried = f" ({self.retried()})" if self.retries else ""
         if self.stopped:
             return f"{found}{failing}; stopped early: {self.stopped}"
+        capped = f"; {self.capped}" if self.capped else ""
         if self.converged:
             assert lo is not None and hi is not None
             gap = (hi.rate - lo.rate) / lo.rate
-            return f"{found}{failing}; within {gap:.1%} after {len(self.probes)} probes"
-        if hi is None and lo is not None:
             return (
-                f"{found}; every probe passed: the rate was never high enough to break the "
-                f"target in {len(self.probes)} probes (raise search.max_probes or search.start)"
+                f"{found}{failing}; within {gap:.1%} after {len(self.probes)} probes{retried}"
+                f"{capped}"
             )
-        return f"{found}{failing}; stopped after {len(self.probes)} probes (search.max_probes)"
+        waiting = self.probes and self.decision(self.probes[-1].rate) is None
+        if hi is None and lo is not None and not waiting:
+            return (
+                f"{found}; every rate passed: the rate was never high enough to break the "
+                f"target in {len(self.probes)} probes{retried} "
+                "(raise search.max_probes or search.start)"
+            )
+        return (
+            f"{found}{failing}; stopped after {len(self.probes)} probes{retried} "
+            f"(search.max_probes){capped}"
+        )
 
     def knee(self) -> Probe | None:
         """The highest rate whose p99 is within KNEE_RISE of the lowest rate's p99."""
-        measured = sorted((p for p in self.probes if p.achieved > 0), key=lambda p: p.rate)
+        rates = sorted({p.rate for p in self.probes})
+        measured = [p for p in map(self.standing, rates) if p.achieved > 0]
         if not measured:
             return None
         base = measured[0].p99_us
@@ -241,6 +366,24 @@ class Search:
                 break
             knee = p
         return knee
+
+
+# The per-interval figure of a latency check, where each interval's chart point keeps it.
+_POINT_FIGURES = {50.0: "p50_us", 99.0: "p99_us", 99.9: "p999_us"}
+
+
+def _intervals_over(step: StepView, check: Check) -> str:
+    """How many of the probe's intervals ("; over in 1 of 4 intervals") broke a latency check
+    on their own, so a reader tells one hiccup from a rate the server cannot keep. Empty
+    for other checks, percentiles the chart points do not keep, or downsampled points."""
+    name = _POINT_FIGURES.get(check.percentile or -1.0)
+    points = step.points
+    if check.metric != "latency" or check.kind or name is None or len(points) < 2:
+        return ""
+    if step.timeline.stride != 1:
+        return ""
+    over = sum(1 for p in points if not check.holds(getattr(p, name)))
+    return f"; over in {over} of {len(points)} intervals"
 
 
 def _round(rate: float) -> float:
@@ -295,4 +438,8 @@ def settings_of(spec: Mapping[str, Any]) -> SearchSpec | None:
         settings = spec_from_dict(spec).search
     except SpecError:
         return None
-    return settings if settings is not None and settings.target else None
+    if settings is None or not settings.target:
+        return None
+    if "confirm" not in (spec.get("search") or {}):  # stored before retries: none were run
+        settings = replace(settings, confirm=1)
+    return settings

@@ -14,9 +14,9 @@ from typing import Any
 
 from workbench import session
 from workbench.checks import Check
-from workbench.events import Event, StepFinished
+from workbench.events import Event, Notice, StepFinished
 from workbench.live import RunView
-from workbench.search_rules import Search, probe_of, probe_step_spec
+from workbench.search_rules import RETRY_LABEL, Probe, Search, probe_of, probe_step_spec
 from workbench.spec.model import SearchSpec, Spec
 from workbench.spec.steps import check_spec
 
@@ -30,30 +30,63 @@ class SearchRun:
         self.search = Search(spec.search or SearchSpec())
         self.view = RunView()
         self._rates: dict[int, float] = {}
+        self._recorded: set[int] = set()
 
-    def rate_of(self, step: int) -> float:
-        """The rate probe `step` offered."""
-        return self._rates[step]
+    def probe(self, step: int) -> Probe:
+        """Probe `step` as the search recorded it (with its attempt), once it finished."""
+        self._record(step)
+        return next(p for p in self.search.probes if p.step == step)
+
+    def _record(self, index: int) -> None:
+        """The finished probe `index` into the search, once (the step's end and the next
+        step's request both come here, in either order)."""
+        if index in self._recorded:
+            return
+        self._recorded.add(index)
+        step = self.view.steps[index]
+        self.search.record(probe_of(step, self._rates[index], self.checks))
 
     def _next(self, last: StepFinished | None) -> Any:
         if last is not None:
-            step = self.view.steps[last.step]
-            self.search.record(probe_of(step, self._rates[last.step], self.checks))
+            self._record(last.step)
         rate = self.search.next_rate()
         if rate is None:
             return None
+        attempt = self.search.next_attempt()
         index = len(self._rates)
         self._rates[index] = rate
         (planned,) = check_spec(probe_step_spec(self.spec, rate))
-        return replace(planned, index=index, label={"load.rate": f"{rate:g}"})
+        label = {"load.rate": f"{rate:g}"}
+        if attempt:  # stored with the step: the report, History and the TUI show it
+            label[RETRY_LABEL] = str(attempt)
+        return replace(planned, index=index, label=label)
 
     async def events(
-        self, store: Any, *, stop: asyncio.Event | None = None, name: str | None = None
+        self,
+        store: Any,
+        *,
+        stop: asyncio.Event | None = None,
+        name: str | None = None,
+        notices: bool = False,
     ) -> AsyncIterator[Event]:
+        """The run's events; with `notices`, after each probe an info `Notice` (live only,
+        not stored) with its result and what the search made of it, for a view that shows
+        notices but not the search (the TUI): why the search goes on, or stops."""
         # The run's own spec says what every probe shares: open loop, `probe` seconds each.
         settings = self.spec.search or SearchSpec()
         load = replace(self.spec.load, duration=settings.probe, ops=None, rate=settings.start)
         run_spec = replace(self.spec, load=load)
         async for event in session.run(run_spec, store, stop=stop, name=name, next_step=self._next):
             self.view = self.view.apply(event)
+            if isinstance(event, StepFinished):  # recorded before anyone reads the search
+                self._record(event.step)
             yield event
+            if notices and isinstance(event, StepFinished):
+                p = self.probe(event.step)
+                # The decision first: a notice is one line, cut at the box's width.
+                result = "pass" if p.passed else "FAIL"
+                said = ", ".join(t for t in (result, self.search.said(p), p.why_failed()) if t)
+                said = f"search: {p.rate:,.0f} ops/s {said}"
+                notice = Notice(event.run_id, event.step, "info", said)
+                self.view = self.view.apply(notice)
+                yield notice

@@ -21,8 +21,9 @@ pub struct Pending {
     pub t0: u64,
     pub phase: u32,
     pub hot: bool,
-    /// A replayed trace key sent as its own bytes (`replay.rs`); None: the key of `index`.
-    pub key: Option<Box<[u8]>>,
+    /// 0: not a replayed op; `replay::INDEX_KEY`: a replayed op under the key of `index`;
+    /// above: a handle of the replayed key's own bytes (`replay.rs`).
+    pub trace: u32,
 }
 
 impl Pending {
@@ -37,7 +38,7 @@ impl Pending {
             t0: 0,
             phase: 0,
             hot: false,
-            key: None,
+            trace: 0,
         }
     }
 }

@@ -495,8 +495,13 @@ impl<'a> Run<'a> {
             let m = format!("redirected to {}, which is down", self.nodes_addr(si));
             return self.redirect_failed(ci, &p, "connection", &m, now);
         }
-        let k = &self.order.keys;
-        let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, p.index, k.length);
+        // Sent again under the key it was sent with: a replayed op's own bytes (replay.rs).
+        let key = if p.trace > crate::replay::INDEX_KEY {
+            self.replay.as_ref().expect("a replay step").key_of(p.trace)
+        } else {
+            let k = &self.order.keys;
+            workload::key_of(&self.keys, &mut self.key, &k.prefix, p.index, k.length)
+        };
         let value = if p.req == Req::Set {
             self.values.value(p.index, p.size as usize)
         } else {

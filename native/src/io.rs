@@ -645,6 +645,9 @@ impl<'a> Run<'a> {
             if p.req == Req::Hello {
                 continue;
             }
+            if let (Some(rp), true) = (self.replay.as_mut(), p.trace != 0) {
+                rp.ended(p.index, p.trace); // a replayed op's key is free again (replay.rs)
+            }
             ops += 1;
             if p.phase == phase {
                 failed += 1;

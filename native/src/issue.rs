@@ -16,6 +16,9 @@ impl<'a> Run<'a> {
                 return self.redirect(ci, p, r, now); // MOVED or ASK: sent again (cluster.rs)
             }
         }
+        if p.trace != 0 {
+            self.replay_reply(&p, &reply); // a replayed op (replay.rs)
+        }
         let in_phase = p.phase == self.phase && self.mode != Mode::Prefill;
         let pipeline = self.order.pipeline;
         let c = &mut self.clients[ci];
@@ -30,9 +33,6 @@ impl<'a> Run<'a> {
             }
             (Req::Get, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
-                if p.aside && self.replay.is_some() {
-                    self.replay_answered(p.index, p.key.is_some()); // replay.rs
-                }
                 if in_phase {
                     let r = &mut self.rec;
                     r.latency(self.kinds.get, p.t0, now);
@@ -53,7 +53,7 @@ impl<'a> Run<'a> {
                     // Cache-aside: the miss is filled before the client's next op, also
                     // when the budget ran out meanwhile (Idle): the fill is part of the op
                     // that was taken, and finish_load waits for it as for any in flight.
-                    self.next_key = p.key;
+                    self.next_key = p.trace;
                     self.send(
                         ci,
                         Req::Set,
@@ -112,12 +112,14 @@ impl<'a> Run<'a> {
         hot: bool,
     ) {
         let k = &self.order.keys;
-        let owned = self.next_key.take(); // a replayed key of its own (replay.rs)
+        let trace = std::mem::take(&mut self.next_key); // a replayed op (replay.rs)
         let (key, value, size) = if req == Req::Publish {
             // A channel and a message stamped now (pubsub.rs) in place of key and value.
             let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
             (channel, message, message.len())
-        } else if let Some(own) = owned.as_deref() {
+        } else if trace > crate::replay::INDEX_KEY {
+            // A replayed key of its own bytes.
+            let own = self.replay.as_ref().expect("a replay step").key_of(trace);
             let value = if req == Req::Set {
                 self.values.value(index, size)
             } else {
@@ -158,7 +160,7 @@ impl<'a> Run<'a> {
             t0,
             phase,
             hot,
-            key: owned,
+            trace,
         });
     }
 

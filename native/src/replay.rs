@@ -1,9 +1,18 @@
 //! Replaying a trace file (`workload.trace`) in the native engine: the worker reads the
-//! file itself (`tracefile.rs`) and deals each request to the client `crc32(key) % all
-//! clients` of the run, as the Python engine's `engine/trace_feed.py` does, so each key's
-//! requests keep the trace's order and both engines put a key on the same client. A
-//! client takes its next request from its own queue, reading on when the queue is empty;
-//! the queues of the others hold what was read ahead for them.
+//! file itself (`tracefile.rs`). A request belongs to the worker holding client
+//! `crc32(key) % all clients` of the run, as in the Python engine's
+//! `engine/trace_feed.py`, so a key's requests all go through one worker.
+//!
+//! Within the worker, a free client takes the trace's next request, so every client
+//! works while requests are left. A zipf trace dealt by hash alone put up to twice the
+//! mean share on one client, which then ran alone at the end (issue 23). Each key's
+//! requests still keep the trace's order. A key is *held* by the client that has one of
+//! its requests in flight, and its later requests go to that client's own queue while
+//! it is held. The held table has `SLOTS` slots by a hash of the key. Two keys sharing
+//! a slot are held together, which only narrows the choice. A key nobody holds goes to
+//! whichever client is free. A client sends from its own queue first. Requests of one
+//! key on one connection are answered in order. A key moves to another client only
+//! after all of its requests have ended, fills included.
 //!
 //! Speed 0 is a closed loop. At speed > 0 a request's trace time is its intended start
 //! (the load's start plus its trace time since the trace's first request, over the
@@ -75,14 +84,33 @@ impl TraceOrder {
     }
 }
 
-/// A request dealt to one of this worker's clients.
+/// A request of this worker, read and not yet sent.
 struct Item {
     time: f64,
-    key: Key,
-    key_size: u32,
+    /// The key index it is sent under (`key_index`), and its own bytes when it has them.
+    index: u64,
+    own: Option<Box<[u8]>>,
     value_size: u32,
     op: u8,
     ttl: u32,
+}
+
+/// Slots of the held-keys table: a power of two.
+const SLOTS: usize = 1 << 16;
+
+/// Requests read ahead into clients' own queues (keys they hold) at most; a client that
+/// would read beyond waits until the queues drain to half (bounded memory when one hot
+/// key outruns its client).
+const QUEUED_MAX: usize = 1 << 16;
+
+/// `Pending::trace` of a replayed op sent under its index's key; above it, a handle of
+/// its own key bytes (`Replay::keys`). 0: not a replayed op.
+pub const INDEX_KEY: u32 = 1;
+
+/// The slot of a key in the held table.
+fn slot_of(index: u64, own: bool) -> usize {
+    let h = (index ^ own as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 40) as usize & (SLOTS - 1)
 }
 
 /// The replay of one step in one worker.
@@ -93,7 +121,21 @@ pub struct Replay {
     exhausted: bool,
     /// The local index of each of the run's clients held here (u32::MAX: another worker's).
     local: Vec<u32>,
-    queues: Vec<VecDeque<Item>>,
+    all_local: bool,
+    /// The key prefix, which a key sent as its own bytes starts with.
+    prefix: String,
+    /// Requests read, in trace order, that no client has taken yet.
+    ahead: VecDeque<Item>,
+    /// Per client: requests of keys it holds, in trace order; sent before `ahead`.
+    own: Vec<VecDeque<Item>>,
+    queued: usize,
+    /// Per slot: (the client holding it, its requests in flight or in that client's queue).
+    held: Vec<(u32, u32)>,
+    /// Clients that waited because `QUEUED_MAX` was reached; refilled once it drains.
+    stalled: Vec<usize>,
+    /// Own key bytes of replayed ops in flight, by handle - INDEX_KEY - 1; and free handles.
+    keys: Vec<Box<[u8]>>,
+    free_keys: Vec<u32>,
     /// The trace time of its first request: the schedule's and the warm-up's origin.
     origin: Option<f64>,
     /// Per client: its share is done (nothing left, nothing in flight).
@@ -113,7 +155,6 @@ pub struct Replay {
     present: Present,
     /// Requests read and not replayed, not yet moved into the step's recorder.
     skipped: Vec<(&'static str, u64)>,
-    key: Vec<u8>,
 }
 
 /// zlib's crc32 (IEEE), as the Python engine hashes a key to its client.
@@ -154,7 +195,7 @@ fn key_text<'a>(key: &'a Key, buf: &'a mut [u8; 20]) -> &'a [u8] {
 }
 
 impl Replay {
-    pub fn new(order: TraceOrder, client_ids: &[i64]) -> Result<Replay, String> {
+    pub fn new(order: TraceOrder, client_ids: &[i64], prefix: &str) -> Result<Replay, String> {
         let reader = TraceReader::open(&order.path, order.format)?;
         let mut local = vec![u32::MAX; order.all_clients as usize];
         for (i, &id) in client_ids.iter().enumerate() {
@@ -168,8 +209,16 @@ impl Replay {
             reader,
             read: 0,
             exhausted: false,
+            all_local: local.iter().all(|&l| l != u32::MAX),
             local,
-            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            prefix: prefix.to_string(),
+            ahead: VecDeque::new(),
+            own: (0..n).map(|_| VecDeque::new()).collect(),
+            queued: 0,
+            held: vec![(0, 0); SLOTS],
+            stalled: Vec::new(),
+            keys: Vec::new(),
+            free_keys: Vec::new(),
             origin: None,
             finished: vec![false; n],
             finished_count: 0,
@@ -182,7 +231,6 @@ impl Replay {
             reported: false,
             present: Present::new(),
             skipped: Vec::new(),
-            key: Vec::with_capacity(64),
         })
     }
 
@@ -201,7 +249,7 @@ impl Replay {
         self.load_start + (since / self.order.speed * 1e9) as u64
     }
 
-    /// Read one request and deal it to its client, if that client is ours.
+    /// Read one request into `ahead`, if its key is this worker's.
     fn read_one(&mut self) {
         if self.exhausted {
             return;
@@ -224,11 +272,13 @@ impl Replay {
         };
         self.read += 1;
         self.origin.get_or_insert(r.time);
-        let mut buf = [0u8; 20];
-        let owner = crc32(key_text(&r.key, &mut buf)) as u64 % self.order.all_clients;
-        let ci = self.local[owner as usize];
-        if ci == u32::MAX {
-            return;
+        // Whose key: no need to hash when this worker holds all of the run's clients.
+        if !self.all_local {
+            let mut buf = [0u8; 20];
+            let owner = crc32(key_text(&r.key, &mut buf)) as u64 % self.order.all_clients;
+            if self.local[owner as usize] == u32::MAX {
+                return;
+            }
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
@@ -243,22 +293,71 @@ impl Replay {
             let due = self.due(r.time);
             self.dues.push_back(due);
         }
-        self.queues[ci as usize].push_back(Item {
+        let (index, own) = key_index(&self.prefix, &r.key, r.key_size);
+        self.ahead.push_back(Item {
             time: r.time,
-            key: r.key,
-            key_size: r.key_size,
+            index,
+            own,
             value_size: r.value_size,
             op: r.op,
             ttl: r.ttl,
         });
     }
 
-    /// The client's next request, reading on until it has one or the trace ends.
-    fn front(&mut self, ci: usize) -> Option<&Item> {
-        while self.queues[ci].is_empty() && !self.exhausted {
+    /// The next request for client `ci`: the front of its own queue, else the trace's next
+    /// one not taken (reading on until there is one or the trace ends). True: its own.
+    fn front(&mut self, ci: usize) -> Option<(&Item, bool)> {
+        if !self.own[ci].is_empty() {
+            return self.own[ci].front().map(|i| (i, true));
+        }
+        while self.ahead.is_empty() && !self.exhausted {
             self.read_one();
         }
-        self.queues[ci].front()
+        self.ahead.front().map(|i| (i, false))
+    }
+
+    /// The intended start of client `ci`'s next request (MAX when none is left).
+    fn next_due(&mut self, ci: usize) -> u64 {
+        match self.front(ci).map(|(i, _)| i.time) {
+            Some(t) => self.due(t),
+            None => u64::MAX,
+        }
+    }
+
+    /// A replayed op ended (answered, failed or dropped; a get-set-on-miss get once its
+    /// fill did): its key is held one request less, its own bytes are freed.
+    pub fn ended(&mut self, index: u64, trace: u32) {
+        let slot = &mut self.held[slot_of(index, trace > INDEX_KEY)].1;
+        *slot = slot.saturating_sub(1);
+        if trace > INDEX_KEY {
+            let h = trace - INDEX_KEY - 1;
+            self.keys[h as usize] = Box::default();
+            self.free_keys.push(h);
+        }
+    }
+
+    /// Keep a key's own bytes while its op is in flight; the handle `Pending::trace` holds.
+    fn keep(&mut self, own: Option<Box<[u8]>>) -> u32 {
+        let key = match own {
+            None => return INDEX_KEY,
+            Some(k) => k,
+        };
+        let h = match self.free_keys.pop() {
+            Some(h) => {
+                self.keys[h as usize] = key;
+                h
+            }
+            None => {
+                self.keys.push(key);
+                (self.keys.len() - 1) as u32
+            }
+        };
+        h + INDEX_KEY + 1
+    }
+
+    /// The own key bytes of handle `trace` (> INDEX_KEY).
+    pub fn key_of(&self, trace: u32) -> &[u8] {
+        &self.keys[(trace - INDEX_KEY - 1) as usize]
     }
 
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
@@ -314,9 +413,10 @@ impl Replay {
         self.load_start = start;
         // What was read before the start (by the first clients' fronts) is offered too.
         let dues: Vec<u64> = self
-            .queues
+            .own
             .iter()
             .flatten()
+            .chain(self.ahead.iter())
             .map(|i| self.due(i.time))
             .collect();
         self.dues.extend(dues);
@@ -326,32 +426,43 @@ impl Replay {
     }
 }
 
-/// The key index a request is sent under, and whether its key goes as its own bytes
-/// (written to `buf`: the prefix, the trace's key, '_' up to the recorded key size) rather
-/// than as the prefix and id of index `id`.
-fn key_index(prefix: &str, item: &Item, buf: &mut Vec<u8>) -> (u64, bool) {
-    let mut digits = [0u8; 20];
-    let body = key_text(&item.key, &mut digits);
-    match item.key {
-        Key::Id(id) if item.key_size as usize <= body.len() => (id, false),
-        _ => {
-            buf.clear();
-            buf.extend_from_slice(prefix.as_bytes());
-            buf.extend_from_slice(body);
-            let pad = (item.key_size as usize).saturating_sub(body.len());
-            buf.extend(std::iter::repeat(b'_').take(pad));
-            (crc32(buf) as u64, true)
+/// The key index a request is sent under, and its key's own bytes (the prefix, the
+/// trace's key, '_' up to the recorded key size) when it does not go as the prefix and id
+/// of index `id`: a text key, or a padded id.
+fn key_index(prefix: &str, key: &Key, key_size: u32) -> (u64, Option<Box<[u8]>>) {
+    if let Key::Id(id) = key {
+        // Compared without writing the digits: this runs for every request read.
+        if key_size <= digits(*id) {
+            return (*id, None);
         }
     }
+    let mut text = [0u8; 20];
+    let body = key_text(key, &mut text);
+    let pad = (key_size as usize).saturating_sub(body.len());
+    let mut buf = Vec::with_capacity(prefix.len() + body.len() + pad);
+    buf.extend_from_slice(prefix.as_bytes());
+    buf.extend_from_slice(body);
+    buf.extend(std::iter::repeat(b'_').take(pad));
+    (crc32(&buf) as u64, Some(buf.into()))
+}
+
+/// How many decimal digits `n` has.
+fn digits(mut n: u64) -> u32 {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
 }
 
 /// Whether the client has a get-set-on-miss get of this key waiting for its reply: until
 /// it comes, a miss (and its fill) may follow.
-fn in_flight(c: &crate::client::Client, index: u64, text: bool) -> bool {
+fn in_flight(c: &crate::client::Client, index: u64, own: bool) -> bool {
     c.conns
         .iter()
         .flat_map(|k| k.pending.iter())
-        .any(|p| p.index == index && p.key.is_some() == text && p.req == Req::Get && p.aside)
+        .any(|p| p.index == index && (p.trace > INDEX_KEY) == own && p.req == Req::Get && p.aside)
 }
 
 /// Keys a get-set-on-miss get was answered for (a hit, or a miss whose fill went out on
@@ -394,7 +505,7 @@ impl<'a> Run<'a> {
     pub fn open_replay(&mut self, order: Option<TraceOrder>) -> Result<(), String> {
         if let Some(o) = order {
             let ids: Vec<i64> = self.order.clients.iter().map(|c| c.id).collect();
-            self.replay = Some(Replay::new(o, &ids)?);
+            self.replay = Some(Replay::new(o, &ids, &self.order.keys.prefix)?);
         }
         Ok(())
     }
@@ -424,11 +535,23 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// A get-set-on-miss get was answered: its key is there now (or its fill is on its way,
-    /// ahead of anything sent after it on the connection).
-    pub fn replay_answered(&mut self, index: u64, text: bool) {
-        if let Some(rp) = self.replay.as_mut() {
-            rp.present.mark(index, text);
+    /// A reply to a replayed op came (`answered`, before it is counted). A get-set-on-miss
+    /// get's key is there now, or its fill is on its way ahead of anything sent after it
+    /// on the connection. The op ends here unless a fill follows, and a client waiting for
+    /// room in the queues may go on.
+    pub fn replay_reply(&mut self, p: &crate::client::Pending, reply: &crate::proto::Reply) {
+        use crate::proto::Reply;
+        let rp = match self.replay.as_mut() {
+            Some(rp) if p.trace != 0 => rp,
+            _ => return,
+        };
+        let own = p.trace > INDEX_KEY;
+        let answered_get = p.req == Req::Get && !matches!(reply, Reply::Failed(..));
+        if answered_get && p.aside {
+            rp.present.mark(p.index, own);
+        }
+        if !(answered_get && p.aside && !matches!(reply, Reply::Hit { .. })) {
+            rp.ended(p.index, p.trace);
         }
     }
 
@@ -444,7 +567,8 @@ impl<'a> Run<'a> {
     }
 
     /// `load_next` of a replay: queue the client's next request of the trace when its
-    /// schedule, the warm-up and the budget allow; false if not.
+    /// schedule, the warm-up and the budget allow; false if not. A request of a key
+    /// another client holds goes to that client's queue, and the next one is looked at.
     pub fn replay_next(&mut self, ci: usize, now: u64) -> bool {
         let start = self.load_start;
         let rp = self.replay.as_mut().expect("a replay step");
@@ -452,142 +576,178 @@ impl<'a> Run<'a> {
             rp.start(start);
         }
         let timed = rp.timed();
-        // The client's next request (every one queued is replayed: skips never queue).
-        let next = rp.front(ci).map(|i| (i.op, i.value_size, i.time));
-        for (what, n) in rp.skipped.drain(..) {
-            self.rec.skip(what, n);
-        }
-        let (req, aside, due, time) = match next {
-            Some((op, value_size, time)) => {
-                let (req, aside) = rp.replayed(op, value_size).expect("queued: replayed");
-                let due = if timed { rp.due(time) } else { now };
-                (req, aside, due, time)
+        loop {
+            let rp = self.replay.as_mut().expect("a replay step");
+            // The client's next request (every one read is replayed: skips are never kept).
+            let next = rp
+                .front(ci)
+                .map(|(i, own)| (i.op, i.value_size, i.time, i.index, i.own.is_some(), own));
+            for (what, n) in rp.skipped.drain(..) {
+                self.rec.skip(what, n);
             }
-            None => (Req::Hello, false, u64::MAX, 0.0),
-        };
-        if let Some(e) = rp.failure.clone() {
-            if !rp.reported {
-                rp.reported = true;
-                self.eng.error(UNREADABLE, &e);
-                self.phase_over = true;
-                self.spent_at = now;
-                self.mode = crate::io::Mode::Idle;
-            }
-            return false;
-        }
-        let c = &mut self.clients[ci];
-        if timed {
-            let s = c.schedule.get_or_insert_with(|| {
-                let t = Timing {
-                    period: 1,
-                    offset: 0,
-                    arrivals: Arrivals::Uniform,
-                    seed: 0,
-                };
-                Schedule::new(0, &t)
-            });
-            s.next = due;
-        }
-        if req == Req::Hello {
-            // Nothing left: the client is done once its last reply is in.
-            if c.inflight == 0 && !rp.finished[ci] {
-                rp.finished[ci] = true;
-                rp.finished_count += 1;
-                if rp.done() {
+            if let Some(e) = rp.failure.clone() {
+                if !rp.reported {
+                    rp.reported = true;
+                    self.eng.error(UNREADABLE, &e);
                     self.phase_over = true;
                     self.spent_at = now;
-                }
-            }
-            return false;
-        }
-        if timed && (due > now || due >= self.due_before) {
-            return false;
-        }
-        // Warm-up by trace time: the client waits at the first request past it until the
-        // measured phase begins; when all wait (or are done), the warm-up is over.
-        if !self.measuring && rp.order.warmup_s > 0.0 {
-            let origin = rp.origin.unwrap_or(time);
-            if time - origin >= rp.order.warmup_s {
-                if let Some(s) = self.clients[ci].schedule.as_mut() {
-                    s.next = u64::MAX; // woken by the measured phase (replay_phase_began)
-                }
-                if !rp.parked[ci] {
-                    rp.parked[ci] = true;
-                    rp.parked_count += 1;
-                    if rp.parked_count + rp.finished_count >= rp.parked.len() {
-                        self.phase_over = true;
-                        self.spent_at = now;
-                    }
+                    self.mode = crate::io::Mode::Idle;
                 }
                 return false;
             }
-        }
-        // The key: prefix and id by index (the engine's own key path), or its bytes padded
-        // with '_' to the recorded key size (`TraceFeed.key`).
-        let front = rp.queues[ci].front().expect("the front just read");
-        let (index, text) = key_index(&self.order.keys.prefix, front, &mut rp.key);
-        // Get-set-on-miss: a key's next get waits for the answer to a get that may still
-        // miss, so a pipelined client misses each object once, as a sequential one does.
-        if aside && !rp.present.has(index, text) && in_flight(&self.clients[ci], index, text) {
-            return false;
-        }
-        if !self.reserve(now) {
-            self.mode = crate::io::Mode::Idle;
-            return false;
-        }
-        let rp = self.replay.as_mut().expect("a replay step");
-        let item = rp.queues[ci].pop_front().expect("the front just read");
-        if text {
-            self.next_key = Some(rp.key.as_slice().into());
-        }
-        let c = &mut self.clients[ci];
-        // Open loop, as load_next: from the intended start when the client was busy then.
-        let t0 = if timed {
-            if c.free_at > due {
-                due.max(c.run_began)
-            } else {
-                c.run_began = now;
-                now
-            }
-        } else {
-            now
-        };
-        if timed {
-            self.rec.lag(now - due);
-        }
-        c.inflight += 1;
-        let ttl = if item.ttl > 0 {
-            Some(item.ttl as f64)
-        } else {
-            None
-        };
-        if req != Req::Delete {
-            if let Some(trace) = self.trace.as_mut() {
-                trace.add(self.measuring, now, index, item.value_size as u64);
-            }
-        }
-        let phase = self.phase;
-        self.send(
-            ci,
-            req,
-            index,
-            item.value_size as usize,
-            ttl,
-            t0,
-            phase,
-            aside,
-            false,
-        );
-        if timed {
-            // The schedule moves on to the client's next request (MAX when none is left).
-            let rp = self.replay.as_mut().expect("a replay step");
-            let next = rp.front(ci).map(|i| i.time);
-            let due = next.map_or(u64::MAX, |t| rp.due(t));
-            if let Some(s) = self.clients[ci].schedule.as_mut() {
+            let (op, value_size, time, index, text, mine) = match next {
+                Some(n) => n,
+                None => {
+                    // Nothing left: the client is done once its last reply is in.
+                    let c = &mut self.clients[ci];
+                    if let Some(s) = c.schedule.as_mut() {
+                        s.next = u64::MAX;
+                    }
+                    if c.inflight == 0 && !rp.finished[ci] {
+                        rp.finished[ci] = true;
+                        rp.finished_count += 1;
+                        if rp.done() {
+                            self.phase_over = true;
+                            self.spent_at = now;
+                        }
+                    }
+                    return false;
+                }
+            };
+            let (req, aside) = rp.replayed(op, value_size).expect("read: replayed");
+            let due = if timed { rp.due(time) } else { now };
+            if timed {
+                let c = &mut self.clients[ci];
+                let s = c.schedule.get_or_insert_with(|| {
+                    let t = Timing {
+                        period: 1,
+                        offset: 0,
+                        arrivals: Arrivals::Uniform,
+                        seed: 0,
+                    };
+                    Schedule::new(0, &t)
+                });
                 s.next = due;
+                if due > now || due >= self.due_before {
+                    return false;
+                }
             }
+            // Warm-up by trace time: the client waits at the first request past it until
+            // the measured phase begins; when all wait (or are done), the warm-up is over.
+            if !self.measuring && rp.order.warmup_s > 0.0 {
+                let origin = rp.origin.unwrap_or(time);
+                if time - origin >= rp.order.warmup_s {
+                    if let Some(s) = self.clients[ci].schedule.as_mut() {
+                        s.next = u64::MAX; // woken by the measured phase (replay_phase_began)
+                    }
+                    if !rp.parked[ci] {
+                        rp.parked[ci] = true;
+                        rp.parked_count += 1;
+                        if rp.parked_count + rp.finished_count >= rp.parked.len() {
+                            self.phase_over = true;
+                            self.spent_at = now;
+                        }
+                    }
+                    return false;
+                }
+            }
+            let slot = slot_of(index, text);
+            let (holder, held) = rp.held[slot];
+            if !mine && held > 0 && holder as usize != ci {
+                // Another client holds the key: the request joins that client's queue.
+                if rp.queued >= QUEUED_MAX {
+                    if !rp.stalled.contains(&ci) {
+                        rp.stalled.push(ci);
+                    }
+                    return false;
+                }
+                let item = rp.ahead.pop_front().expect("the front just read");
+                rp.held[slot].1 += 1;
+                rp.queued += 1;
+                rp.own[holder as usize].push_back(item);
+                if let Some(s) = self.clients[holder as usize].schedule.as_mut() {
+                    s.next = s.next.min(due); // timed: the holder sends it when it is due
+                }
+                continue;
+            }
+            // Get-set-on-miss: a key's next get waits for the answer to a get that may still
+            // miss, so a pipelined client misses each object once, as a sequential one does.
+            if aside && !rp.present.has(index, text) && in_flight(&self.clients[ci], index, text) {
+                return false;
+            }
+            if !self.reserve(now) {
+                self.mode = crate::io::Mode::Idle;
+                return false;
+            }
+            let rp = self.replay.as_mut().expect("a replay step");
+            let mut wake = Vec::new();
+            let item = if mine {
+                rp.queued -= 1;
+                if rp.queued <= QUEUED_MAX / 2 && !rp.stalled.is_empty() {
+                    wake = std::mem::take(&mut rp.stalled);
+                }
+                rp.own[ci].pop_front()
+            } else {
+                rp.held[slot] = (ci as u32, held + 1);
+                rp.ahead.pop_front()
+            };
+            let item = item.expect("the front just read");
+            let trace = rp.keep(item.own);
+            let c = &mut self.clients[ci];
+            // Open loop, as load_next: from the intended start when the client was busy then.
+            let t0 = if timed {
+                if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                }
+            } else {
+                now
+            };
+            if timed {
+                self.rec.lag(now - due);
+            }
+            c.inflight += 1;
+            let ttl = if item.ttl > 0 {
+                Some(item.ttl as f64)
+            } else {
+                None
+            };
+            if req != Req::Delete {
+                if let Some(trace) = self.trace.as_mut() {
+                    trace.add(self.measuring, now, index, item.value_size as u64);
+                }
+            }
+            let phase = self.phase;
+            self.next_key = trace;
+            self.send(
+                ci,
+                req,
+                index,
+                item.value_size as usize,
+                ttl,
+                t0,
+                phase,
+                aside,
+                false,
+            );
+            if timed {
+                // The schedule moves on to the client's next request (MAX when none is left).
+                let rp = self.replay.as_mut().expect("a replay step");
+                let due = rp.next_due(ci);
+                if let Some(s) = self.clients[ci].schedule.as_mut() {
+                    s.next = due;
+                }
+            }
+            // Clients that waited for room in the queues read on (their pipelines may be empty).
+            for other in wake {
+                if other != ci {
+                    self.refill(other, now);
+                }
+            }
+            return true;
         }
-        true
     }
 }
 
@@ -607,5 +767,24 @@ mod tests {
         let mut buf = [0u8; 20];
         assert_eq!(key_text(&Key::Id(42), &mut buf), b"42");
         assert_eq!(key_text(&Key::Text(b"k:a"[..].into()), &mut buf), b"k:a");
+    }
+
+    #[test]
+    fn an_unpadded_id_goes_by_index_and_any_other_key_as_its_own_bytes() {
+        assert_eq!(key_index("wb:", &Key::Id(42), 2), (42, None));
+        assert_eq!(key_index("wb:", &Key::Id(0), 1), (0, None));
+        assert_eq!(key_index("wb:", &Key::Id(u64::MAX), 20), (u64::MAX, None));
+        assert!(key_index("wb:", &Key::Id(99), 3).1.is_some());
+        let (index, own) = key_index("wb:", &Key::Id(42), 5);
+        assert_eq!(own.as_deref(), Some(&b"wb:42___"[..]));
+        assert_eq!(index, crc32(b"wb:42___") as u64);
+        let (_, own) = key_index("wb:", &Key::Text(b"k:a"[..].into()), 3);
+        assert_eq!(own.as_deref(), Some(&b"wb:k:a"[..]));
+    }
+
+    #[test]
+    fn an_index_key_and_an_own_key_of_one_index_are_held_apart() {
+        assert!((0..100_000u64).all(|i| slot_of(i, false) < SLOTS && slot_of(i, true) < SLOTS));
+        assert_ne!(slot_of(7, false), slot_of(7, true));
     }
 }

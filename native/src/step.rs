@@ -68,7 +68,7 @@ pub struct Run<'a> {
     pub stride: usize,
     /// Replaying a trace file (`replay.rs`), and a replayed key `send` takes as it is.
     pub replay: Option<crate::replay::Replay>,
-    pub next_key: Option<Box<[u8]>>,
+    pub next_key: u32,
 }
 
 /// Run one step order to its end; returns the step_done status.
@@ -233,7 +233,7 @@ impl<'a> Run<'a> {
             cluster,
             stride,
             replay: None,
-            next_key: None,
+            next_key: 0,
         })
     }
 

@@ -5,6 +5,7 @@ op nor count one as an error."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 import time
@@ -91,3 +92,62 @@ async def test_a_slot_migrated_mid_run_is_followed_and_counted(
     assert step.stats.ops == OPS  # no op lost
     assert step.stats.ask > 0, "the slot was met while it migrated"
     assert step.stats.moved > 0, "the slot was met at its old node after it moved"
+
+
+def test_a_replayed_key_redirected_mid_run_keeps_its_own_name(tmp_path: Path) -> None:
+    # A trace's text keys, replayed by the native engine while a slot moves: an op sent
+    # again after -MOVED or -ASK goes under the trace's key, never a made-up one.
+    trace = tmp_path / "ops.twitter.csv"
+    lines = []
+    for second in range(6):  # 1,000 requests a second over 8 keys: 8 sets, then 8 gets
+        for i in range(1000):
+            op = "set" if (i // 8) % 2 == 0 else "get"
+            lines.append(f"{second},k:{i % 8},3,100,1,{op},0")
+    trace.write_text("\n".join(lines) + "\n")
+    with start_cluster(3) as cluster:
+        done = threading.Event()
+        worker: list[threading.Thread] = []
+
+        def on_event(e: Any) -> None:
+            if isinstance(e, Interval) and e.index == 2 and not worker:
+                worker.append(threading.Thread(target=migrate_one_slot, args=(cluster, done)))
+                worker[0].start()
+
+        events = asyncio.run(
+            collect(
+                [
+                    "target.system=redis",
+                    f"target.options.url={cluster.target_options['url']}",
+                    "target.options.cluster=true",
+                    "strategy.name=native",
+                    f'workload.trace.path="{trace}"',
+                    'workload.trace.ops="as-recorded"',
+                    "workload.trace.speed=1",
+                    "load.duration=60",
+                    "load.interval=0.5",
+                    "load.warmup=0",
+                    "load.workers=1",
+                    "load.concurrency=4",
+                ],
+                Store(tmp_path / "runs.sqlite"),
+                on_event=on_event,
+            )
+        )
+        assert worker, "the run ended before the migration began"
+        worker[0].join(timeout=30)
+        assert done.is_set()
+        names = set()
+        for node in cluster.nodes:
+            r = redis.Redis(port=node.port, socket_timeout=5)
+            names |= {k.decode() for k in r.keys("*")}
+            r.close()
+    (step,) = finished(events)
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}, step.stats.first_errors
+    assert step.stats.moved + step.stats.ask > 0, "no op met the moved slot"
+    # No key under another name (the trace's keys take the key prefix, wb:).
+    assert names == {f"wb:k:{i}" for i in range(8)}, names
+    s = step.stats
+    counts = (s.hist["set"].get_total_count(), s.hist["get"].get_total_count())
+    sets = sum(",set," in line for line in lines)
+    assert counts == (sets, 6000 - sets), (counts, s.errors)  # every request, as its kind

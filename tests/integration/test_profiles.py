@@ -34,17 +34,15 @@ QUICK: dict[str, list[str]] = {
     "kv-store": ["load.duration=1", "load.warmup=0.3"],
     "trace-replay": ["workload.trace.limit=3000", "load.warmup_ops=1000"],
 }
-# Errors a profile may meet for real: memcached refuses items when a slab class is full;
-# the caching proxy is a Python process on the same 2 cores as the test, and on a loaded
-# machine an op can outlast the wait after the end (one 0.25 s interval): abandoned.
+# Errors a profile may meet for real: memcached refuses items when a slab class is full.
 ALLOWED_ERRORS: dict[str, set[str]] = {
     "memory-limit-hit-rate": {"server"},
     "memory-limit-hit-rate-quick": {"server"},
     "trace-replay": {"server"},
-    "caching-proxy-bad-query": {"abandoned"},
-    "caching-proxy-miss": {"abandoned"},
-    "caching-proxy-hit": {"abandoned"},
 }
+# Any profile, on a loaded machine (the server shares the test's 2 cores): an op in flight
+# at the end can outlast the wait after it (one 0.25 s interval) and is counted abandoned.
+LOADED_MACHINE = {"abandoned"}
 
 
 def test_every_profile_has_a_quick_form_here() -> None:
@@ -72,4 +70,5 @@ async def test_a_profile_runs_in_its_quick_form(name: str, tmp_path: Path) -> No
     for step in steps:
         assert step.status == "completed", (step.step, step.reason, step.stats.first_errors)
         assert step.stats.ops > 0
-        assert set(step.stats.errors) <= ALLOWED_ERRORS.get(name, set()), step.stats.first_errors
+        allowed = ALLOWED_ERRORS.get(name, set()) | LOADED_MACHINE
+        assert set(step.stats.errors) <= allowed, step.stats.first_errors

@@ -6,16 +6,22 @@ offered count; a .zst file; a malformed file refused with one line."""
 
 from __future__ import annotations
 
+import collections
 import os
+import random
+import re
+import socket
 import struct
 import subprocess
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
 import zstandard
 from support import collect, finished
+from workbench_redis.server import start_redis
 
 from workbench.errors import SpecError
 from workbench.native_build import binary_path
@@ -292,3 +298,133 @@ async def test_a_native_worker_streams_10m_requests_in_bounded_memory(
     assert step.stats.skipped == {"incr": 9_990_000}
     assert peaks, "no native worker was seen"
     assert max(peaks.values()) < 200 * 1024, peaks
+
+
+def _monitor(host: str, port: int, lines: list[bytes], ready: threading.Event) -> None:
+    """Read a Redis MONITOR stream (every command the server runs, in its order) until
+    the ECHO of `_END` shows up; bounded by the socket's timeout."""
+    with socket.create_connection((host, port), timeout=120) as s:
+        s.sendall(b"MONITOR\r\n")
+        buf = b""
+        while not buf.startswith(b"+OK\r\n"):
+            buf += s.recv(65536)
+        buf = buf[5:]
+        ready.set()
+        while True:
+            *complete, buf = buf.split(b"\r\n")
+            lines.extend(complete)
+            if any(_END in line for line in complete):
+                return
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                return
+            buf += chunk
+
+
+_END = b"h21-replay-end-of-run"
+_MONITOR_LINE = re.compile(rb"^\+([\d.]+) \[\d+ ([^\]]+)\] (.*)$")
+_ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+
+
+def _ttl_of(options: list[bytes]) -> int:
+    """The seconds a SET's options give (EX s or PX ms, in any case), 0 without."""
+    upper = [o.upper() for o in options]
+    for name, scale in ((b"EX", 1), (b"PX", 1000)):
+        if name in upper:
+            return int(options[upper.index(name) + 1]) // scale
+    return 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_each_key_keeps_its_order_and_native_clients_share_the_work(
+    store: Store, tmp_path: Path, engine: str
+) -> None:
+    """A skewed as-recorded trace (zipf 0.9 over 1,000 keys: by hash alone one of 8 clients
+    would carry 1.48x the mean), pipelined: Redis runs each key's sets, gets and deletes in
+    the trace's order (each set's TTL names its request). In the native engine a free
+    client takes the next request, so no client works on alone at the end: every
+    connection's last command comes in the run's last 15% (dealt by hash, the most loaded
+    client ran on alone for about a third of the run)."""
+    rng = random.Random(7)
+    rows, expected = [], collections.defaultdict(list)
+    for i, r in enumerate(synth(20_000, 1000, "zipf(0.9)", "fixed(100)", seed=1)):
+        op = rng.choices(["set", "get", "delete"], [4, 5, 1])[0]
+        ttl = 10_000 + i if op == "set" else 0
+        key = f"k{r.key}"
+        rows.append(f"{i // 100},{key},{len(key)},100,0,{op},{ttl}\n")
+        expected[f"wb:{key}".encode()].append((op, ttl))
+    trace = tmp_path / "ordered.twitter.csv"
+    trace.write_text("".join(rows))
+    shares = collections.Counter(zlib.crc32(k[3:]) % 8 for k, v in expected.items() for _ in v)
+    assert max(shares.values()) / (20_000 / 8) > 1.4  # the split by hash alone is skewed
+    lines: list[bytes] = []
+    with start_redis() as server:
+        ready = threading.Event()
+        reader = threading.Thread(target=_monitor, args=(server.host, server.port, lines, ready))
+        reader.start()
+        try:
+            assert ready.wait(30)
+            extra = [
+                f"target.options.url={server.target_options['url']}",
+                "target.managed=false",
+                'workload.trace.ops="as-recorded"',
+                "load.workers=1",
+                "load.concurrency=8",
+            ]
+            if engine == "native":
+                extra.append("strategy.options.pipeline=16")
+            events = await collect(_replay(trace, *extra, engine=engine), store)
+        finally:
+            with socket.create_connection((server.host, server.port), timeout=10) as s:
+                s.sendall(b"ECHO " + _END + b"\r\n")
+                s.recv(100)
+            reader.join()
+    (step,) = finished(events)
+    assert step.status == "completed", step.reason
+    seen: dict[bytes, list[tuple[str, int]]] = collections.defaultdict(list)
+    last: dict[bytes, float] = {}  # per connection, the time of its last command
+    first = None
+    names = {b"SET": "set", b"GET": "get", b"DEL": "delete"}
+    for line in lines:
+        m = _MONITOR_LINE.match(line)
+        if not m:
+            continue
+        args = _ARG.findall(m.group(3))
+        if args[0].upper() not in names or not args[1].startswith(b"wb:k"):
+            continue
+        op = names[args[0].upper()]
+        ttl = _ttl_of(args[3:]) if op == "set" else 0
+        seen[args[1]].append((op, ttl))
+        at = float(m.group(1))
+        first = at if first is None else first
+        last[m.group(2)] = at
+    assert seen == expected  # every request once, each key's in the trace's order
+    if engine == "native":
+        assert len(last) == 8, last
+        end, span = max(last.values()), max(last.values()) - first
+        assert all(end - t < 0.15 * span for t in last.values()), (sorted(last.values()), first)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_cli_live_lines_say_how_many_requests_were_skipped(tmp_path: Path, engine: str) -> None:
+    trace = tmp_path / "ops.twitter.csv"
+    # 2 s of trace time at speed 4 (0.5 s, two intervals or more): every other one an incr.
+    trace.write_text(
+        "".join(f"{i / 200},k{i % 20},3,10,0,{'incr' if i % 2 else 'get'},0\n" for i in range(400))
+    )
+    overrides = [*_replay(trace, 'workload.trace.ops="as-recorded"', engine=engine)]
+    overrides += ["workload.trace.speed=4", "load.interval=0.2", "load.warmup=0", "load.workers=1"]
+    args = [a for o in overrides for a in ("--set", o)]
+    env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "runs.sqlite3")}
+    res = subprocess.run(
+        [sys.executable, "-m", "workbench.cli.main", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    live = [ln for ln in res.stdout.splitlines() if ln.startswith("[") and "ops/s" in ln]
+    assert live and live[-1].endswith("skipped 200"), live
+    assert "skipped 200 trace request(s) this target does not do: incr 200" in res.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from support import collect, stopped
 
-from workbench.events import Event, Interval, StepStarted
+from workbench.events import Event, Interval, Notice, StepStarted
 from workbench.live import RunView
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
@@ -142,6 +143,65 @@ def test_search_against_managed_redis_finds_a_rate_and_stores_every_probe(
     assert search.conclusion().split(";")[0] in res.stdout
 
 
+def test_one_stall_of_the_server_fails_a_probe_but_not_its_rate(store_path: Path) -> None:
+    """SIGSTOP the managed Redis for half a second in the first probe: that probe fails its
+    p99, the two retries at the same rate pass, so the rate passes and the search doubles
+    on past it. Every probe is stored; the retries are labelled and the report says why the
+    search went on."""
+    spec = load_spec(
+        None,
+        [
+            "target.system=redis",
+            "target.managed=true",
+            "load.concurrency=4",
+            "load.workers=1",
+            "load.warmup=0.2",
+            "load.interval=0.5",
+            "search.start=200",
+            "search.probe=2",
+            "search.max_probes=4",
+        ],
+    )
+    spec, checks = search_spec(spec, ["p99<100ms"])
+    store = Store(store_path)
+    searching = SearchRun(spec, checks)
+
+    said: list[str] = []
+
+    async def drive() -> None:
+        pid = 0
+        async for e in searching.events(store, notices=True):
+            if isinstance(e, Notice):  # what the TUI shows after each probe
+                said.append(e.message)
+            elif isinstance(e, StepStarted) and e.step == 0:
+                pid = int(e.server["pid"])
+            elif isinstance(e, Interval) and e.step == 0 and e.index == 0:
+                stopped(pid)
+                await asyncio.sleep(0.5)
+                os.kill(pid, signal.SIGCONT)
+
+    asyncio.run(drive())
+    search = searching.search
+    first = search.probes[0]
+    assert not first.passed, first
+    assert [p.rate for p in search.probes] == [200, 200, 200, 400], search.conclusion()
+    assert [p.attempt for p in search.probes] == [0, 1, 2, 0]
+    assert [p.passed for p in search.probes] == [False, True, True, True], search.conclusion()
+    assert search.decision(200) is True and search.outvoted() == [first]
+    assert len(said) == 4 and said[0].startswith(
+        "search: 200 ops/s FAIL, probing this rate again to confirm the failure, p99<100ms"
+    )
+    assert said[2] == (
+        "search: 200 ops/s pass, retry 2: the failure is not confirmed (a hiccup): the rate passes"
+    )
+    stored = store.load("last")
+    assert [s.label.get("search.retry") for s in stored.steps] == [None, "1", "2", None]
+    res = cli(["report", "last", "--format", "search"], store_path)
+    assert res.returncode == 0, res.stderr
+    assert "retry 2: the failure is not confirmed (a hiccup): the rate passes" in res.stdout
+    assert "1 failure not confirmed (a hiccup)" in res.stdout
+
+
 def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Path) -> None:
     res = cli(
         [
@@ -154,6 +214,8 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
             "load.concurrency=2",
             "--set",
             "load.warmup=0",
+            "--set",
+            "load.interval=0.25",
             "--start",
             "200",
             "--probe",
@@ -170,8 +232,15 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
         "cannot be met at any rate" in res.stdout
         or "the generator, not the target, failed" in res.stdout
     ), res.stdout
-    probes = len(Store(store_path).load("last").steps)
-    assert 1 <= probes <= 4
+    # Each failing rate is probed a second time to confirm it: two probes a rate, at most
+    # four rates (200, 100, 50, 25).
+    steps = Store(store_path).load("last").steps
+    assert 2 <= len(steps) <= 8
+    assert steps[1].label == {"load.rate": "200", "search.retry": "1"}
+    assert "(retry 1: is the failure at this rate real?)" in res.stdout
+    assert "retry 1: the failure is confirmed: the rate fails" in res.stdout
+    # Each failed check says in how many of the probe's intervals it was over on its own.
+    assert re.search(r"FAIL: p99<1ns \(measured [^;)]+; over in \d+ of \d+ intervals\)", res.stdout)
 
 
 def test_thresholds_pass_and_fail_with_the_exit_codes_promised(

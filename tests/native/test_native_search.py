@@ -49,7 +49,7 @@ async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_lo
                 "load.interval=0.5",
                 f"search.start={round(throughput / 16)}",
                 "search.probe=1",
-                "search.max_probes=10",
+                "search.max_probes=14",
                 "search.precision=0.1",
             ],
         )
@@ -63,10 +63,14 @@ async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_lo
     assert search.best is not None, search.conclusion()
     if search.stopped:  # only past the knee it found, and only for the generator's fault
         assert "the generator, not the target, failed" in search.stopped, search.conclusion()
-    # Issue 20 asks for half the closed-loop rate; that is not reached here. Searches on
-    # this 2-core VM with nothing else running found 6%, 12%, 12%, 23%, 23%, 23%, 25% and
-    # 38% of it (polling or not): the doubling probes land near 1/16, 1/8 or 1/4, and one
-    # scheduler hiccup of a few ms fails a 1 s probe's p99<1ms. A CI run found 5.9%. What
-    # this guards is that the search's first probe (1/16) or a higher one passes: a search
-    # that measured its own pacing failed every probe from 125 ops/s up.
+    # Issue 20 asks for half the closed-loop rate; that is not shown on CFS here. Before
+    # failing probes were confirmed, searches on this 2-core VM with nothing else running
+    # found 6%, 12%, 12%, 23%, 23%, 23%, 25% and 38% of it (polling or not): the doubling
+    # probes land near 1/16, 1/8 or 1/4, and one scheduler hiccup of a few ms fails a 1 s
+    # probe's p99<1ms. A failing rate is now probed again (two of three), so one hiccup no
+    # longer ends the search. Under `chrt -f 10` at load 8-25 (h19) the native engine
+    # found 50-69% in six runs, but on CFS at that load 12 of 13 searches (both engines)
+    # found no passing rate (every rate failed, confirmed, on a machine-bound verdict).
+    # What this guards is that the search's first probe (1/16) or a higher one passes: a
+    # search that measured its own pacing failed every probe from 125 ops/s up.
     assert search.best.rate >= throughput / 20, (throughput, search.conclusion())

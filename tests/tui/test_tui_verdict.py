@@ -68,3 +68,23 @@ def test_a_clusters_redirects_and_nodes_cpu_are_counters_of_the_step() -> None:
     assert (rows["MOVED"], rows["ASK"]) == ("10", "35")
     assert rows["nodes cpu"] == "127.0.0.1:7000 0.50s, 127.0.0.1:7001 0.25s"
     assert "MOVED" in text_of(counters_table(view, view.steps[0]))
+
+
+def test_a_replays_skipped_requests_are_a_counter_of_the_step_not_errors() -> None:
+    events = []
+    for e in synthetic_events("20231114-221320-eeee", "replay"):
+        if isinstance(e, Interval):
+            stats = interval_stats(e.index)
+            stats.skipped = {"incr": 3, "add": 1}
+            e = Interval(e.run_id, e.step, e.index, e.elapsed, stats)
+        if isinstance(e, StepFinished):  # the step's totals as the coordinator sends them
+            e = replace(e, stats=replace(e.stats, skipped={"incr": 1200, "add": 34}))
+        events.append(e)
+    rows = dict((str(k), str(v)) for k, v in counter_rows(view_of(events).steps[0]))
+    assert rows["skipped"] == "1,234: incr 1,200, add 34"  # the most first: it stays in sight
+    assert rows["errors"] == "0"  # skipped requests were never tried
+    running = view_of([e for e in events if not isinstance(e, StepFinished)])
+    live = dict((str(k), str(v)) for k, v in counter_rows(running.steps[0]))
+    assert live["skipped"].startswith(f"{4 * sum(isinstance(e, Interval) for e in events)}: ")
+    plain = view_of(synthetic_events("20231114-221320-ffff", "plain"))
+    assert "skipped" not in dict(counter_rows(plain.steps[0]))  # only a replay that skips

@@ -110,7 +110,13 @@ def test_search_report_of_stored_probes(tmp_path: Path) -> None:
     run = record(
         store,
         "s1",
-        ["name=find", "target.system=redis", 'search.target=["p99<1ms"]', "search.precision=0.2"],
+        [
+            "name=find",
+            "target.system=redis",
+            'search.target=["p99<1ms"]',
+            "search.precision=0.2",
+            "search.confirm=1",  # each failure counted at once: no retries among the steps
+        ],
         [
             (f"rate={r}", {"load.rate": float(r)}, [stats(r, lat, 0.3, 0.2, offered=r)])
             for r, lat in probes

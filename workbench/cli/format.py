@@ -11,12 +11,14 @@ from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text,
 from workbench.refusals import refusals
 
 
-def live_line(elapsed: float, s: Summary) -> str:
+def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:
+    """One interval's figures; `skipped`: the trace requests the step skipped so far, said
+    when there are any."""
     hits = f"hits {s.hits:,} misses {s.misses:,}" if s.hits + s.misses else "no gets"
     return (
         f"[{elapsed:6.1f}s] {s.ops_per_s:>11,.0f} ops/s {s.mib_per_s:8.2f} MiB/s  "
         f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}  {hits}  "
-        f"errors {s.errors:,}"
+        f"errors {s.errors:,}" + (f"  skipped {skipped:,}" if skipped else "")
     )
 
 

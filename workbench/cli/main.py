@@ -85,7 +85,11 @@ def main_callback(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # a Ctrl-C while typer builds the commands, before any runs
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

@@ -306,7 +306,7 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
     elif isinstance(event, Interval) and not quiet:
         step = view.steps[event.step]
         if step.latest is not None:
-            out(live_line(event.elapsed, step.latest))
+            out(live_line(event.elapsed, step.latest, step.totals.skipped_count))
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):

@@ -21,7 +21,7 @@ from workbench.events import Interval, Notice, RunStarted, StepFinished, StepSta
 from workbench.live import RunView
 from workbench.metrics import format_us
 from workbench.report.search import conclusion
-from workbench.search_rules import probe_of, search_spec
+from workbench.search_rules import RETRY_LABEL, search_spec
 from workbench.search_session import SearchRun
 
 
@@ -56,7 +56,15 @@ def command(
         float | None, typer.Option(help="seconds measured per probe (search.probe, 3)")
     ] = None,
     max_probes: Annotated[
-        int | None, typer.Option(help="at most this many probes (search.max_probes, 12)")
+        int | None,
+        typer.Option(help="at most this many probes, retries too (search.max_probes, 16)"),
+    ] = None,
+    confirm: Annotated[
+        int | None,
+        typer.Option(
+            help="a rate fails when this many of its probes failed (search.confirm, 2: two "
+            "of three; 1: at the first)"
+        ),
     ] = None,
     precision: Annotated[
         float | None,
@@ -83,6 +91,7 @@ def command(
             ("probe", probe),
             ("max_probes", max_probes),
             ("precision", precision),
+            ("confirm", confirm),
         )
         if value is not None
     ]
@@ -126,16 +135,20 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
         out(f"run {event.run_id} '{event.name}': searching for the highest rate with {targets}")
     elif isinstance(event, StepStarted):
         load = event.spec["load"]
-        out(f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s")
+        retry = event.label.get(RETRY_LABEL)
+        again = f" (retry {retry}: is the failure at this rate real?)" if retry else ""
+        out(
+            f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s{again}"
+        )
     elif isinstance(event, Interval | Notice):
         show_event(event, view, quiet)  # as `workbench run` shows them
     elif isinstance(event, StepFinished):
-        step = view.steps[event.step]
-        p = probe_of(step, searching.rate_of(event.step), searching.checks)
+        p = searching.probe(event.step)
         verdict = f" [{p.verdict.kind}]" if p.verdict.known else ""
         result = "pass" if p.passed else f"FAIL: {p.why_failed()}"
+        said = searching.search.said(p)
         out(
             f"   {p.rate:,.0f} offered, {p.achieved:,.0f} achieved ops/s, p50 "
             f"{format_us(p.p50_us)}, p99 {format_us(p.p99_us)}, p99.9 {format_us(p.p999_us)}: "
-            f"{result}{verdict}"
+            f"{result}{verdict}" + (f"; {said}" if said else "")
         )

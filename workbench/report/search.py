@@ -30,11 +30,14 @@ def probes(run: RunData) -> tuple[Search | None, list[Probe]]:
     return (replay(found, settings) if settings else None), found
 
 
-def probe_table(found: Sequence[Probe], names: dict[int, str] | None = None) -> list[str]:
+def probe_table(
+    found: Sequence[Probe], names: dict[int, str] | None = None, search: Search | None = None
+) -> list[str]:
     """Latency against throughput: one row per probe, by offered rate.
 
     With `names` (a run that is not a search), each row names its step instead of saying
-    whether it met a target.
+    whether it met a target. With `search`, a retry and what it decided follow the target
+    cell ("retry 1: the failure is confirmed: the rate fails").
     """
     head = ["offered ops/s", "achieved ops/s", "p50", "p99", "p99.9", "errors"]
     head = (["step"] if names else []) + head + (["verdict"] if names else ["target", "verdict"])
@@ -51,7 +54,9 @@ def probe_table(found: Sequence[Probe], names: dict[int, str] | None = None) -> 
             f"{p.errors:,} ({p.error_share:.2%})" if p.errors else "0",
         ]
         if not names:
-            cells.append("pass" if p.passed else escape_cell(f"fail: {p.why_failed()}"))
+            said = search.said(p) if search is not None else ""
+            result = "pass" if p.passed else f"fail: {p.why_failed()}"
+            cells.append(escape_cell(f"{result}; {said}" if said else result))
         cells.append(p.verdict.kind if p.verdict.known else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
@@ -59,6 +64,8 @@ def probe_table(found: Sequence[Probe], names: dict[int, str] | None = None) -> 
 
 def search_section(run: RunData) -> list[str]:
     search, found = probes(run)
+    if search is not None:  # as the search recorded them: each with its attempt
+        found = search.probes
     if search is None:
         names = {s.index: s.name(with_run=False) for s in run.started_steps}
         return [
@@ -88,11 +95,18 @@ def search_section(run: RunData) -> list[str]:
         )
     ended = "interrupted; " if run.status == "interrupted" else ""
     lines += [f"- Outcome: {ended}{escape_cell(search.conclusion())}", ""]
-    lines += probe_table(found)
+    lines += probe_table(found, search=search)
+    confirm = search.settings.confirm
     lines += [
         f"Each probe ran open loop for {search.settings.probe:g} s after the profile's "
         "warm-up; latency is measured from each op's intended start. A probe passes when "
-        "every target holds, it issued at least 95% of the offered ops and it completed.",
+        "every target holds, it issued at least 95% of the offered ops and it completed. "
+        + (
+            f"A failing rate was probed again until {confirm} of its probes failed or as "
+            "many passed, so that one hiccup does not end the search."
+            if confirm > 1
+            else "A rate failed at its first failing probe (search.confirm=1)."
+        ),
         "",
     ]
     return lines

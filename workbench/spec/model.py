@@ -144,8 +144,9 @@ class SearchSpec:
     target: tuple[str, ...] = ()
     start: float = 1000.0  # first rate probed, ops/s
     probe: float = 3.0  # seconds measured per probe
-    max_probes: int = 12
+    max_probes: int = 16  # every probe counts, retries too
     precision: float = 0.05  # done when the failing rate is within this share of the passing
+    confirm: int = 2  # a rate fails when this many of its probes failed (2: two of three)
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ class WorkbenchApp(App[None]):
         self.stop_event = asyncio.Event()
         self.searching = SearchRun(spec, checks)
         self.run_worker_ = self.run_worker(
-            self._follow(self.searching.events(self.store, stop=self.stop_event)),
+            self._follow(self.searching.events(self.store, stop=self.stop_event, notices=True)),
             name="search",
             group="runs",
             exclusive=True,

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 
 from workbench.adapter import NODE_CPU
 from workbench.live import RunView, StepView
-from workbench.metrics import Summary
+from workbench.metrics import Stats, Summary
 from workbench.tui.figures import (
     axis_us,
     format_bytes,
@@ -171,6 +171,16 @@ def simulated_rows(results: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def skipped_rows(t: Stats) -> list[Row]:
+    """A trace replay's requests this target does not do, by op (not errors: never tried),
+    the most first so that they stay in sight; none when nothing was skipped."""
+    if not t.skipped:
+        return []
+    most = sorted(t.skipped.items(), key=lambda kind: (-kind[1], kind[0]))
+    kinds = ", ".join(f"{what} {format_count(n)}" for what, n in most)
+    return [("skipped", Text(f"{format_count(t.skipped_count)}: {kinds}", overflow="ellipsis"))]
+
+
 def counter_rows(step: StepView | None) -> list[Row]:
     """Label and value of every counter of a step (dashes before it has figures)."""
     s = step.summary if step else None
@@ -185,6 +195,7 @@ def counter_rows(step: StepView | None) -> list[Row]:
         ("misses", format_count(s.misses)),
         ("hit rate", format_pct(s.hit_rate)),
         ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
+        *skipped_rows(t),
         ("measured", _seconds(s.duration)),
         ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
@@ -231,9 +242,12 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
                 Text(f"{format_count(n)}: {first}", style="red", overflow="ellipsis"),
                 *([""] * (2 * pairs - 2)),
             )
-    for notice in view.notices[-3:]:
-        grid.add_row(Text(notice, style="yellow", overflow="ellipsis"), *([""] * (2 * pairs - 1)))
-    parts: list[Table | Text] = [grid]
+    # Notices under the grid, one line each: in a grid row a long one (a search's probe
+    # result) widened the label column and squeezed every counter to an ellipsis.
+    notices = [
+        Text(n, style="yellow", no_wrap=True, overflow="ellipsis") for n in view.notices[-3:]
+    ]
+    parts: list[Table | Text] = [grid, *notices]
     if step is not None and step.points and (verdict := step.verdict).known:
         # What limited the figure: a badge and one line, so the counters stay in sight;
         # the whole verdict is in the report and `workbench runs show`.
