@@ -52,9 +52,12 @@ def test_a_ctrl_c_during_the_prefill_ends_it(redis: ServerProcess, cli_run, tmp_
 
 # The command's modules load with a finder first in line that, when the run command's own
 # module is asked for (inside main.py's guarded imports), sends this process SIGINT: a
-# Ctrl-C while the imports load, at a known point, however busy the machine is.
+# Ctrl-C while the imports load, at a known point, however busy the machine is. Python
+# leaves SIGINT ignored when it starts so (a background job of a shell, nohup, CI), so the
+# snippet first puts Python's own Ctrl-C handler back, as a terminal's foreground job has it.
 INTERRUPTED_IMPORTS = """
 import os, runpy, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal's foreground
 class CtrlC:
     def find_spec(self, name, path=None, target=None):
         if name == "workbench.cli.run":
@@ -83,6 +86,8 @@ def test_a_ctrl_c_while_the_imports_load_exits_130_without_a_traceback(tmp_path:
 INTERRUPTED_SETUP = """
 import os, runpy, signal
 import typer.main
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal's foreground
 
 build = typer.main.get_command
 def interrupted_build(app):
