@@ -52,55 +52,43 @@ def test_a_ctrl_c_during_the_prefill_ends_it(redis: ServerProcess, cli_run, tmp_
 
 # The command's modules load with a finder first in line that, when the run command's own
 # module is asked for (inside main.py's guarded imports), sends this process SIGINT: a
-# Ctrl-C while the imports load, at a known point, however busy the machine is. Python
-# leaves SIGINT ignored when it starts so (a background job of a shell, nohup, CI), so the
-# snippet first puts Python's own Ctrl-C handler back, as a terminal's foreground job has it.
-INTERRUPTED_IMPORTS = """
-import os, runpy, signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal's foreground
+# A `workbench run` whose process sends itself SIGINT at a known point (`snippet` sets it up,
+# then `RUN_CLI` runs the command), however busy the machine is. Python leaves SIGINT
+# ignored when it starts so (a background job of a shell, nohup, CI), so Python's own Ctrl-C
+# handler is put back first, as a terminal's foreground job has it.
+FOREGROUND = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+RUN_CLI = """
+import runpy
+runpy.run_module("workbench.cli.main", run_name="__main__", alter_sys=True)
+"""
+
+# When the run command's own module is asked for, inside main.py's guarded imports.
+DURING_IMPORTS = """
+import os, signal, sys
 class CtrlC:
     def find_spec(self, name, path=None, target=None):
         if name == "workbench.cli.run":
             os.kill(os.getpid(), signal.SIGINT)
         return None
 sys.meta_path.insert(0, CtrlC())
-runpy.run_module("workbench.cli.main", run_name="__main__", alter_sys=True)
 """
-
-
-def test_a_ctrl_c_while_the_imports_load_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_IMPORTS, "run",
-         "--store", str(tmp_path / "runs.sqlite"), "--test-time", "30s"],
-        capture_output=True,
-        text=True,
-        timeout=ENDS_WITHIN,
-    )  # fmt: skip
-    assert done.returncode == 130, done.stderr[-2000:]
-    assert done.stderr.splitlines() == ["interrupted"], done.stderr[-2000:]
-    assert not (tmp_path / "runs.sqlite").exists()
-
-
-# SIGINT while typer builds the click commands from the app (after the imports, before
-# any command's own handling).
-INTERRUPTED_SETUP = """
-import os, runpy, signal
+# While typer builds the click commands from the app (after the imports, before any
+# command's own handling).
+DURING_SETUP = """
+import os, signal
 import typer.main
-
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal's foreground
-
 build = typer.main.get_command
 def interrupted_build(app):
     os.kill(os.getpid(), signal.SIGINT)
     return build(app)
 typer.main.get_command = interrupted_build
-runpy.run_module("workbench.cli.main", run_name="__main__", alter_sys=True)
 """
 
 
-def test_a_ctrl_c_while_the_commands_are_built_is_one_line_too(tmp_path: Path) -> None:
+def _interrupted(snippet: str, tmp_path: Path) -> None:
+    """The command says `interrupted` in one line, exits 130 and stored nothing."""
     done = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_SETUP, "run",
+        [sys.executable, "-c", FOREGROUND + snippet + RUN_CLI, "run",
          "--store", str(tmp_path / "runs.sqlite"), "--test-time", "30s"],
         capture_output=True,
         text=True,
@@ -109,3 +97,11 @@ def test_a_ctrl_c_while_the_commands_are_built_is_one_line_too(tmp_path: Path) -
     assert done.returncode == 130, done.stderr[-2000:]
     assert done.stderr.splitlines() == ["interrupted"], done.stderr[-2000:]
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+def test_a_ctrl_c_while_the_imports_load_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    _interrupted(DURING_IMPORTS, tmp_path)
+
+
+def test_a_ctrl_c_while_the_commands_are_built_is_one_line_too(tmp_path: Path) -> None:
+    _interrupted(DURING_SETUP, tmp_path)

@@ -54,19 +54,31 @@ def migrate_one_slot(cluster: ClusterProcess, done: threading.Event) -> None:
         done.set()
 
 
+class Migration:
+    """`migrate_one_slot` in a thread of its own, begun when the run's third interval is in."""
+
+    def __init__(self, cluster: ClusterProcess) -> None:
+        self.cluster = cluster
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def on_event(self, e: Any) -> None:
+        if isinstance(e, Interval) and e.index == 2 and self.thread is None:
+            self.thread = threading.Thread(target=migrate_one_slot, args=(self.cluster, self.done))
+            self.thread.start()
+
+    def check_done(self) -> None:
+        assert self.thread is not None, "the run ended before the migration began"
+        self.thread.join(timeout=30)
+        assert self.done.is_set()
+
+
 @pytest.mark.parametrize("strategy", ["native", "cluster"])
 async def test_a_slot_migrated_mid_run_is_followed_and_counted(
     strategy: str, tmp_path: Path
 ) -> None:
     with start_cluster(3) as cluster:
-        done = threading.Event()
-        worker: list[threading.Thread] = []
-
-        def on_event(e: Any) -> None:
-            if isinstance(e, Interval) and e.index == 2 and not worker:
-                worker.append(threading.Thread(target=migrate_one_slot, args=(cluster, done)))
-                worker[0].start()
-
+        migration = Migration(cluster)
         events = await collect(
             [
                 "target.system=redis",
@@ -81,11 +93,9 @@ async def test_a_slot_migrated_mid_run_is_followed_and_counted(
                 "workload.prefill=true",
             ],
             Store(tmp_path / "runs.sqlite"),
-            on_event=on_event,
+            on_event=migration.on_event,
         )
-        assert worker, "the run ended before the migration began"
-        worker[0].join(timeout=30)
-        assert done.is_set()
+        migration.check_done()
     (step,) = finished(events)
     assert step.status == "completed", step.reason
     assert step.stats.errors == {}, step.stats.first_errors
@@ -105,14 +115,7 @@ def test_a_replayed_key_redirected_mid_run_keeps_its_own_name(tmp_path: Path) ->
             lines.append(f"{second},k:{i % 8},3,100,1,{op},0")
     trace.write_text("\n".join(lines) + "\n")
     with start_cluster(3) as cluster:
-        done = threading.Event()
-        worker: list[threading.Thread] = []
-
-        def on_event(e: Any) -> None:
-            if isinstance(e, Interval) and e.index == 2 and not worker:
-                worker.append(threading.Thread(target=migrate_one_slot, args=(cluster, done)))
-                worker[0].start()
-
+        migration = Migration(cluster)
         events = asyncio.run(
             collect(
                 [
@@ -130,12 +133,10 @@ def test_a_replayed_key_redirected_mid_run_keeps_its_own_name(tmp_path: Path) ->
                     "load.concurrency=4",
                 ],
                 Store(tmp_path / "runs.sqlite"),
-                on_event=on_event,
+                on_event=migration.on_event,
             )
         )
-        assert worker, "the run ended before the migration began"
-        worker[0].join(timeout=30)
-        assert done.is_set()
+        migration.check_done()
         names = set()
         for node in cluster.nodes:
             r = redis.Redis(port=node.port, socket_timeout=5)

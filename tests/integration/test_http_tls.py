@@ -211,16 +211,24 @@ def _established(port: int) -> int:
     return len(out.splitlines())
 
 
+async def _keep_alive(server: ServerProcess, **strategy: Any) -> tuple[Any, int, int]:
+    """A keep-alive connection to `server`; its port, and the connections to it before."""
+    system = load_plugin("http")
+    keep_alive = system.strategy("keep-alive")
+    port = int(server.target_options["base_url"].rsplit(":", 1)[1].split("/")[0])
+    before = _established(port)
+    conn = await keep_alive.connect(
+        system.options.resolve(server.target_options, "target.options"),
+        keep_alive.options.resolve(strategy, "strategy.options"),
+    )
+    return conn, port, before
+
+
 @pytest.mark.parametrize("clients", [1, 6])
 async def test_keep_alive_opens_its_pool_before_the_load_not_inside_an_op(
     https_store: ServerProcess, clients: int
 ) -> None:
-    system = load_plugin("http")
-    strategy = system.strategy("keep-alive")
-    options = system.options.resolve(https_store.target_options, "target.options")
-    port = int(https_store.target_options["base_url"].rsplit(":", 1)[1].split("/")[0])
-    before = _established(port)
-    conn = await strategy.connect(options, strategy.options.resolve({}, "strategy.options"))
+    conn, port, before = await _keep_alive(https_store)
     try:
         made = [await conn.client() for _ in range(clients)]
         await conn.open_pool(clients)  # as the engine does once its clients are made
@@ -236,14 +244,7 @@ async def test_keep_alive_opens_its_pool_before_the_load_not_inside_an_op(
 async def test_a_pool_size_caps_the_connections_opened_before_the_load(
     https_store: ServerProcess,
 ) -> None:
-    system = load_plugin("http")
-    strategy = system.strategy("keep-alive")
-    options = system.options.resolve(https_store.target_options, "target.options")
-    port = int(https_store.target_options["base_url"].rsplit(":", 1)[1].split("/")[0])
-    before = _established(port)
-    conn = await strategy.connect(
-        options, strategy.options.resolve({"pool_size": 2}, "strategy.options")
-    )
+    conn, port, before = await _keep_alive(https_store, pool_size=2)
     try:
         await conn.open_pool(5)
         assert _established(port) - before == 2
