@@ -513,9 +513,13 @@ class RayLauncher:
         """CPUs given back and the connection closed, within `CLOSE_TIMEOUT` s each: a
         cluster that does not answer is left to notice the driver's exit by itself."""
         groups, self.groups = self.groups, []
-        done = await _bounded(
-            lambda: [remove_placement_group(g) for g in groups], "unplace", CLOSE_TIMEOUT
-        )
+
+        def unplace() -> None:
+            for group in groups:  # each on its own: one that fails leaves the others to go
+                with contextlib.suppress(Exception):
+                    remove_placement_group(group)
+
+        done = await _bounded(unplace, "unplace", CLOSE_TIMEOUT)
         if self.owns_connection:
             done = await _bounded(ray.shutdown, "shutdown", CLOSE_TIMEOUT) and done
         if not done:
