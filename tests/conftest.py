@@ -32,6 +32,18 @@ def memcached_server() -> Iterator[ServerProcess]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def https_store() -> Iterator[ServerProcess]:
+    """The workbench's kv-store over HTTPS (a throw-away CA), for one test module."""
+    from http_support import kv_store
+
+    server = kv_store(tls=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "runs.sqlite"

@@ -7,9 +7,7 @@ import signal
 from workbench.store import Store
 
 
-def test_sigusr1_prints_the_runs_tasks_and_threads_and_the_run_completes(
-    cli_run, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+def test_sigusr1_prints_the_runs_tasks_and_threads_and_the_run_completes(cli_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
     cli = cli_run(
         "--set", "target.system=embedded", "--set", "load.duration=2",
         "--set", "load.interval=0.5", "--set", "load.warmup=0", "--set", "load.workers=1",

@@ -29,15 +29,6 @@ STRATEGIES = ["keep-alive", "new-connection", "lean"]
 
 
 @pytest.fixture(scope="module")
-def https_store() -> Iterator[ServerProcess]:
-    server = kv_store(tls=True)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def http_store() -> Iterator[ServerProcess]:
     server = kv_store()
     try:

@@ -4,11 +4,9 @@ certificate, and both plain/TLS mix-ups (a clear line, never a hang)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from http_support import kv_store
 from support import collect, finished
 
@@ -24,15 +22,6 @@ LOAD = [
     "load.concurrency=4",
     "strategy.name=native",
 ]
-
-
-@pytest.fixture(scope="module")
-def https_store() -> Iterator[ServerProcess]:
-    server = kv_store(tls=True)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def given(server: ServerProcess, **changed: Any) -> list[str]:
