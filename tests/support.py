@@ -36,6 +36,12 @@ def finished(events: list[Event]) -> list[StepFinished]:
     return [e for e in events if isinstance(e, StepFinished)]
 
 
+def completed_clean(step: StepFinished) -> None:
+    """The step completed and no operation failed."""
+    assert step.status == "completed", step.reason
+    assert step.stats.errors == {}, step.stats.first_errors
+
+
 def stopped(pid: int) -> None:
     """SIGSTOP a server and wait until the kernel shows it stopped (a signal is not instant)."""
     os.kill(pid, signal.SIGSTOP)

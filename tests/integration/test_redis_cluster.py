@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import redis
-from support import collect, finished
+from support import collect, completed_clean, finished
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
 from workbench.events import Interval, StepStarted
@@ -47,8 +47,7 @@ async def test_a_managed_cluster_gets_keys_on_every_node(tmp_path: Path) -> None
     )
     (step,) = finished(events)
     assert seen["started"].strategy == "native"  # the native engine speaks Redis Cluster
-    assert step.status == "completed", step.reason
-    assert step.stats.errors == {}
+    completed_clean(step)
     # The server's CPU is read per node (each node's process): the verdict's cores are the
     # nodes' and it names the busiest node.
     view = RunView()
@@ -196,7 +195,6 @@ async def test_a_managed_tls_cluster_is_loaded_over_tls_in_both_engines(
     )
     (step,) = finished(events)
     assert seen["url"].startswith("rediss://")
-    assert step.status == "completed", step.reason
-    assert step.stats.errors == {}, step.stats.first_errors
+    completed_clean(step)
     assert step.stats.ops == 3000
     assert not Path(seen["ca"]).exists()  # the throw-away CA went with the cluster

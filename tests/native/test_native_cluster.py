@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from support import collect, finished
+from support import collect, completed_clean, finished
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
 from workbench.events import StepFinished
@@ -51,8 +51,7 @@ async def test_pipelined_on_every_node_connection(tmp_path: Path, cluster: Clust
         cluster,
         ["load.ops=20000", "load.workers=2", "load.concurrency=4", "strategy.options.pipeline=16"],
     )
-    assert step.status == "completed", step.reason
-    assert step.stats.errors == {}, step.stats.first_errors
+    completed_clean(step)
     assert step.stats.ops == 20000
     assert step.stats.moved == step.stats.ask == 0  # the map was right from the start
     assert all(n > 0 for n in sizes(cluster)), sizes(cluster)
@@ -66,8 +65,7 @@ async def test_a_hash_tag_pins_every_key_to_one_node(
         cluster,
         ["load.ops=3000", "load.workers=1", "load.concurrency=4", "workload.key_prefix={pinned}:"],
     )
-    assert step.status == "completed", step.reason
-    assert step.stats.errors == {}, step.stats.first_errors
+    completed_clean(step)
     assert sorted(n > 0 for n in sizes(cluster)) == [False, False, True], sizes(cluster)
 
 
@@ -81,6 +79,5 @@ async def test_ops_parked_in_the_warm_up_are_not_counted_as_measured(
         cluster,
         ["load.warmup=0.5", "load.ops=3000", "load.workers=1", "load.concurrency=4"],
     )
-    assert step.status == "completed", step.reason
-    assert step.stats.errors == {}, step.stats.first_errors
+    completed_clean(step)
     assert step.stats.ops == 3000
