@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
-from workbench.metrics import Stats
+from workbench.metrics import Stats, Summary, summarise
 
 # "degraded": measured to the end, but some workers were lost on the way (their share is
 # missing from the figures after they were lost). "abandoned": the process running it
@@ -73,6 +74,12 @@ class Interval:
     elapsed: float  # seconds since the step's measurement began, at the interval's end
     stats: Stats
     warmup: bool = False
+
+    @cached_property
+    def summary(self) -> Summary:
+        """`summarise(stats)`, taken once: the store's chart point and the live view both
+        read it (an interval's statistics are not changed once it is an event)."""
+        return summarise(self.stats)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,38 @@ __all__ = ["MAX_NOTICES", "Point", "RunView", "StepView", "point"]
 MAX_NOTICES = 200  # the newest notices a view keeps; the rest are counted
 
 
+class _Unread:
+    """A running step's summary not yet taken: `summarise(totals)` when first read."""
+
+    __slots__ = ("totals",)
+
+    def __init__(self, totals: Stats) -> None:
+        self.totals = totals
+
+
+class _TotalsSummary:
+    """StepView.summary, taken lazily. Each interval used to summarise the step's growing
+    totals whether or not anyone looked (~1-3 ms of the coordinator's CPU per interval
+    while the workers and server are busiest); now a face that reads it pays once per
+    view it reads, and a search that reads only the finished step's pays nothing. The
+    summary given (StepFinished, `replayed`, a test) is kept as given."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, view: Any, owner: type | None = None) -> Summary | None:
+        if view is None:  # the dataclass asks for the field's default
+            return None
+        value = view.__dict__.get(self.slot)
+        if isinstance(value, _Unread):
+            value = summarise(value.totals)
+            view.__dict__[self.slot] = value  # the same figure every later read
+        return value
+
+    def __set__(self, view: Any, value: Summary | _Unread | None) -> None:
+        view.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True)
 class StepView:
     index: int
@@ -51,7 +83,7 @@ class StepView:
     server: dict[str, str] = field(default_factory=dict)
     timeline: Timeline = field(default_factory=Timeline)
     totals: Stats = field(default_factory=Stats)
-    summary: Summary | None = None  # of `totals`
+    summary: Summary | None = _TotalsSummary()  # of `totals`; while running, taken when read
     latest: Summary | None = None  # of the last interval
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
@@ -120,12 +152,12 @@ class RunView:
         if isinstance(event, Interval):
             old = self.steps[event.step]
             totals = merged((old.totals, event.stats), concurrent=False)
-            latest = summarise(event.stats)
+            latest = event.summary
             step = replace(
                 old,
                 timeline=old.timeline.add(point(event, latest)),
                 totals=totals,
-                summary=summarise(totals),
+                summary=_Unread(totals),  # type: ignore[arg-type]
                 latest=latest,
                 usage=old.usage.plus(event.stats),
             )
@@ -182,7 +214,7 @@ class RunView:
 
 def point(event: Interval, summary: Summary | None = None) -> Point:
     """The chart point of one interval (from its summary, when already taken)."""
-    s = summary if summary is not None else summarise(event.stats)
+    s = summary if summary is not None else event.summary
     return Point(
         event.elapsed,
         s.ops_per_s,
