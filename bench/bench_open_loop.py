@@ -17,7 +17,10 @@ sends and replies nearer than a wake-up costs, docs/frames.md) and the verdict. 
 benchmark, not a test: on a shared machine the figures carry the other processes' noise,
 so print `cat /proc/loadavg` next to them. Under `chrt -f` (a stand-in for a quiet machine) the
 native worker never polls idle (docs/frames.md): the kernel's real-time throttling would
-stop a poller for 50 ms of every second.
+stop a poller for 50 ms of every second. Above about half the closed-loop rate `chrt` is
+no upper bound either: there the worker (94-99% of a core, polling or not) and the
+server (75-80%) keep both CPUs of a 2-core VM busy enough to be throttled too (send lag
+p99 36-45 ms at 70-110k ops/s, `bench/bench_fixed_rate.py`, h25).
 
 Usage: python bench/bench_open_loop.py [seconds per step] [engine ...]
 Engines: python, native (default both). The redis-server is started on a free loopback
