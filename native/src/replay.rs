@@ -91,7 +91,9 @@ struct Item {
     index: u64,
     own: Option<Box<[u8]>>,
     value_size: u32,
-    op: u8,
+    /// What it is sent as (`replayed`, worked out once as it is read).
+    req: Req,
+    aside: bool,
     ttl: u32,
 }
 
@@ -289,13 +291,16 @@ impl Replay {
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
-        if let Err(what) = self.replayed(r.op, r.value_size) {
-            match self.skipped.iter_mut().find(|s| s.0 == what) {
-                Some(s) => s.1 += 1,
-                None => self.skipped.push((what, 1)),
+        let (req, aside) = match self.replayed(r.op, r.value_size) {
+            Ok(sent_as) => sent_as,
+            Err(what) => {
+                match self.skipped.iter_mut().find(|s| s.0 == what) {
+                    Some(s) => s.1 += 1,
+                    None => self.skipped.push((what, 1)),
+                }
+                return;
             }
-            return;
-        }
+        };
         if self.timed() && self.load_start > 0 {
             let due = self.due(r.time);
             self.dues.push_back(due);
@@ -306,7 +311,8 @@ impl Replay {
             index,
             own,
             value_size: r.value_size,
-            op: r.op,
+            req,
+            aside,
             ttl: r.ttl,
         });
     }
@@ -653,9 +659,11 @@ impl<'a> Run<'a> {
             // The client's next request (every one read is replayed: skips are never kept).
             let next = rp
                 .front(ci)
-                .map(|(i, own)| (i.op, i.value_size, i.time, i.index, i.own.is_some(), own));
-            for (what, n) in rp.skipped.drain(..) {
-                self.rec.skip(what, n);
+                .map(|(i, own)| (i.req, i.aside, i.time, i.index, i.own.is_some(), own));
+            if !rp.skipped.is_empty() {
+                for (what, n) in rp.skipped.drain(..) {
+                    self.rec.skip(what, n);
+                }
             }
             if let Some(e) = rp.failure.clone() {
                 if !rp.reported {
@@ -667,7 +675,7 @@ impl<'a> Run<'a> {
                 }
                 return false;
             }
-            let (op, value_size, time, index, text, mine) = match next {
+            let (req, aside, time, index, text, mine) = match next {
                 Some(n) => n,
                 None => {
                     // Nothing left: the client is done once its last reply is in.
@@ -686,7 +694,6 @@ impl<'a> Run<'a> {
                     return false;
                 }
             };
-            let (req, aside) = rp.replayed(op, value_size).expect("read: replayed");
             let due = if timed { rp.due(time) } else { now };
             if timed {
                 let c = &mut self.clients[ci];
