@@ -19,12 +19,15 @@
 //! speed): the client's `Schedule::next` is set to it, so the loop's open-loop machinery
 //! (io.rs) wakes, sends and records send lag as it does for `load.rate`.
 
-use crate::pacing::{Arrivals, Schedule, Timing};
 use crate::proto::{decimal, Req};
-use crate::step::Run;
 use crate::tracefile::{self, Format, Key, TraceReader};
 use serde_json::Value;
 use std::collections::VecDeque;
+
+// The step's side of the replay (`Run::replay_next` and its hooks): a child module, so it
+// reads the replay's state as this module does, kept in a flat file beside the others.
+#[path = "replay_clients.rs"]
+mod clients;
 
 /// The error kind of a trace that cannot be read to its end: it fails the step
 /// (`trace_feed.UNREADABLE`).
@@ -91,7 +94,9 @@ struct Item {
     index: u64,
     own: Option<Box<[u8]>>,
     value_size: u32,
-    op: u8,
+    /// What it is sent as (`replayed`, worked out once as it is read).
+    req: Req,
+    aside: bool,
     ttl: u32,
 }
 
@@ -124,6 +129,7 @@ pub struct Replay {
     all_local: bool,
     /// The key prefix, which a key sent as its own bytes starts with.
     prefix: String,
+    index_keys: IndexKeys,
     /// Requests read, in trace order, that no client has taken yet.
     ahead: VecDeque<Item>,
     /// Per client: requests of keys it holds, in trace order; sent before `ahead`.
@@ -195,7 +201,12 @@ fn key_text<'a>(key: &'a Key, buf: &'a mut [u8; 20]) -> &'a [u8] {
 }
 
 impl Replay {
-    pub fn new(order: TraceOrder, client_ids: &[i64], prefix: &str) -> Result<Replay, String> {
+    pub fn new(
+        order: TraceOrder,
+        client_ids: &[i64],
+        prefix: &str,
+        length: usize,
+    ) -> Result<Replay, String> {
         let reader = TraceReader::open(&order.path, order.format)?;
         let mut local = vec![u32::MAX; order.all_clients as usize];
         for (i, &id) in client_ids.iter().enumerate() {
@@ -212,6 +223,7 @@ impl Replay {
             all_local: local.iter().all(|&l| l != u32::MAX),
             local,
             prefix: prefix.to_string(),
+            index_keys: IndexKeys::new(prefix, length),
             ahead: VecDeque::new(),
             own: (0..n).map(|_| VecDeque::new()).collect(),
             queued: 0,
@@ -282,13 +294,16 @@ impl Replay {
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
-        if let Err(what) = self.replayed(r.op, r.value_size) {
-            match self.skipped.iter_mut().find(|s| s.0 == what) {
-                Some(s) => s.1 += 1,
-                None => self.skipped.push((what, 1)),
+        let (req, aside) = match self.replayed(r.op, r.value_size) {
+            Ok(sent_as) => sent_as,
+            Err(what) => {
+                match self.skipped.iter_mut().find(|s| s.0 == what) {
+                    Some(s) => s.1 += 1,
+                    None => self.skipped.push((what, 1)),
+                }
+                return;
             }
-            return;
-        }
+        };
         if self.timed() && self.load_start > 0 {
             let due = self.due(r.time);
             self.dues.push_back(due);
@@ -299,7 +314,8 @@ impl Replay {
             index,
             own,
             value_size: r.value_size,
-            op: r.op,
+            req,
+            aside,
             ttl: r.ttl,
         });
     }
@@ -358,6 +374,11 @@ impl Replay {
     /// The own key bytes of handle `trace` (> INDEX_KEY).
     pub fn key_of(&self, trace: u32) -> &[u8] {
         &self.keys[(trace - INDEX_KEY - 1) as usize]
+    }
+
+    /// The key of a request sent under its index (`trace` == INDEX_KEY).
+    pub fn index_key(&mut self, index: u64) -> &[u8] {
+        self.index_keys.get(index)
     }
 
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
@@ -431,8 +452,9 @@ impl Replay {
 /// of index `id`: a text key, or a padded id.
 fn key_index(prefix: &str, key: &Key, key_size: u32) -> (u64, Option<Box<[u8]>>) {
     if let Key::Id(id) = key {
-        // Compared without writing the digits: this runs for every request read.
-        if key_size <= digits(*id) {
+        // Compared without writing the digits: this runs for every request read (and no
+        // key size recorded, as in oracleGeneral, needs no digits counted).
+        if key_size <= 1 || key_size <= digits(*id) {
             return (*id, None);
         }
     }
@@ -463,6 +485,64 @@ fn in_flight(c: &crate::client::Client, index: u64, own: bool) -> bool {
         .iter()
         .flat_map(|k| k.pending.iter())
         .any(|p| p.index == index && (p.trace > INDEX_KEY) == own && p.req == Req::Get && p.aside)
+}
+
+/// Keys sent under their index (the prefix and the id), formatted once per slot of a
+/// direct-mapped table: a trace's hot keys repeat, and formatting each request's key took
+/// about a hundred instructions more per op than the synthetic workload's key table (issue
+/// 23). A key pushed out by another is only formatted again.
+struct IndexKeys {
+    prefix: String,
+    length: usize,
+    /// Per slot: its index + 1 (0: empty), and its key's length in `data`.
+    tags: Vec<u64>,
+    lens: Vec<u8>,
+    /// `STRIDE` bytes per slot, each starting with the prefix.
+    data: Vec<u8>,
+    stride: usize,
+    /// A key too long for its slot (a long `keys.length`), formatted each time.
+    scratch: Vec<u8>,
+}
+
+const INDEX_KEY_SLOTS: usize = 1 << 14;
+
+impl IndexKeys {
+    fn new(prefix: &str, length: usize) -> IndexKeys {
+        let stride = prefix.len() + 20;
+        let mut data = Vec::with_capacity(stride * INDEX_KEY_SLOTS);
+        for _ in 0..INDEX_KEY_SLOTS {
+            data.extend_from_slice(prefix.as_bytes());
+            data.resize(data.len() + 20, 0);
+        }
+        IndexKeys {
+            prefix: prefix.to_string(),
+            length,
+            tags: vec![0; INDEX_KEY_SLOTS],
+            lens: vec![0; INDEX_KEY_SLOTS],
+            data,
+            stride,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The key of `index`, as `workload::format_key_into` spells it.
+    fn get(&mut self, index: u64) -> &[u8] {
+        let tag = index.wrapping_add(1);
+        let slot = (index.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50) as usize;
+        let at = slot * self.stride;
+        if tag != 0 && self.tags[slot] == tag {
+            return &self.data[at..at + self.lens[slot] as usize];
+        }
+        crate::workload::format_key_into(&mut self.scratch, &self.prefix, index, self.length);
+        let n = self.scratch.len();
+        if tag == 0 || n > self.stride || n > u8::MAX as usize {
+            return &self.scratch;
+        }
+        self.data[at..at + n].copy_from_slice(&self.scratch);
+        self.tags[slot] = tag;
+        self.lens[slot] = n as u8;
+        &self.data[at..at + n]
+    }
 }
 
 /// Keys a get-set-on-miss get was answered for (a hit, or a miss whose fill went out on
@@ -500,257 +580,6 @@ impl Present {
     }
 }
 
-impl<'a> Run<'a> {
-    /// Open the step's trace, when its order has one.
-    pub fn open_replay(&mut self, order: Option<TraceOrder>) -> Result<(), String> {
-        if let Some(o) = order {
-            let ids: Vec<i64> = self.order.clients.iter().map(|c| c.id).collect();
-            self.replay = Some(Replay::new(o, &ids, &self.order.keys.prefix)?);
-        }
-        Ok(())
-    }
-
-    /// A phase began: a trace already done ends it at once; the measured phase wakes the
-    /// clients that waited at the end of the warm-up by trace time.
-    pub fn replay_phase_began(&mut self, measured: bool) {
-        let now = crate::pacing::now_ns();
-        let rp = match self.replay.as_mut() {
-            Some(rp) => rp,
-            None => return,
-        };
-        if rp.load_start == 0 && self.load_start > 0 {
-            rp.start(self.load_start);
-        }
-        if rp.done() || rp.failure.is_some() {
-            self.phase_over = true;
-            self.spent_at = now;
-            return;
-        }
-        if measured && rp.parked_count > 0 {
-            rp.parked.iter_mut().for_each(|p| *p = false);
-            rp.parked_count = 0;
-            for ci in 0..self.clients.len() {
-                self.refill(ci, now);
-            }
-        }
-    }
-
-    /// A reply to a replayed op came (`answered`, before it is counted). A get-set-on-miss
-    /// get's key is there now, or its fill is on its way ahead of anything sent after it
-    /// on the connection. The op ends here unless a fill follows, and a client waiting for
-    /// room in the queues may go on.
-    pub fn replay_reply(&mut self, p: &crate::client::Pending, reply: &crate::proto::Reply) {
-        use crate::proto::Reply;
-        let rp = match self.replay.as_mut() {
-            Some(rp) if p.trace != 0 => rp,
-            _ => return,
-        };
-        let own = p.trace > INDEX_KEY;
-        let answered_get = p.req == Req::Get && !matches!(reply, Reply::Failed(..));
-        if answered_get && p.aside {
-            rp.present.mark(p.index, own);
-        }
-        if !(answered_get && p.aside && !matches!(reply, Reply::Hit { .. })) {
-            rp.ended(p.index, p.trace);
-        }
-    }
-
-    /// The replay's offered count in [a, b) of monotonic time (0 unless timed).
-    pub fn replay_offered(&mut self, a: u64, b: u64) -> u64 {
-        match self.replay.as_mut() {
-            Some(rp) => {
-                let before = rp.offered_before(a);
-                rp.offered_before(b) - before
-            }
-            None => 0,
-        }
-    }
-
-    /// `load_next` of a replay: queue the client's next request of the trace when its
-    /// schedule, the warm-up and the budget allow; false if not. A request of a key
-    /// another client holds goes to that client's queue, and the next one is looked at.
-    pub fn replay_next(&mut self, ci: usize, now: u64) -> bool {
-        let start = self.load_start;
-        let rp = self.replay.as_mut().expect("a replay step");
-        if rp.load_start == 0 {
-            rp.start(start);
-        }
-        let timed = rp.timed();
-        loop {
-            let rp = self.replay.as_mut().expect("a replay step");
-            // The client's next request (every one read is replayed: skips are never kept).
-            let next = rp
-                .front(ci)
-                .map(|(i, own)| (i.op, i.value_size, i.time, i.index, i.own.is_some(), own));
-            for (what, n) in rp.skipped.drain(..) {
-                self.rec.skip(what, n);
-            }
-            if let Some(e) = rp.failure.clone() {
-                if !rp.reported {
-                    rp.reported = true;
-                    self.eng.error(UNREADABLE, &e);
-                    self.phase_over = true;
-                    self.spent_at = now;
-                    self.mode = crate::io::Mode::Idle;
-                }
-                return false;
-            }
-            let (op, value_size, time, index, text, mine) = match next {
-                Some(n) => n,
-                None => {
-                    // Nothing left: the client is done once its last reply is in.
-                    let c = &mut self.clients[ci];
-                    if let Some(s) = c.schedule.as_mut() {
-                        s.next = u64::MAX;
-                    }
-                    if c.inflight == 0 && !rp.finished[ci] {
-                        rp.finished[ci] = true;
-                        rp.finished_count += 1;
-                        if rp.done() {
-                            self.phase_over = true;
-                            self.spent_at = now;
-                        }
-                    }
-                    return false;
-                }
-            };
-            let (req, aside) = rp.replayed(op, value_size).expect("read: replayed");
-            let due = if timed { rp.due(time) } else { now };
-            if timed {
-                let c = &mut self.clients[ci];
-                let s = c.schedule.get_or_insert_with(|| {
-                    let t = Timing {
-                        period: 1,
-                        offset: 0,
-                        arrivals: Arrivals::Uniform,
-                        seed: 0,
-                    };
-                    Schedule::new(0, &t)
-                });
-                s.next = due;
-                if due > now || due >= self.due_before {
-                    return false;
-                }
-            }
-            // Warm-up by trace time: the client waits at the first request past it until
-            // the measured phase begins; when all wait (or are done), the warm-up is over.
-            if !self.measuring && rp.order.warmup_s > 0.0 {
-                let origin = rp.origin.unwrap_or(time);
-                if time - origin >= rp.order.warmup_s {
-                    if let Some(s) = self.clients[ci].schedule.as_mut() {
-                        s.next = u64::MAX; // woken by the measured phase (replay_phase_began)
-                    }
-                    if !rp.parked[ci] {
-                        rp.parked[ci] = true;
-                        rp.parked_count += 1;
-                        if rp.parked_count + rp.finished_count >= rp.parked.len() {
-                            self.phase_over = true;
-                            self.spent_at = now;
-                        }
-                    }
-                    return false;
-                }
-            }
-            let slot = slot_of(index, text);
-            let (holder, held) = rp.held[slot];
-            if !mine && held > 0 && holder as usize != ci {
-                // Another client holds the key: the request joins that client's queue.
-                if rp.queued >= QUEUED_MAX {
-                    if !rp.stalled.contains(&ci) {
-                        rp.stalled.push(ci);
-                    }
-                    return false;
-                }
-                let item = rp.ahead.pop_front().expect("the front just read");
-                rp.held[slot].1 += 1;
-                rp.queued += 1;
-                rp.own[holder as usize].push_back(item);
-                if let Some(s) = self.clients[holder as usize].schedule.as_mut() {
-                    s.next = s.next.min(due); // timed: the holder sends it when it is due
-                }
-                continue;
-            }
-            // Get-set-on-miss: a key's next get waits for the answer to a get that may still
-            // miss, so a pipelined client misses each object once, as a sequential one does.
-            if aside && !rp.present.has(index, text) && in_flight(&self.clients[ci], index, text) {
-                return false;
-            }
-            if !self.reserve(now) {
-                self.mode = crate::io::Mode::Idle;
-                return false;
-            }
-            let rp = self.replay.as_mut().expect("a replay step");
-            let mut wake = Vec::new();
-            let item = if mine {
-                rp.queued -= 1;
-                if rp.queued <= QUEUED_MAX / 2 && !rp.stalled.is_empty() {
-                    wake = std::mem::take(&mut rp.stalled);
-                }
-                rp.own[ci].pop_front()
-            } else {
-                rp.held[slot] = (ci as u32, held + 1);
-                rp.ahead.pop_front()
-            };
-            let item = item.expect("the front just read");
-            let trace = rp.keep(item.own);
-            let c = &mut self.clients[ci];
-            // Open loop, as load_next: from the intended start when the client was busy then.
-            let t0 = if timed {
-                if c.free_at > due {
-                    due.max(c.run_began)
-                } else {
-                    c.run_began = now;
-                    now
-                }
-            } else {
-                now
-            };
-            if timed {
-                self.rec.lag(now - due);
-            }
-            c.inflight += 1;
-            let ttl = if item.ttl > 0 {
-                Some(item.ttl as f64)
-            } else {
-                None
-            };
-            if req != Req::Delete {
-                if let Some(trace) = self.trace.as_mut() {
-                    trace.add(self.measuring, now, index, item.value_size as u64);
-                }
-            }
-            let phase = self.phase;
-            self.next_key = trace;
-            self.send(
-                ci,
-                req,
-                index,
-                item.value_size as usize,
-                ttl,
-                t0,
-                phase,
-                aside,
-                false,
-            );
-            if timed {
-                // The schedule moves on to the client's next request (MAX when none is left).
-                let rp = self.replay.as_mut().expect("a replay step");
-                let due = rp.next_due(ci);
-                if let Some(s) = self.clients[ci].schedule.as_mut() {
-                    s.next = due;
-                }
-            }
-            // Clients that waited for room in the queues read on (their pipelines may be empty).
-            for other in wake {
-                if other != ci {
-                    self.refill(other, now);
-                }
-            }
-            return true;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -780,6 +609,21 @@ mod tests {
         assert_eq!(index, crc32(b"wb:42___") as u64);
         let (_, own) = key_index("wb:", &Key::Text(b"k:a"[..].into()), 3);
         assert_eq!(own.as_deref(), Some(&b"wb:k:a"[..]));
+    }
+
+    #[test]
+    fn index_keys_are_spelled_as_the_synthetic_keys_whatever_the_slot_held_before() {
+        for (prefix, length) in [("wb:", 0), ("wb:", 12), ("", 3), ("p", 40)] {
+            let mut keys = IndexKeys::new(prefix, length);
+            // Twice over indices that share slots, and the largest (which is never kept).
+            let indices: Vec<u64> = (0..40_000u64).chain([u64::MAX, 7, u64::MAX - 1]).collect();
+            for _ in 0..2 {
+                for &i in &indices {
+                    let want = crate::workload::format_key(prefix, i, length);
+                    assert_eq!(keys.get(i), want.as_slice(), "{:?} {}", prefix, i);
+                }
+            }
+        }
     }
 
     #[test]
