@@ -349,6 +349,29 @@ class Summary:
     def p(self, tick: float) -> float:
         return self.percentiles_us.get(tick, 0.0)
 
+    @classmethod
+    def deferring_mean(cls, recorded: Recorded, **fields: Any) -> Summary:
+        """A Summary whose `mean_us` and `stdev_us` are taken from `recorded` when first
+        read: a chart point and the live view's figures need neither, and the walk that
+        gives them is most of a summary's CPU, taken every interval while the workers and
+        server are busiest. Read, they are the numbers `summarise` always gave."""
+        summary = object.__new__(cls)
+        summary.__dict__.update(fields, _recorded=recorded)
+        return summary
+
+    def __getattr__(self, name: str) -> Any:  # only for fields not yet in __dict__
+        recorded = self.__dict__.get("_recorded")
+        if name not in ("mean_us", "stdev_us") or recorded is None:
+            raise AttributeError(name)
+        mean, stddev = recorded.mean_and_stddev()
+        self.__dict__.update(mean_us=mean / 1000, stdev_us=stddev / 1000)
+        del self.__dict__["_recorded"]  # its buckets and histogram are not kept
+        return self.__dict__[name]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its figures, not the histogram they are taken from."""
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
 
 _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}  # memoryview formats by counter width
 
@@ -473,10 +496,10 @@ def summarise(stats: Stats, ticks: Iterable[float] = (*SUMMARY_TICKS,)) -> Summa
         c = hk.get_total_count()
         at = (recorded if hk is h else Recorded(hk)).values_at((50.0, 99.0))
         per_op[kind] = (c, c / dur if dur > 0 else 0.0, at[50.0] / 1000, at[99.0] / 1000)
-    mean, stddev = recorded.mean_and_stddev()
     at = recorded.values_at((*ticks, 100.0))
     looked_up = stats.hits + stats.misses
-    return Summary(
+    return Summary.deferring_mean(
+        recorded,
         duration=dur,
         ops=n,
         ops_per_s=rate,
@@ -485,8 +508,6 @@ def summarise(stats: Stats, ticks: Iterable[float] = (*SUMMARY_TICKS,)) -> Summa
         misses=stats.misses,
         hit_rate=stats.hits / looked_up if looked_up else None,
         errors=stats.error_count,
-        mean_us=mean / 1000,
-        stdev_us=stddev / 1000,
         min_us=h.get_min_value() / 1000 if n else 0.0,
         max_us=h.get_max_value() / 1000 if n else 0.0,
         percentiles_us={t: v / 1000 for t, v in at.items()},

@@ -113,3 +113,31 @@ def test_a_histogram_of_another_shape_is_still_copied_into_the_all_ops_histogram
     stats = Stats(duration=1.0, hist={"get": other})
     assert metrics._all_ops_for_reading(stats) is not other
     assert summarise(stats).ops == 1
+
+
+def test_the_mean_and_deviation_are_taken_only_when_read_with_the_same_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = [0]
+    real = Recorded.mean_and_stddev
+
+    def counted(self: Recorded) -> tuple[float, float]:
+        taken[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(Recorded, "mean_and_stddev", counted)
+    store = Store(tmp_path / "runs.sqlite")
+    try:
+        view = _started(store)
+        for i in range(5):
+            event = Interval("r", 0, i, 0.5 * (i + 1), _stats(i))
+            store.record(event)
+            view = view.apply(event)
+    finally:
+        store.close()
+    assert taken[0] == 0  # chart points and the live view's figures need neither
+    latest = view.steps[0].latest
+    assert latest is not None
+    mean, stddev = real(Recorded(_stats(4).hist["get"]))
+    assert (latest.mean_us, latest.stdev_us) == (mean / 1000, stddev / 1000)
+    assert latest.mean_us == latest.mean_us and taken[0] == 1  # taken once, then kept
