@@ -365,7 +365,7 @@ class Summary:
             raise AttributeError(name)
         mean, stddev = recorded.mean_and_stddev()
         self.__dict__.update(mean_us=mean / 1000, stdev_us=stddev / 1000)
-        del self.__dict__["_recorded"]  # its buckets and histogram are not kept
+        self.__dict__.pop("_recorded", None)  # its buckets and histogram are not kept
         return self.__dict__[name]
 
     def __getstate__(self) -> dict[str, Any]:
