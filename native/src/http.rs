@@ -205,6 +205,26 @@ fn head(lines: &[u8], http10: bool) -> Result<Head, String> {
     Ok(h)
 }
 
+/// The head lines every request carries: Host, then `target.options.headers`.
+fn common_headers(o: &Value, netloc: &str) -> Result<String, String> {
+    let mut common = format!("Host: {}\r\n", netloc);
+    if let Some(list) = o.get("headers").and_then(|h| h.as_array()) {
+        for line in list {
+            let line = line.as_str().unwrap_or("");
+            let mut it = line.splitn(2, ':');
+            let name = it.next().unwrap_or("").trim();
+            let value = it.next().ok_or_else(|| {
+                format!(
+                    "target.options.headers: expected 'Name: value'; got {:?}",
+                    line
+                )
+            })?;
+            common.push_str(&format!("{}: {}\r\n", name, value.trim()));
+        }
+    }
+    Ok(common)
+}
+
 impl Http {
     pub fn from_options(o: &Value) -> Result<Http, String> {
         let base = opt_str(o, "base_url");
@@ -250,21 +270,7 @@ impl Http {
                 None => (netloc.to_string(), default_port),
             }
         };
-        let mut common = format!("Host: {}\r\n", netloc);
-        if let Some(list) = o.get("headers").and_then(|h| h.as_array()) {
-            for line in list {
-                let line = line.as_str().unwrap_or("");
-                let mut it = line.splitn(2, ':');
-                let name = it.next().unwrap_or("").trim();
-                let value = it.next().ok_or_else(|| {
-                    format!(
-                        "target.options.headers: expected 'Name: value'; got {:?}",
-                        line
-                    )
-                })?;
-                common.push_str(&format!("{}: {}\r\n", name, value.trim()));
-            }
-        }
+        let common = common_headers(o, netloc)?;
         let delete_text = opt_str(o, "delete");
         let body_text = opt_str(o, "set_body");
         Ok(Http {

@@ -12,7 +12,7 @@ use crate::workload;
 impl<'a> Run<'a> {
     pub fn answered(&mut self, ci: usize, p: Pending, reply: Reply, value_len: usize, now: u64) {
         if let (Reply::Failed(_, msg), Some(_)) = (&reply, &self.cluster) {
-            if let Some(r) = crate::cluster::redirect_of(msg) {
+            if let Some(r) = crate::slotmap::redirect_of(msg) {
                 return self.redirect(ci, p, r, now); // MOVED or ASK: sent again (cluster.rs)
             }
         }
@@ -33,41 +33,7 @@ impl<'a> Run<'a> {
             }
             (Req::Get, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
-                if in_phase {
-                    let r = &mut self.rec;
-                    r.latency(self.kinds.get, p.t0, now);
-                    if hit {
-                        r.hits += 1;
-                        r.bytes_in += value_len as u64;
-                        if p.hot {
-                            r.hot_hits += 1;
-                        }
-                    } else {
-                        r.misses += 1;
-                    }
-                    if p.hot {
-                        r.hot_gets += 1;
-                    }
-                }
-                if !hit && p.aside {
-                    // Cache-aside: the miss is filled before the client's next op, also
-                    // when the budget ran out meanwhile (Idle): the fill is part of the op
-                    // that was taken, and finish_load waits for it as for any in flight.
-                    self.next_key = p.trace;
-                    self.send(
-                        ci,
-                        Req::Set,
-                        p.index,
-                        p.size as usize,
-                        p.ttl,
-                        now,
-                        p.phase,
-                        false,
-                        false,
-                    );
-                } else {
-                    self.clients[ci].release(1, now, pipeline);
-                }
+                self.got(ci, &p, hit, in_phase, value_len, now);
             }
             (Req::Set, _) => {
                 c.release(1, now, pipeline);
@@ -94,6 +60,56 @@ impl<'a> Run<'a> {
                 }
             }
             (Req::Hello, _) => {}
+        }
+    }
+
+    /// A get answered: counted when in the phase (hit or miss, hot or not), then a
+    /// cache-aside miss filled, else the client's pipeline slot freed.
+    #[inline]
+    fn got(
+        &mut self,
+        ci: usize,
+        p: &Pending,
+        hit: bool,
+        in_phase: bool,
+        value_len: usize,
+        now: u64,
+    ) {
+        if in_phase {
+            let r = &mut self.rec;
+            r.latency(self.kinds.get, p.t0, now);
+            if hit {
+                r.hits += 1;
+                r.bytes_in += value_len as u64;
+                if p.hot {
+                    r.hot_hits += 1;
+                }
+            } else {
+                r.misses += 1;
+            }
+            if p.hot {
+                r.hot_gets += 1;
+            }
+        }
+        if !hit && p.aside {
+            // Cache-aside: the miss is filled before the client's next op, also when the
+            // budget ran out meanwhile (Idle): the fill is part of the op that was taken,
+            // and finish_load waits for it as for any in flight.
+            self.next_key = p.trace;
+            let size = p.size as usize;
+            self.send(
+                ci,
+                Req::Set,
+                p.index,
+                size,
+                p.ttl,
+                now,
+                p.phase,
+                false,
+                false,
+            );
+        } else {
+            self.clients[ci].release(1, now, self.order.pipeline);
         }
     }
 

@@ -25,6 +25,7 @@ mod record;
 mod replay;
 mod resp;
 mod rng;
+mod slotmap;
 mod step;
 mod tls;
 mod trace;

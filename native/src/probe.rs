@@ -176,7 +176,7 @@ impl Session {
                 self.conns.remove(&id);
             }
             if let (Reply::Failed(_, m), Some(slots)) = (&reply, self.slots.as_mut()) {
-                if let Some(r) = crate::cluster::redirect_of(m) {
+                if let Some(r) = crate::slotmap::redirect_of(m) {
                     match crate::cluster::follow(slots, &mut self.addrs, &r, self.allow_remote) {
                         Ok(node) => {
                             si = node;

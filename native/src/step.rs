@@ -135,6 +135,52 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
     status
 }
 
+/// What a step order asks that this engine cannot do: publishing without a pubsub part or
+/// to a system other than redis, more recorded op kinds than a recorder counts.
+fn check_order(order: &StepOrder, has_pubsub: bool) -> Result<(), String> {
+    let publish = order.code_of(Action::Publish);
+    let publishes = order
+        .clients
+        .iter()
+        .any(|c| c.mix.iter().any(|(code, _)| Some(*code) == publish));
+    if publishes && !has_pubsub {
+        return Err("step order: publish in the mix but no pubsub part".into());
+    }
+    if publishes && order.system != "redis" {
+        return Err(format!(
+            "workload.mix: the native engine publishes to redis only; got {:?}",
+            order.system
+        ));
+    }
+    if order.record.len() > crate::record::KINDS_MAX {
+        return Err(format!(
+            "step order: {} recorded op kinds; this engine counts at most {}",
+            order.record.len(),
+            crate::record::KINDS_MAX
+        ));
+    }
+    Ok(())
+}
+
+/// The order's clients, each with a connection to every address, not yet connected.
+fn clients_for(order: &StepOrder, addrs: &[SocketAddr]) -> Vec<Client> {
+    order
+        .clients
+        .iter()
+        .map(|c| Client {
+            conns: addrs.iter().map(|a| Conn::new(*a)).collect(),
+            stream: OpStream::new(order, &c.mix, c.id, c.sequence_start),
+            inflight: 0,
+            free_at: 0,
+            run_began: 0,
+            timing: c.timing,
+            schedule: None,
+            offered: None,
+            parked: None,
+        })
+        .collect()
+}
+
 impl<'a> Run<'a> {
     fn new(
         eng: &'a mut Engine,
@@ -152,27 +198,7 @@ impl<'a> Run<'a> {
             }
             None => addrs.len(),
         };
-        let publish = order.code_of(Action::Publish);
-        let publishes = order
-            .clients
-            .iter()
-            .any(|c| c.mix.iter().any(|(code, _)| Some(*code) == publish));
-        if publishes && pubsub.is_none() {
-            return Err("step order: publish in the mix but no pubsub part".into());
-        }
-        if publishes && order.system != "redis" {
-            return Err(format!(
-                "workload.mix: the native engine publishes to redis only; got {:?}",
-                order.system
-            ));
-        }
-        if order.record.len() > crate::record::KINDS_MAX {
-            return Err(format!(
-                "step order: {} recorded op kinds; this engine counts at most {}",
-                order.record.len(),
-                crate::record::KINDS_MAX
-            ));
-        }
+        check_order(&order, pubsub.is_some())?;
         let tls = crate::tls::config_for(&order.system, &order.target)?;
         let kinds = Kinds {
             get: order.kind_index("get")?,
@@ -183,21 +209,7 @@ impl<'a> Run<'a> {
         };
         let early = Recorder::new(order.open_loop, order.record.len());
         let pubsub = PubSub::new(pubsub, addrs.first().copied(), early);
-        let clients = order
-            .clients
-            .iter()
-            .map(|c| Client {
-                conns: addrs.iter().map(|a| Conn::new(*a)).collect(),
-                stream: OpStream::new(&order, &c.mix, c.id, c.sequence_start),
-                inflight: 0,
-                free_at: 0,
-                run_began: 0,
-                timing: c.timing,
-                schedule: None,
-                offered: None,
-                parked: None,
-            })
-            .collect();
+        let clients = clients_for(&order, addrs);
         let order_trace = order.trace_part.clone().map(Capture::new);
         Ok(Run {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),

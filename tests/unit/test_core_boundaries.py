@@ -53,3 +53,18 @@ def test_the_plugin_contract_forbids_every_other_workbench_module() -> None:
     (plugins,) = [c for c in contracts["contracts"] if c["name"].startswith("Plugins use only")]
     modules = {f"workbench.{m.name}" for m in pkgutil.iter_modules(workbench.__path__)}
     assert set(plugins["forbidden_modules"]) == modules - PLUGIN_MAY_USE
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """No import circles in workbench/ (issue 26), a deferred import inside a function
+    included; imports made only for type checking do not count."""
+    import grimp
+
+    graph = grimp.build_graph("workbench", exclude_type_checking_imports=True)
+    circles = sorted(
+        (module, imported)
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if graph.chain_exists(importer=imported, imported=module)
+    )
+    assert not circles, f"import circles: {circles}"

@@ -21,7 +21,7 @@ from workbench.errors import PluginError, SpecError, TargetError
 from workbench.plugins import load_plugin
 from workbench.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.model import Spec
-from workbench.workload import format_key
+from workbench.workload import OP_NEEDS, format_key
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,24 @@ def default_strategy(system: CacheSystem, spec: Spec) -> tuple[Strategy, str]:
     return (declared, why) if why else (native, "")
 
 
+def used_operations(spec: Spec) -> set[str]:
+    """The workload operations a step does (a trace's as the strategy will replay them)."""
+    if spec.workload.trace is not None:  # as-recorded ops a strategy lacks are skipped
+        return {"cache_aside"} if spec.workload.trace.ops == "get-set-on-miss" else {"get"}
+    mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
+    return {op for mix in mixes for op, w in mix.items() if w > 0}
+
+
+def needs(op: str, strategy: Strategy) -> set[str]:
+    """What the strategy lacks for a workload operation (cache_aside may be its own)."""
+    if op == "cache_aside" and "cache_aside" in strategy.operations:
+        return set()
+    return set(OP_NEEDS[op] - strategy.operations)
+
+
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
     from workbench.native_build import binary_path, version_mismatch
-    from workbench.spec.steps import needs, used_operations  # it imports this module
     from workbench.workload import parse_ttl
 
     path = binary_path()

@@ -26,15 +26,16 @@ from workbench.spec.model import (
 )
 from workbench.spec.resolve import (
     ResolvedStep,
+    needs,
     resolve_step,
     resolve_strategy,
     total_clients,
+    used_operations,
     workers_for,
 )
 from workbench.traces.formats import format_of
 from workbench.workload import (
     OP_CODES,
-    OP_NEEDS,
     max_value_size,
     parse_key_distribution,
     parse_mix,
@@ -135,13 +136,6 @@ def _combinations(spec: Spec) -> list[Step]:
         except SpecError as exc:
             raise SpecError(exc.message, f"sweep {label}: {exc.where}") from None
     return steps
-
-
-def used_operations(spec: Spec) -> set[str]:
-    if spec.workload.trace is not None:  # as-recorded ops a strategy lacks are skipped
-        return {"cache_aside"} if spec.workload.trace.ops == "get-set-on-miss" else {"get"}
-    mixes = [g.mix for g in spec.workload.groups] or [spec.workload.mix]
-    return {op for mix in mixes for op, w in mix.items() if w > 0}
 
 
 def check_step(spec: Spec) -> ResolvedStep:
@@ -271,13 +265,6 @@ def check_trace(spec: Spec) -> None:
         )
     if spec.workload.groups:
         raise SpecError("a trace has its own ops: leave workload.groups out", "workload.groups")
-
-
-def needs(op: str, strategy: Strategy) -> set[str]:
-    """What the strategy lacks for a workload operation (cache_aside may be its own)."""
-    if op == "cache_aside" and "cache_aside" in strategy.operations:
-        return set()
-    return set(OP_NEEDS[op] - strategy.operations)
 
 
 def _why(strategy: Strategy, missing: list[str]) -> str:
