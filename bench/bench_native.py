@@ -9,7 +9,10 @@ server used (% of one core over the measured time). GET of 100-byte values that 
   64 in flight (native c=4 pipeline=16) against redis-benchmark -c 4 -P 16 (>= 0.9x).
 - memcached, the same shapes, against memtier_benchmark when on PATH, else memcslap
   (libmemcached-tools: one blocking client per thread, no pipelining; its 64-in-flight
-  peer is -c 64 threads).
+  peer is -c 64 threads). Against memtier the native keys are as long as its keys (12 B),
+  its CPU is counted over its test time, and each pair prints memcached's CPU per GET
+  under each tool; then memcached's syscalls per GET at 64 in flight (its text `get`
+  flushes every reply: one sendmsg per GET for either tool, the bound of that shape).
 - HTTP against wrk -t1 on nginx (return 200 of 100 bytes), c=16 and c=64 (>= 1.0x).
 - Pipelined Redis: native c=4 and c=16 with pipeline 16 against redis-benchmark -c N -P 16,
   A B A B, each pair with the load average beside it, then both tools' instructions per op
@@ -82,7 +85,7 @@ def _frame(message: dict[str, Any]) -> bytes:
 
 
 def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, seconds: float,
-          prefill: bool, protocol: str = "") -> Spec:  # fmt: skip
+          prefill: bool, protocol: str = "", key_length: int = 16) -> Spec:  # fmt: skip
     data = spec_to_dict(Spec())
     data["target"] = {"system": system, "options": options}
     strategy: dict[str, Any] = {"pipeline": pipeline} if pipeline > 1 else {}
@@ -90,7 +93,11 @@ def _spec(system: str, options: dict[str, Any], clients: int, pipeline: int, sec
         strategy["protocol"] = protocol
     data["strategy"] = {"name": "native", "options": strategy}
     data["workload"].update(
-        mix={"get": 1.0}, keys=KEYS, value_size=str(VALUE), prefill=prefill, key_length=16
+        mix={"get": 1.0},
+        keys=KEYS,
+        value_size=str(VALUE),
+        prefill=prefill,
+        key_length=key_length,
     )
     data["load"].update(concurrency=clients, duration=seconds, warmup=0.5, interval=seconds)
     return spec_from_dict(data)
@@ -380,11 +387,113 @@ def memc_hits(address: str) -> tuple[int, int]:
 
 def memc_hit_share(address: str, run: Any) -> tuple[Any, float]:
     """`run()`'s result and the share of its GETs memcached found."""
+    result, share, _gets = memc_counted(address, run)
+    return result, share
+
+
+def memc_counted(address: str, run: Any) -> tuple[Any, float, int]:
+    """`run()`'s result, the share of its GETs memcached found, and how many it counted."""
     h0, m0 = memc_hits(address)
     result = run()
     h1, m1 = memc_hits(address)
     gets = (h1 - h0) + (m1 - m0)
-    return result, (h1 - h0) / gets if gets else float("nan")
+    return result, (h1 - h0) / gets if gets else float("nan"), gets
+
+
+# memtier's keys are memtier-0 .. memtier-KEYS: 12 bytes for 9 in 10 of them. The native
+# keys are as long in the shapes against it: memcached parses, hashes, compares and sends
+# back the key, and 16-byte keys cost it 3% more per GET than memtier's (4.09 against
+# 3.97 µs of memcached's CPU per GET, medians of 6 pairs at 64 in flight).
+MEMTIER_KEY_LENGTH = 12
+
+
+def memc_served(server: ServerProcess, run: Any) -> tuple[Any, float, float]:
+    """`run()`'s result, the share of its GETs memcached found, and memcached's CPU per GET
+    (µs): what a client's traffic costs the server, steadier than the rates on a shared
+    machine, and the figure that decides the rate when the server is the bottleneck."""
+    cpu0 = proc_cpu(server.pid)
+    result, share, gets = memc_counted(server.target_options["servers"][0], run)
+    cpu = proc_cpu(server.pid) - cpu0
+    return result, share, cpu / gets * 1e6 if gets else float("nan")
+
+
+def memcached_writes(server: ServerProcess, run: Any) -> str:
+    """memcached's reads and sendmsg calls per GET while `run()` runs (perf's syscall
+    tracepoints; "" when perf cannot count them). memcached 1.6's text `get` flushes its
+    reply at once (proto_text.c: conn_mwrite after every get), so the server makes one
+    sendmsg per GET for any client: that, not the client, bounds the pipelined text shape."""
+    if not shutil.which("perf"):
+        return ""
+    events = "syscalls:sys_enter_read,syscalls:sys_enter_sendmsg"
+    perf = subprocess.Popen(
+        ["perf", "stat", "-x,", "-e", events, "-p", str(server.pid)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(0.3)  # attached before the run begins
+    _result, _share, gets = memc_counted(server.target_options["servers"][0], run)
+    perf.send_signal(signal.SIGINT)
+    _out, err = perf.communicate(timeout=30)
+    counts = {}
+    for line in err.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[0].isdigit():
+            counts[fields[2].rsplit("_", 1)[-1]] = int(fields[0])
+    if not gets or set(counts) != {"read", "sendmsg"}:
+        return ""
+    return f"reads {counts['read'] / gets:.3f}, sendmsg {counts['sendmsg'] / gets:.3f} per GET"
+
+
+def memcached_shapes(binary: Path, memc: ServerProcess, seconds: float, pairs: int) -> None:
+    """The memcached shapes against memtier_benchmark (else memcslap), A B A B: rates, client
+    CPU, both tools' hit share and memcached's CPU per GET; native keys as long as memtier's.
+    Then memcached's syscalls per GET at 64 in flight under each tool and the native meta
+    protocol (where the pipelined text shape's bound is)."""
+    mopts = {"servers": memc.target_options["servers"]}
+    peer = "memtier_benchmark" if shutil.which("memtier_benchmark") else "memcslap"
+    key_length = MEMTIER_KEY_LENGTH if peer == "memtier_benchmark" else 16
+    native(binary, _spec("memcached", mopts, 16, 1, 0.5, True, key_length=key_length))
+    print(f"\nmemcached {memc.version}, -t 1; peer {peer}; native keys of {key_length} B")
+    memc_shapes = (
+        (f"P=1 c=16 vs {peer} 16", 16, 1),
+        (f"P=1 c=64 vs {peer} 64", 64, 1),
+        (f"64 in flight vs {peer} {'c4 P16' if peer != 'memcslap' else '64 threads'}", 4, 16),
+    )
+    if peer == "memtier_benchmark":
+        prefill_memtier(memc.target_options["servers"][0])
+
+    def ours(c: int, p: int, protocol: str = "", idle: list[float] | None = None) -> Any:
+        spec = _spec("memcached", mopts, c, p, seconds, False, protocol, key_length)
+        return lambda: native(binary, spec, polled=idle)
+
+    for label, c, p in memc_shapes:
+        for _ in range(pairs):
+            before = loadavg()
+            (ref, sref), href, uref = memc_served(
+                memc,
+                lambda c=c, p=p: measured([memc.pid], lambda: memc_reference(memc, c, p, seconds)),
+            )
+            idle = [0.0]
+            (wb, swb), hwb, uwb = memc_served(
+                memc, lambda c=c, p=p, idle=idle: measured([memc.pid], ours(c, p, idle=idle))
+            )
+            busy = wb[1] - idle[0]  # the client's CPU less its idle polling for replies
+            print(pair_line(label, ref, wb, (sref, swb)))
+            print(
+                f"    hits ref {href:.1%} native {hwb:.1%}; memcached CPU per GET ref"
+                f" {uref:.2f} µs native {uwb:.2f} µs; ops per client CPU-second ref"
+                f" {ref[0] / ref[1] if ref[1] else 0:,.0f} native"
+                f" {wb[0] / busy if busy > 0 else 0:,.0f} without its idle polling"
+                f" ({idle[0] * 100:.0f}% of a core); load average {before} -> {loadavg()}"
+            )
+    if peer != "memtier_benchmark":
+        return
+    print("  memcached's syscalls at 64 in flight (text: one sendmsg per GET whoever asks):")
+    for name, run in (
+        ("memtier c4 P16", lambda: memc_reference(memc, 4, 16, seconds)),
+        ("native text c4 P16", ours(4, 16)),
+        ("native meta c4 P16", ours(4, 16, "meta")),
+    ):
+        print(f"    {name:<20} {memcached_writes(memc, run) or '(perf cannot count them)'}")
 
 
 def memc_reference(
@@ -393,7 +502,7 @@ def memc_reference(
     address = server.target_options["servers"][0]
     if shutil.which("memtier_benchmark"):
         host, _, port = address.rpartition(":")
-        out, wall, cpu = reference(
+        out, _wall, cpu = reference(
             ["memtier_benchmark", "-P", "memcache_text", "-s", host, "-p", port, "-t", "1",
              "-c", str(clients), "--pipeline", str(pipeline), "--ratio", "0:1",
              f"--test-time={int(seconds)}", "-d", str(VALUE), "--key-maximum", str(KEYS),
@@ -401,10 +510,12 @@ def memc_reference(
         )  # fmt: skip
         m = re.search(r"Totals\s+([\d.]+)", out)
         rate = float(m.group(1)) if m else 0.0
-        return rate, cpu / wall
+        # Its CPU over its test time, as its rate is: its wall time is about a second longer
+        # (connecting, the last report), and a share of that wall understated its CPU per op.
+        return rate, cpu / int(seconds)
     threads = clients * pipeline
     n = max(int(seconds * _memcslap_rate.get(threads, 2000.0)), 500)
-    out, wall, cpu = reference(
+    out, _wall, cpu = reference(
         ["memcslap", "-s", address, "-t", "get", "-c", str(threads), "-e", str(n), "-N"]
     )
     m = re.search(r"Time to get\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds", out)
@@ -527,8 +638,6 @@ def main() -> None:
         # Values for both peers: redis-benchmark's key:__rand_int__ keys and the native keys.
         prefill_reference(["-h", redis.host, "-p", str(redis.port)], 1)
         native(binary, _spec("redis", {"url": url}, 16, 1, 0.5, prefill=True))
-        mopts = {"servers": memc.target_options["servers"]}
-        native(binary, _spec("memcached", mopts, 16, 1, 0.5, prefill=True))
         print(f"Redis {redis.version}, one server process")
         redis_shapes = (
             ("P=1 c=16 vs redis-benchmark -c 16", 16, 1, 1.0),
@@ -552,33 +661,8 @@ def main() -> None:
                 print(pair_line(label, ref, wb, (sref, swb)) + f" (target >= {target}x)")
         if "pipelined" in sections:
             pipelined_shapes(binary, redis, seconds, pairs)
-        peer = "memtier_benchmark" if shutil.which("memtier_benchmark") else "memcslap"
-        print(f"\nmemcached {memc.version}, -t 1; peer {peer}")
-        memc_shapes = (
-            (f"P=1 c=16 vs {peer} 16", 16, 1),
-            (f"P=1 c=64 vs {peer} 64", 64, 1),
-            (f"64 in flight vs {peer} {'c4 P16' if peer != 'memcslap' else '64 threads'}", 4, 16),
-        )
-        address = memc.target_options["servers"][0]
-        if peer == "memtier_benchmark" and "memcached" in sections:
-            prefill_memtier(address)
-        for label, c, p in memc_shapes if "memcached" in sections else ():
-            for _ in range(pairs):
-                (ref, sref), href = memc_hit_share(
-                    address,
-                    lambda c=c, p=p: measured(
-                        [memc.pid], lambda: memc_reference(memc, c, p, seconds)
-                    ),
-                )
-                (wb, swb), hwb = memc_hit_share(
-                    address,
-                    lambda c=c, p=p: measured(
-                        [memc.pid],
-                        lambda: native(binary, _spec("memcached", mopts, c, p, seconds, False)),
-                    ),
-                )
-                print(pair_line(label, ref, wb, (sref, swb)))
-                print(f"    hits ref {href:.1%} native {hwb:.1%}")
+        if "memcached" in sections:
+            memcached_shapes(binary, memc, seconds, pairs)
     nginx = Nginx()
     try:
         base = f"http://{LOOPBACK}:{nginx.port}"

@@ -95,8 +95,11 @@ mod tests {
             "the wide blocks were on the heap: {} kB",
             before
         );
+        // Each free 64 KiB block gives back its whole pages but the one holding its chunk
+        // header: 14 or 15 of 4 KiB by where the heap began (which moves with whatever the
+        // test binary allocated first, its list of tests included), so 14 at least.
         assert!(
-            after + 30 * 64 <= before,
+            after + 32 * 56 <= before,
             "heap {} kB -> {} kB",
             before,
             after

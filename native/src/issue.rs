@@ -142,6 +142,19 @@ impl<'a> Run<'a> {
                 &[][..]
             };
             (own, value, size)
+        } else if trace == crate::replay::INDEX_KEY {
+            // A replayed key sent under its index: formatted once per slot (replay.rs).
+            let key = self
+                .replay
+                .as_mut()
+                .expect("a replay step")
+                .index_key(index);
+            let value = if req == Req::Set {
+                self.values.value(index, size)
+            } else {
+                &[][..]
+            };
+            (key, value, size)
         } else {
             let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, index, k.length);
             let value = if req == Req::Set {

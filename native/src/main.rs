@@ -21,6 +21,7 @@ mod pacing;
 mod probe;
 mod proto;
 mod pubsub;
+mod readahead;
 mod record;
 mod replay;
 mod resp;

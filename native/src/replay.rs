@@ -94,7 +94,9 @@ struct Item {
     index: u64,
     own: Option<Box<[u8]>>,
     value_size: u32,
-    op: u8,
+    /// What it is sent as (`replayed`, worked out once as it is read).
+    req: Req,
+    aside: bool,
     ttl: u32,
 }
 
@@ -127,6 +129,7 @@ pub struct Replay {
     all_local: bool,
     /// The key prefix, which a key sent as its own bytes starts with.
     prefix: String,
+    index_keys: IndexKeys,
     /// Requests read, in trace order, that no client has taken yet.
     ahead: VecDeque<Item>,
     /// Per client: requests of keys it holds, in trace order; sent before `ahead`.
@@ -198,7 +201,12 @@ fn key_text<'a>(key: &'a Key, buf: &'a mut [u8; 20]) -> &'a [u8] {
 }
 
 impl Replay {
-    pub fn new(order: TraceOrder, client_ids: &[i64], prefix: &str) -> Result<Replay, String> {
+    pub fn new(
+        order: TraceOrder,
+        client_ids: &[i64],
+        prefix: &str,
+        length: usize,
+    ) -> Result<Replay, String> {
         let reader = TraceReader::open(&order.path, order.format)?;
         let mut local = vec![u32::MAX; order.all_clients as usize];
         for (i, &id) in client_ids.iter().enumerate() {
@@ -215,6 +223,7 @@ impl Replay {
             all_local: local.iter().all(|&l| l != u32::MAX),
             local,
             prefix: prefix.to_string(),
+            index_keys: IndexKeys::new(prefix, length),
             ahead: VecDeque::new(),
             own: (0..n).map(|_| VecDeque::new()).collect(),
             queued: 0,
@@ -285,13 +294,16 @@ impl Replay {
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
-        if let Err(what) = self.replayed(r.op, r.value_size) {
-            match self.skipped.iter_mut().find(|s| s.0 == what) {
-                Some(s) => s.1 += 1,
-                None => self.skipped.push((what, 1)),
+        let (req, aside) = match self.replayed(r.op, r.value_size) {
+            Ok(sent_as) => sent_as,
+            Err(what) => {
+                match self.skipped.iter_mut().find(|s| s.0 == what) {
+                    Some(s) => s.1 += 1,
+                    None => self.skipped.push((what, 1)),
+                }
+                return;
             }
-            return;
-        }
+        };
         if self.timed() && self.load_start > 0 {
             let due = self.due(r.time);
             self.dues.push_back(due);
@@ -302,7 +314,8 @@ impl Replay {
             index,
             own,
             value_size: r.value_size,
-            op: r.op,
+            req,
+            aside,
             ttl: r.ttl,
         });
     }
@@ -361,6 +374,11 @@ impl Replay {
     /// The own key bytes of handle `trace` (> INDEX_KEY).
     pub fn key_of(&self, trace: u32) -> &[u8] {
         &self.keys[(trace - INDEX_KEY - 1) as usize]
+    }
+
+    /// The key of a request sent under its index (`trace` == INDEX_KEY).
+    pub fn index_key(&mut self, index: u64) -> &[u8] {
+        self.index_keys.get(index)
     }
 
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
@@ -434,8 +452,9 @@ impl Replay {
 /// of index `id`: a text key, or a padded id.
 fn key_index(prefix: &str, key: &Key, key_size: u32) -> (u64, Option<Box<[u8]>>) {
     if let Key::Id(id) = key {
-        // Compared without writing the digits: this runs for every request read.
-        if key_size <= digits(*id) {
+        // Compared without writing the digits: this runs for every request read (and no
+        // key size recorded, as in oracleGeneral, needs no digits counted).
+        if key_size <= 1 || key_size <= digits(*id) {
             return (*id, None);
         }
     }
@@ -466,6 +485,64 @@ fn in_flight(c: &crate::client::Client, index: u64, own: bool) -> bool {
         .iter()
         .flat_map(|k| k.pending.iter())
         .any(|p| p.index == index && (p.trace > INDEX_KEY) == own && p.req == Req::Get && p.aside)
+}
+
+/// Keys sent under their index (the prefix and the id), formatted once per slot of a
+/// direct-mapped table: a trace's hot keys repeat, and formatting each request's key took
+/// about a hundred instructions more per op than the synthetic workload's key table (issue
+/// 23). A key pushed out by another is only formatted again.
+struct IndexKeys {
+    prefix: String,
+    length: usize,
+    /// Per slot: its index + 1 (0: empty), and its key's length in `data`.
+    tags: Vec<u64>,
+    lens: Vec<u8>,
+    /// `STRIDE` bytes per slot, each starting with the prefix.
+    data: Vec<u8>,
+    stride: usize,
+    /// A key too long for its slot (a long `keys.length`), formatted each time.
+    scratch: Vec<u8>,
+}
+
+const INDEX_KEY_SLOTS: usize = 1 << 14;
+
+impl IndexKeys {
+    fn new(prefix: &str, length: usize) -> IndexKeys {
+        let stride = prefix.len() + 20;
+        let mut data = Vec::with_capacity(stride * INDEX_KEY_SLOTS);
+        for _ in 0..INDEX_KEY_SLOTS {
+            data.extend_from_slice(prefix.as_bytes());
+            data.resize(data.len() + 20, 0);
+        }
+        IndexKeys {
+            prefix: prefix.to_string(),
+            length,
+            tags: vec![0; INDEX_KEY_SLOTS],
+            lens: vec![0; INDEX_KEY_SLOTS],
+            data,
+            stride,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The key of `index`, as `workload::format_key_into` spells it.
+    fn get(&mut self, index: u64) -> &[u8] {
+        let tag = index.wrapping_add(1);
+        let slot = (index.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50) as usize;
+        let at = slot * self.stride;
+        if tag != 0 && self.tags[slot] == tag {
+            return &self.data[at..at + self.lens[slot] as usize];
+        }
+        crate::workload::format_key_into(&mut self.scratch, &self.prefix, index, self.length);
+        let n = self.scratch.len();
+        if tag == 0 || n > self.stride || n > u8::MAX as usize {
+            return &self.scratch;
+        }
+        self.data[at..at + n].copy_from_slice(&self.scratch);
+        self.tags[slot] = tag;
+        self.lens[slot] = n as u8;
+        &self.data[at..at + n]
+    }
 }
 
 /// Keys a get-set-on-miss get was answered for (a hit, or a miss whose fill went out on
@@ -532,6 +609,21 @@ mod tests {
         assert_eq!(index, crc32(b"wb:42___") as u64);
         let (_, own) = key_index("wb:", &Key::Text(b"k:a"[..].into()), 3);
         assert_eq!(own.as_deref(), Some(&b"wb:k:a"[..]));
+    }
+
+    #[test]
+    fn index_keys_are_spelled_as_the_synthetic_keys_whatever_the_slot_held_before() {
+        for (prefix, length) in [("wb:", 0), ("wb:", 12), ("", 3), ("p", 40)] {
+            let mut keys = IndexKeys::new(prefix, length);
+            // Twice over indices that share slots, and the largest (which is never kept).
+            let indices: Vec<u64> = (0..40_000u64).chain([u64::MAX, 7, u64::MAX - 1]).collect();
+            for _ in 0..2 {
+                for &i in &indices {
+                    let want = crate::workload::format_key(prefix, i, length);
+                    assert_eq!(keys.get(i), want.as_slice(), "{:?} {}", prefix, i);
+                }
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@ impl<'a> Run<'a> {
     pub fn open_replay(&mut self, order: Option<TraceOrder>) -> Result<(), String> {
         if let Some(o) = order {
             let ids: Vec<i64> = self.order.clients.iter().map(|c| c.id).collect();
-            self.replay = Some(Replay::new(o, &ids, &self.order.keys.prefix)?);
+            let keys = &self.order.keys;
+            self.replay = Some(Replay::new(o, &ids, &keys.prefix, keys.length)?);
         }
         Ok(())
     }
@@ -89,10 +90,8 @@ impl<'a> Run<'a> {
                 Some(next) => next,
                 None => return false,
             };
+            let (req, aside) = (next.req, next.aside);
             let rp = self.replay.as_mut().expect("a replay step");
-            let (req, aside) = rp
-                .replayed(next.op, next.value_size)
-                .expect("read: replayed");
             let due = if timed { rp.due(next.time) } else { now };
             if timed && !self.replay_due(ci, due, now) {
                 return false;
@@ -143,15 +142,17 @@ impl<'a> Run<'a> {
     fn replay_front(&mut self, ci: usize, now: u64) -> Option<Front> {
         let rp = self.replay.as_mut().expect("a replay step");
         let next = rp.front(ci).map(|(i, mine)| Front {
-            op: i.op,
-            value_size: i.value_size,
+            req: i.req,
+            aside: i.aside,
             time: i.time,
             index: i.index,
             text: i.own.is_some(),
             mine,
         });
-        for (what, n) in rp.skipped.drain(..) {
-            self.rec.skip(what, n);
+        if !rp.skipped.is_empty() {
+            for (what, n) in rp.skipped.drain(..) {
+                self.rec.skip(what, n);
+            }
         }
         if let Some(e) = rp.failure.clone() {
             if !rp.reported {
@@ -307,8 +308,9 @@ impl<'a> Run<'a> {
 
 /// The front request of a client's share, as `replay_next` weighs it.
 struct Front {
-    op: u8,
-    value_size: u32,
+    /// What it is sent as (worked out as it was read).
+    req: Req,
+    aside: bool,
     time: f64,
     index: u64,
     /// Sent under its own key bytes, not its index's key.

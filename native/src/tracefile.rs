@@ -4,6 +4,7 @@
 //! read buffer whatever the file's size. A malformed or truncated record is one line
 //! naming the file, the record and its byte offset (in the decompressed stream).
 
+use crate::readahead::ReadAhead;
 use std::fs::File;
 use std::io::Read;
 
@@ -85,14 +86,18 @@ type Read_<T> = Result<T, String>;
 
 impl TraceReader {
     pub fn open(path: &str, format: Format) -> Read_<TraceReader> {
-        let file =
-            File::open(path).map_err(|e| format!("{}: cannot read the trace: {}", path, e))?;
-        let src: Box<dyn Read> = if path.ends_with(".zst") {
-            Box::new(crate::zstd::ZstdReader::new(file)?)
-        } else {
-            Box::new(file)
-        };
-        Self::from_reader(path, format, src)
+        // Opened, and a `.zst` file decompressed, on a thread reading ahead (readahead.rs).
+        let named = path.to_string();
+        let src = ReadAhead::spawn(move || -> Read_<Box<dyn Read>> {
+            let file = File::open(&named)
+                .map_err(|e| format!("{}: cannot read the trace: {}", named, e))?;
+            Ok(if named.ends_with(".zst") {
+                Box::new(crate::zstd::ZstdReader::new(file)?)
+            } else {
+                Box::new(file)
+            })
+        })?;
+        Self::from_reader(path, format, Box::new(src))
     }
 
     pub fn from_reader(path: &str, format: Format, src: Box<dyn Read>) -> Read_<TraceReader> {
@@ -234,7 +239,7 @@ impl TraceReader {
     }
 
     fn next_oracle(&mut self) -> Read_<Option<Request>> {
-        if !self.fill(RECORD)? {
+        if self.len - self.pos < RECORD && !self.fill(RECORD)? {
             let rest = self.len - self.pos;
             if rest == 0 {
                 return Ok(None);

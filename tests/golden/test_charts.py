@@ -183,3 +183,17 @@ def test_latency_against_throughput_reads_at_any_spread(
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     series = {s.label.get("strategy.name") for s in sweep.steps}
     assert legend[-2:] == ["p50", "p99"] and len(legend) == len(series) + 2
+
+
+def test_the_page_puts_simulated_hit_rates_beside_the_measured(
+    runs: dict[str, list[StoredRun]],
+) -> None:
+    """Issue 22 item 3: the html report has the measured row, then one row per simulated
+    policy, each saying which it is."""
+    (run,) = runs["simulated"]
+    page = render(run, "html")
+    assert "<h2>Measured and simulated hit rates</h2>" in page
+    rows = re.findall(r'<tr><td class="simulated">simulated: (\w+)</td>', page)
+    assert rows == ["lru", "s3fifo", "belady"]
+    assert "68.27%" in page and "79.56%" in page  # lru's and s3fifo's hit rates
+    assert "<h2>Measured and simulated hit rates</h2>" not in render(runs["single"][0], "html")

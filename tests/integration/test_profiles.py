@@ -13,7 +13,7 @@ import pytest
 from support import collect, finished
 from umem_support import umem_source
 
-from workbench.spec.steps import check_spec, load_spec
+from workbench.spec.steps import check_spec, load_spec, plan
 from workbench.store import Store
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -56,6 +56,27 @@ def test_a_profile_loads_and_plans(path: Path) -> None:
     assert steps
     assert load_spec(path).description, "say what the experiment is in one line"
     assert path.read_text().startswith("#"), "head the profile with a comment naming its source"
+
+
+def _reproduces_a_document(path: Path) -> bool:
+    """The profile's heading comment names a source document (../shared/seeds/)."""
+    heading = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        heading.append(line)
+    return "shared/seeds/" in "\n".join(heading)
+
+
+DOCUMENTS = [p for p in sorted(PROFILES.glob("*.toml")) if _reproduces_a_document(p)]
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.stem)
+def test_a_profile_of_a_source_document_names_the_strategy_of_every_step(path: Path) -> None:
+    """Its published figures must not move when a system's default strategy changes
+    (issue 24: native became the default where the engine is built)."""
+    for step in plan(load_spec(path)):
+        assert step.spec.strategy.name, f"step {step.title!r} runs the default strategy"
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))

@@ -341,10 +341,11 @@ async def test_each_key_keeps_its_order_and_native_clients_share_the_work(
 ) -> None:
     """A skewed as-recorded trace (zipf 0.9 over 1,000 keys: by hash alone one of 8 clients
     would carry 1.48x the mean), pipelined: Redis runs each key's sets, gets and deletes in
-    the trace's order (each set's TTL names its request). In the native engine a free
-    client takes the next request, so no client works on alone at the end: every
+    the trace's order (each set's TTL names its request). A free client takes the next
+    request, so no client works on alone at the end. In the native engine, every
     connection's last command comes in the run's last 15% (dealt by hash, the most loaded
-    client ran on alone for about a third of the run)."""
+    client ran on alone for about a third of the run). The Python strategies share
+    connections, so its clients' sharing is tested in tests/unit/test_trace_feed.py."""
     rng = random.Random(7)
     rows, expected = [], collections.defaultdict(list)
     for i, r in enumerate(synth(20_000, 1000, "zipf(0.9)", "fixed(100)", seed=1)):

@@ -2,7 +2,7 @@
 
 srv (10.77.0.1) runs redis-server; a (10.77.0.2) is the Ray head and runs `workbench run`;
 b (10.77.0.3) is a Ray node. Every connection goes to those addresses or to a host's own
-loopback: the bed has no route anywhere else. The late join adds a host and
+loopback: the bed has no route anywhere else. Each late join adds a host of its own and
 takes it out of the cluster; each lost-host run joins a host of its own and ends it.
 """
 
@@ -243,28 +243,38 @@ def test_a_server_in_protected_mode_is_named_as_refusing(hosts: netbed.Bed) -> N
     assert "DENIED" in out.text and "IndexError" not in out.text, out.text
 
 
-def test_a_host_that_joins_late_is_not_used_by_the_step_under_way(hosts: netbed.Bed) -> None:
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_host_that_joins_late_is_not_used_by_the_step_under_way(
+    hosts: netbed.Bed, engine: str
+) -> None:
     a = hosts["a"]
+    late = f"late-{engine}"  # a machine of its own per run: 10.77.0.7 and .8
     joined: list[float] = []
 
     def join(t: float, line: str) -> None:
         if line.startswith("[   1.0s]") and not joined:
-            c = hosts.add("c", 4)
+            c = hosts.add(late, 7 + sorted(ENGINES).index(engine))
             netbed.copy_token((a.home / ".ray" / "auth_token").read_text(), c)
             netbed.ray_join(c, a, nice=True)
             joined.append(t)
 
     out = workbench(
         a,
-        [*run_args(a, "load.duration=12", "load.interval=1", "load.workers=2"), "--allow-remote"],
+        [
+            *run_args(
+                a, "load.duration=12", "load.interval=1", "load.workers=2",
+                strategy=ENGINES[engine],
+            ),
+            "--allow-remote",
+        ],
         on_line=join,
-    )
+    )  # fmt: skip
     assert joined, out.text
-    c = hosts["c"]
+    c = hosts[late]
     try:
         assert out.code == 0, out.text
         assert joined and joined[0] < out.when(r"^== run "), "c joined only after the step"
-        assert "10.77.0.4" not in out.text
+        assert c.address not in out.text
         assert not c.pids("ray::WorkerActor")  # no worker ever started on it
         run = last_run(a)
         assert run.status == "completed", out.text

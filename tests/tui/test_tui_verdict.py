@@ -7,7 +7,7 @@ from dataclasses import replace
 from rich.console import Console
 from tui_data import interval_stats, synthetic_events, view_of
 
-from workbench.events import Interval, StepFinished
+from workbench.events import Interval, StepFinished, StepSimulated
 from workbench.spec.steps import load_spec
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.dashboard import counter_rows, counters_table, step_row
@@ -88,3 +88,23 @@ def test_a_replays_skipped_requests_are_a_counter_of_the_step_not_errors() -> No
     assert live["skipped"].startswith(f"{4 * sum(isinstance(e, Interval) for e in events)}: ")
     plain = view_of(synthetic_events("20231114-221320-ffff", "plain"))
     assert "skipped" not in dict(counter_rows(plain.steps[0]))  # only a replay that skips
+
+
+def test_a_steps_simulated_hit_rates_are_counters_labelled_simulated() -> None:
+    """Issue 22 item 3: libCacheSim's figures show on the Run screen, each named as
+    simulated, below the measured hit rate."""
+    events = synthetic_events("20231114-221320-abab", "simulated")
+    results = {
+        "limit": 400, "unit": "objects", "requests": 1000, "warmed": True,
+        "policies": {"lru": {"hit_rate": 0.6827}, "belady": {"hit_rate": 0.8297}},
+    }  # fmt: skip
+    rows = dict((str(k), str(v)) for k, v in counter_rows(view_of(events).steps[0]))
+    assert not [k for k in rows if k.startswith("simulated")]  # none before it is simulated
+    done = view_of([*events, StepSimulated("20231114-221320-abab", 0, results)])
+    rows = dict((str(k), str(v)) for k, v in counter_rows(done.steps[0]))
+    assert (rows["simulated lru"], rows["simulated belady"]) == ("68.3%", "83.0%")
+    names = list(rows)
+    assert names.index("hit rate") < names.index("simulated lru")
+    failed = view_of([*events, StepSimulated("20231114-221320-abab", 0, {"error": "gone"})])
+    rows = dict((str(k), str(v)) for k, v in counter_rows(failed.steps[0]))
+    assert rows["simulated"] == "not simulated: gone"

@@ -113,3 +113,40 @@ def test_an_abandoned_step_is_closed_from_its_intervals(tmp_path: Path) -> None:
     assert row.ops_per_s == pytest.approx(150.0)  # 300 ops over the 2 s of its intervals
     (step,) = store.load("r1").steps
     assert step.status == "interrupted" and step.stats.ops == 300
+
+
+def test_a_listed_row_takes_every_figure_from_one_step(tmp_path: Path) -> None:
+    """Issue 24 item 6: ops/s, p50, p99, hit rate and errors all come from the fastest
+    step, never mixed across steps; a run that measured nothing shows none of them."""
+    store = Store(tmp_path / "runs.sqlite3")
+    spec = {"target": {"system": "embedded"}, "strategy": {"name": ""}, "workload": {}}
+    steps = [{"index": i, "label": {}, "title": t} for i, t in enumerate(("slow", "fast"))]
+    run = "20260101-000000-aaaa"
+    store.record(RunStarted(run, "two steps", spec, steps, {"host": "h"}, 1000.0))
+    # The slow step has the lower latencies, a perfect hit rate and no errors; the fast one
+    # the higher latencies, misses and errors: a mixed row would show the slow step's.
+    shapes = [("slow", 1, 100, 1000, 100, 0, 0), ("fast", 8, 400, 50_000, 50, 50, 7)]
+    for index, (title, clients, ops, latency, hits, misses, errors) in enumerate(shapes):
+        store.record(StepStarted(run, index, title, {}, {}, 1, clients, {}, strategy="direct"))
+        h = new_histogram()
+        fold(h, [latency] * ops)
+        stats = Stats(
+            duration=1.0, hist={"get": h}, hits=hits, misses=misses,
+            errors={"timeout": errors} if errors else {},
+        )  # fmt: skip
+        store.record(Interval(run, index, 0, 1.0, stats))
+        store.record(StepFinished(run, index, "completed", stats))
+    store.record(RunFinished(run, "completed"))
+    store.record(RunStarted("20260102-000000-bbbb", "failed", spec, steps[:1], {}, 2000.0))
+    store.record(StepStarted("20260102-000000-bbbb", 0, "slow", {}, {}, 1, 4, {}))
+    store.record(StepFinished("20260102-000000-bbbb", 0, "failed", Stats(duration=0.0)))
+    store.record(RunFinished("20260102-000000-bbbb", "failed"))
+    failed, both = store.list_runs()
+    fast = store.load(run).steps[1].stats
+    assert (both.step, both.step_strategy, both.clients) == ("fast", "direct", 8)
+    assert both.ops_per_s == pytest.approx(400.0)
+    assert both.p50_us == pytest.approx(fast.hist["get"].get_value_at_percentile(50) / 1000)
+    assert both.p99_us == pytest.approx(fast.hist["get"].get_value_at_percentile(99) / 1000)
+    assert both.p50_us > 40 and both.hit_rate == pytest.approx(0.5) and both.errors == 7
+    assert failed.status == "failed" and failed.step == ""
+    assert (failed.ops_per_s, failed.p50_us, failed.p99_us, failed.hit_rate) == (None,) * 4

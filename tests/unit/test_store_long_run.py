@@ -7,6 +7,8 @@ which must not grow with the number of intervals.
 
 from __future__ import annotations
 
+import _sqlite3
+import ctypes
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from workbench.events import Interval, RunFinished, RunStarted, StepFinished, St
 from workbench.metrics import Stats, fold, new_histogram
 from workbench.report import MARKDOWN, render
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.store import Store
+from workbench.store import CACHE_KIB, Store
 from workbench.timeline import MAX_POINTS
 
 HOUR = 3600  # one-second intervals
@@ -168,3 +170,24 @@ def test_a_long_run_is_appended_to_never_rewritten(tmp_path: Path, counts: Count
     writes = [s for s in counts.statements if not s.lstrip().upper().startswith("SELECT")]
     assert writes and not any("intervals" in s for s in writes)
     assert store.load(run_id).steps[0].stats.ops == (HOUR + 1) * one_second().ops
+
+
+def _sqlite_memory() -> int:
+    """Bytes SQLite holds in this process (its own counter, in the library Python uses)."""
+    lib = ctypes.CDLL(_sqlite3.__file__)  # its symbols, or those of the libsqlite3 it links
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    return int(lib.sqlite3_memory_used())
+
+
+def test_the_page_cache_is_full_within_the_first_intervals(tmp_path: Path) -> None:
+    """The writing connection's page cache is at its bound after a few dozen intervals, not
+    filling for the first minutes of a long run (512 KiB took ~500 intervals: +430 KiB)."""
+    store = Store(tmp_path / "runs.sqlite3")
+    assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+    record_long_run(store, 40)
+    early = _sqlite_memory()
+    assert early > 0
+    record_long_run(store, 1000)
+    grown = _sqlite_memory() - early
+    store.close()
+    assert grown < 32 * 1024, f"SQLite's memory grew {grown // 1024} KiB after the first intervals"

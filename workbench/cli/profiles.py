@@ -65,17 +65,29 @@ STEP_OVERHEAD = 1.0  # seconds: starting workers (and a managed server), a step'
 
 
 def estimate(steps: list[Step]) -> str:
-    """About how long the run takes: each timed step's warm-up and duration plus start-up;
-    steps that end after N ops cannot be timed before they run."""
-    timed = [s.spec.load for s in steps if s.spec.load.ops is None]
+    """About how long the run takes: each timed step's warm-up and duration plus start-up.
+    Steps that end after N ops, or at the end of a trace they replay (its duration is only
+    an upper bound), cannot be timed before they run: they are said as such."""
+    counted = [s for s in steps if s.spec.load.ops is not None]
+    replays = [s for s in steps if s.spec.load.ops is None and s.spec.workload.trace]
+    timed = [s.spec.load for s in steps if s.spec.load.ops is None and not s.spec.workload.trace]
     seconds = sum((ld.warmup if ld.warmup_ops is None else 0) + (ld.duration or 0) for ld in timed)
-    seconds += STEP_OVERHEAD * len(timed)
-    counted = len(steps) - len(timed)
-    text = f"about {_duration(seconds)}" if timed else ""
+    parts = [f"about {_duration(seconds + STEP_OVERHEAD * len(timed))}"] if timed else []
     if counted:
-        ops = f"{counted} step{'s' if counted != 1 else ''} of N ops (time depends on the rate)"
-        text = f"{text} + {ops}" if text else ops
-    return text
+        counts = sorted({s.spec.load.ops or 0 for s in counted})
+        each = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}"
+        alone = len(counted) == len(steps)  # the step count is said before: "3 steps, "
+        parts.append(f"{each} ops each" if alone else f"{_steps(len(counted))} of {each} ops")
+    if replays:
+        alone = len(replays) == len(steps)
+        parts.append(f"{'each' if alone else _steps(len(replays))} replaying its trace to the end")
+    if counted or replays:
+        parts[-1] += " (time depends on the rate)"
+    return " + ".join(parts)
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
 
 
 def _duration(seconds: float) -> str:

@@ -7,7 +7,8 @@ background, never on the load path). A worker that dies or is lost (a Ray node g
 reported as a notice (which, when, how much it had measured) and the step goes on with
 the others; the step is then "degraded". A worker on another machine (a Ray actor) whose
 intervals stop for `SILENT_INTERVALS` interval lengths (at least `SILENT_AT_LEAST` s)
-counts as lost then, without waiting for the cluster to notice that its machine is gone.
+counts as lost then, without waiting for the cluster to notice that its machine is gone
+(when every worker falls silent at once, each gets `SILENT_ALL_AT_LEAST` s).
 A step of a set duration never waits for a worker more than `OVERRUN_GRACE` s past its
 planned end: one still going then is killed (or, remote, abandoned) and counts as lost.
 
@@ -54,6 +55,10 @@ SILENT_INTERVALS = 2  # a remote worker this many interval lengths without an in
 # ...and at least this long: Ray relays frames in batches, and a busy machine can hold
 # an interval back a second without anything being lost.
 SILENT_AT_LEAST = 2.0
+# When no worker at all has sent an interval for that long, the hold-up is more likely on
+# the way to the coordinator (Ray holds back every actor's frames while a node joins) than
+# in every host at once: each silent worker then gets this long before it counts as lost.
+SILENT_ALL_AT_LEAST = 10.0
 # Seconds past a timed step's planned end (after the pub/sub delivery wait) that workers
 # get to send their end of step; closing thousands of connections fits well within it.
 OVERRUN_GRACE = 30.0
@@ -524,21 +529,18 @@ class Coordinator:
             return []
         last = len(frames.interval_ends(load.duration, load.interval)) - 1
         limit = max(SILENT_INTERVALS * load.interval, SILENT_AT_LEAST)
-        now = time.monotonic()
-        events: list[Event] = []
+        allowed: dict[int, float] = {}
         for worker in sorted(tally.live - set(tally.done)):
-            handle = self.handles[worker]
-            heard = tally.heard.get(worker)
-            if not _remote(handle) or heard is None or tally.last_index.get(worker, -1) >= last:
+            index = tally.last_index.get(worker, -1)
+            if not _remote(self.handles[worker]) or worker not in tally.heard or index >= last:
                 continue
             # Before its last interval a worker may wait for pub/sub deliveries too.
-            at_last = tally.last_index.get(worker, -1) == last - 1
-            due = limit + (frames.DELIVERY_WAIT if at_last else 0.0)
-            if now - heard < due:
-                continue
-            why = f"no interval for {now - heard:.1f} s"
-            events.append(self._abandon(step, tally, worker, why))
-        return events
+            allowed[worker] = limit + (frames.DELIVERY_WAIT if index == last - 1 else 0.0)
+        now = time.monotonic()
+        return [
+            self._abandon(step, tally, worker, f"no interval for {now - tally.heard[worker]:.1f} s")
+            for worker in lost_to_silence(tally.heard, allowed, now)
+        ]
 
     def _overrun(self, step: Step, tally: _StepTally) -> list[Event]:
         """Workers not done `OVERRUN_GRACE` s after a timed step's planned end: killed (a
@@ -648,6 +650,20 @@ class _ServerTotals:
         if self.idle_poll:
             out["idle_poll"] = {k: round(v, 6) for k, v in self.idle_poll.items()}
         return out
+
+
+def lost_to_silence(heard: dict[int, float], allowed: dict[int, float], now: float) -> list[int]:
+    """Of the workers in `allowed` (each with the silence it may keep, in s), those silent
+    for longer, by when each last sent an interval (`heard`, monotonic). While no worker at
+    all has been heard within the shortest allowance, each gets `SILENT_ALL_AT_LEAST`."""
+    if not allowed:
+        return []
+    everyone_quiet = now - max(heard.values()) >= min(allowed.values())
+    return [
+        worker
+        for worker, silence in sorted(allowed.items())
+        if now - heard[worker] >= (max(silence, SILENT_ALL_AT_LEAST) if everyone_quiet else silence)
+    ]
 
 
 def _remote(handle: Handle) -> bool:

@@ -1,10 +1,15 @@
-"""Replaying a trace in the Python engine: one worker's share of the requests, dealt to
-its virtual clients by a hash of the key, so each key's requests keep the trace's order.
+"""Replaying a trace in the Python engine: one worker's share of the requests, shared by
+its virtual clients as the native engine shares them (`native/src/replay.rs`), so each
+key's requests keep the trace's order and every client works while requests are left.
 
-Every worker reads the file as a stream (`workbench.traces`) and keeps the requests of its
-own clients: client ``crc32(key) % clients`` of all the run's clients. A client takes its
-next request from its own queue, reading on when the queue is empty; the queues of the
-others hold only what was read ahead for them.
+Every worker reads the file as a stream (`workbench.traces`) and keeps the requests whose
+key is its own: client ``crc32(key) % clients`` of all the run's clients is one of its
+clients. Within the worker a free client takes the next request. A key is *held* by the
+client whose request of it is in flight (a client issues one op at a time, a
+get-set-on-miss fill included, so its request ends when it asks for the next), and the
+key's later requests go to that client's own queue while it is held. A client takes from
+its own queue first. Dealt by hash alone, a zipf trace put up to twice the mean share on
+one client, which then ran on alone at the end (issue 23).
 """
 
 from __future__ import annotations
@@ -69,7 +74,16 @@ class TraceFeed:
         self.as_recorded = tr.ops == "as-recorded"
         self.prefix = spec.workload.key_prefix
         self.all_clients = all_clients
+        # Per client of this worker: requests of the keys it holds, in trace order.
         self.queues: dict[int, deque[Request]] = {c: deque() for c in client_ids}
+        # Requests read, in trace order, that no client has taken yet.
+        self.ahead: deque[Request] = deque()
+        # Per held key: its client, and its requests in flight or in that client's queue.
+        self.held: dict[str, list[int]] = {}
+        # Per client: the key of its request in flight (taken and not yet ended).
+        self.current: dict[int, str | None] = dict.fromkeys(client_ids)
+        # Whether every client of the run is this worker's (no key needs hashing).
+        self.all_mine = set(client_ids) == set(range(all_clients))
         self.lock = threading.Lock()
         self.supported = supported
         self.on_skip = on_skip  # (what), called once per request skipped: its op or LARGE_VALUE
@@ -98,16 +112,47 @@ class TraceFeed:
             self.done.set()
 
     def _take(self, client: int) -> Request | None:
+        """The client's next request; its previous one has ended (one op at a time)."""
         with self.lock:
+            self._ended(client)
             queue = self.queues[client]
-            if queue:
-                return queue.popleft()
-            try:
-                return self._read_on(queue)
-            except TraceFormatError as exc:
-                self.failure = self.failure or str(exc)
-                self.requests = iter(())
-                return None
+            r = queue.popleft() if queue else self._next_free(client)
+            self.current[client] = r.key if r is not None else None
+            return r
+
+    def _ended(self, client: int) -> None:
+        """The client's request in flight ended: its key is held one request less."""
+        key, self.current[client] = self.current[client], None
+        if key is not None:
+            h = self.held[key]
+            h[1] -= 1
+            if h[1] == 0:
+                del self.held[key]
+
+    def _next_free(self, client: int) -> Request | None:
+        """The trace's next request for a client with nothing of its own: a request of a
+        key another client holds joins that client's queue, and the next one is looked at."""
+        held, queues, ahead = self.held, self.queues, self.ahead
+        while True:
+            if ahead:
+                r = ahead.popleft()
+            else:
+                try:
+                    got = self._read_on()
+                except TraceFormatError as exc:
+                    self.failure = self.failure or str(exc)
+                    self.requests = iter(())
+                    return None
+                if got is None:
+                    return None
+                r = got
+            h = held.get(r.key)
+            if h is None:
+                held[r.key] = [client, 1]
+                return r
+            h[1] += 1
+            queues[h[0]].append(r)  # held by another: its own queue (never this client's,
+            # whose queue is empty and whose request in flight has ended)
 
     def _find_origin(self) -> bool:
         """The trace's first time, read once (the request stays first); False: empty."""
@@ -119,26 +164,25 @@ class TraceFeed:
             self.requests = itertools.chain((first,), self.requests)
         return True
 
-    def _read_on(self, queue: deque[Request]) -> Request | None:
+    def _read_on(self) -> Request | None:
+        """The next request of this worker's keys that is replayed, or None at the end."""
         if not self._find_origin():
             return None
-        # Read on until this client has a request; the hot loop of every worker, which
-        # reads the whole trace: `owner` inlined, names bound locally.
+        # The hot loop of every worker, which reads the whole trace: `owner` inlined, names
+        # bound locally.
         queues, clients, crc32, skip = self.queues, self.all_clients, zlib.crc32, self._skip
         dues = self.dues if self.speed > 0 else None
+        all_mine = self.all_mine
         for r in self.requests:
-            mine = queues.get(crc32(r.key.encode()) % clients)
-            if mine is not None:
+            if all_mine or crc32(r.key.encode()) % clients in queues:
                 # A request that is not replayed is counted as it is read, never queued: a
-                # trace of mostly skipped ops must not pile up in the other clients' queues.
+                # trace of mostly skipped ops must not pile up in the queues.
                 if (what := skip(r)) is not None:
                     self.on_skip(what)
                     continue
-                mine.append(r)
                 if dues is not None:
                     dues.append(r.time)
-                if mine is queue:
-                    return queue.popleft()
+                return r
         return None
 
     def due_before(self, since_start_ns: int) -> int:
@@ -154,19 +198,12 @@ class TraceFeed:
                 return self.offered
             assert self.origin is not None
             until = self.origin + since_start_ns / 1e9 * self.speed
-            queues, clients, crc32 = self.queues, self.all_clients, zlib.crc32
             try:
                 while not self.dues or self.dues[-1] < until:
-                    r = next(self.requests, None)
+                    r = self._read_on()  # appends its due
                     if r is None:
                         break
-                    mine = queues.get(crc32(r.key.encode()) % clients)
-                    if mine is not None:
-                        if (what := self._skip(r)) is not None:
-                            self.on_skip(what)
-                            continue
-                        mine.append(r)
-                        self.dues.append(r.time)
+                    self.ahead.append(r)
             except TraceFormatError as exc:
                 self.failure = self.failure or str(exc)
                 self.requests = iter(())
