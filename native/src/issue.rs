@@ -211,9 +211,11 @@ impl<'a> Run<'a> {
     /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
     pub fn refill(&mut self, ci: usize, now: u64) {
         self.unpark_nodes(ci, now);
+        // A closed loop over a cluster is bounded by its parked ops instead (cluster.rs).
+        let ahead = self.cluster_draws_ahead();
         loop {
             let c = &self.clients[ci];
-            if c.inflight >= self.order.pipeline
+            if c.inflight >= self.order.pipeline && !ahead
                 || c.conns.iter().any(|k| !k.connected) && c.conns.len() == 1
             {
                 break;

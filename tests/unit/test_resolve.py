@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -131,6 +132,37 @@ def test_the_limits_check_reads_the_declared_connections(monkeypatch: pytest.Mon
     )
     with pytest.raises(SpecError, match="open files"):
         check_limits(many)
+
+
+def _native_cluster(*sets: str) -> list[Any]:
+    return check_spec(
+        load_spec(
+            None,
+            [
+                "target.system=redis",
+                "strategy.name=native",
+                "load.concurrency=30",
+                "load.workers=1",
+                *sets,
+            ],
+        )
+    )
+
+
+def test_the_limits_check_counts_a_connection_per_cluster_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 30 native clients: 30 + 64 files for one server, fits under 120; against a cluster
+    # each client opens one per node.
+    monkeypatch.setattr(limits, "_raise_soft_file_limit", lambda: 120)
+    check_limits(_native_cluster())
+    with pytest.raises(SpecError, match=r"about 154 open files \(.*counting 3: the fewest"):
+        check_limits(_native_cluster("target.options.cluster=true"))  # external: 3 counted
+    monkeypatch.setattr(limits, "_raise_soft_file_limit", lambda: 200)
+    check_limits(_native_cluster("target.options.cluster=true"))
+    managed = ["target.managed=true", "target.server.cluster=true", "target.server.cluster_nodes=5"]
+    with pytest.raises(SpecError, match=r"about 214 open files \(.*managed cluster's 5 prim"):
+        check_limits(_native_cluster(*managed))
 
 
 def test_a_spec_loaded_then_run_is_checked_and_resolved_once() -> None:
