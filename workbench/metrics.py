@@ -360,8 +360,12 @@ class Summary:
         return summary
 
     def __getattr__(self, name: str) -> Any:  # only for fields not yet in __dict__
+        if name not in ("mean_us", "stdev_us"):
+            raise AttributeError(name)
         recorded = self.__dict__.get("_recorded")
-        if name not in ("mean_us", "stdev_us") or recorded is None:
+        if recorded is None:  # another thread took them meanwhile (set before it let go)
+            if name in self.__dict__:
+                return self.__dict__[name]
             raise AttributeError(name)
         mean, stddev = recorded.mean_and_stddev()
         self.__dict__.update(mean_us=mean / 1000, stdev_us=stddev / 1000)

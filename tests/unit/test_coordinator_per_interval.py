@@ -141,3 +141,18 @@ def test_the_mean_and_deviation_are_taken_only_when_read_with_the_same_figures(
     mean, stddev = real(Recorded(_stats(4).hist["get"]))
     assert (latest.mean_us, latest.stdev_us) == (mean / 1000, stddev / 1000)
     assert latest.mean_us == latest.mean_us and taken[0] == 1  # taken once, then kept
+
+
+def test_a_deferred_mean_taken_by_another_thread_meanwhile_is_read_not_refused() -> None:
+    """Two threads may both find `mean_us` missing; the first takes it (sets both figures,
+    then drops the histogram). The second, already in `__getattr__`, then finds no
+    histogram and must read the figure the first set, not fail."""
+    summary = summarise(_stats(3))
+    mean, stddev = summary.__dict__["_recorded"].mean_and_stddev()
+    # What the first thread leaves, between the second's lookup and its __getattr__:
+    summary.__dict__.update(mean_us=mean / 1000, stdev_us=stddev / 1000)
+    del summary.__dict__["_recorded"]
+    assert summary.__getattr__("mean_us") == mean / 1000
+    assert summary.__getattr__("stdev_us") == stddev / 1000
+    with pytest.raises(AttributeError):
+        summary.__getattr__("other")
