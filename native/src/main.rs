@@ -7,6 +7,7 @@
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
 mod alloc;
+mod batch;
 mod client;
 mod cluster;
 mod codec;

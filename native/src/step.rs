@@ -1,6 +1,7 @@
 //! The phases of one step in a worker: connect every client, prefill, arm, wait for the
 //! start, warm up, measure on the interval grid, then stop and report (docs/frames.md).
 
+use crate::batch::Batch;
 use crate::client::{Client, Conn};
 use crate::codec::{codec_for, Codec, Target};
 use crate::io::{Engine, Mode};
@@ -285,7 +286,10 @@ impl<'a> Run<'a> {
         if self.eng.stop {
             return "interrupted";
         }
+        // A closed loop does not preempt the server its replies come from (batch.rs).
+        let batch = Batch::enter(!self.order.open_loop && self.pubsub.order.is_none());
         let status = self.warm_and_measure(start);
+        drop(batch);
         self.mode = Mode::Idle;
         if let Some(trace) = &self.trace {
             if let Err(e) = trace.write() {
