@@ -1,6 +1,7 @@
 //! The mio loop of one worker: stdin for orders, a timerfd for precise wake-ups, and one
-//! connection per virtual client (per server) with `pipeline` requests in flight,
-//! refilled after every reply (memtier's `fill_pipeline`). What a client sends next and
+//! connection per virtual client (per server) with up to `pipeline` requests in flight,
+//! refilled once half of it is free (`issue.rs`; memtier's `fill_pipeline` refills after
+//! every reply). What a client sends next and
 //! what a reply counts as is `issue.rs`; the step's phases are `step.rs`.
 
 use crate::client::{Pending, BACKOFF_START, READ_CHUNK};

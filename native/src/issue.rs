@@ -213,6 +213,17 @@ impl<'a> Run<'a> {
         self.unpark_nodes(ci, now);
         // A closed loop over a cluster is bounded by its parked ops instead (cluster.rs).
         let ahead = self.cluster_draws_ahead();
+        // A pipelined closed loop refills once half its pipeline is free, in one write:
+        // refilled after every reply, a fast client's one-request writes reached memcached
+        // while it still wrote that connection's replies, and it took them in (the socket's
+        // backlog) at 0.3-0.6 µs of its CPU per GET (h32's note).
+        // Not over a cluster or a trace, whose ops may wait for their node or key.
+        let c = &self.clients[ci];
+        let depth = self.order.pipeline;
+        let plain = self.cluster.is_none() && self.replay.is_none();
+        if depth > 1 && plain && !self.order.open_loop && c.inflight > depth / 2 {
+            return;
+        }
         loop {
             let c = &self.clients[ci];
             if c.inflight >= self.order.pipeline && !ahead
