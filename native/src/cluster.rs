@@ -26,9 +26,6 @@ const NONE: u16 = u16::MAX;
 pub const MAX_NODES: usize = 64;
 const REFRESH_GAP: u64 = 100_000_000; // 100 ms between two full refreshes
 const FETCH_TIMEOUT: Duration = Duration::from_millis(500);
-/// A closed loop's parked ops per client are at most this many times `per_conn` x nodes
-/// (see `Run::cluster_blocked`).
-const DRAW_DEPTH: usize = 16;
 
 /// An op drawn for a node whose connection was full or down, sent once it has room.
 pub struct Parked {
@@ -342,9 +339,9 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// A closed loop over a cluster draws while one of its node connections can take an
-    /// op now, and past a full connection too: the ops for busy nodes wait in their queues
-    /// for their batches to come back, and go out whole (`cluster_blocked`).
+    /// A closed loop over a cluster draws until its parked ops would fill every node's
+    /// pipeline (`cluster_blocked`), not only until its connections are full: the ops for
+    /// a node then wait in its queue for its batch to come back, and go out whole.
     pub fn cluster_draws_ahead(&self) -> bool {
         self.mode == Mode::Load
             && self.replay.is_none()
@@ -380,44 +377,23 @@ impl<'a> Run<'a> {
         true
     }
 
-    /// Whether the client draws no more for now. An open loop stops once its parked ops
-    /// would fill every node's pipeline again. A closed loop stops once none of its node
-    /// connections can take an op (drawing on would only park), or once its parked ops
-    /// would fill every node's pipeline `DRAW_DEPTH` times (a bound for a node that is
-    /// down or slow).
-    ///
-    /// Why a closed loop draws until the node whose batch came back has a full one again:
-    /// keys are drawn uniformly, so a node's queue holds about a third of the parked ops
-    /// but varies, and the order in which the nodes' batches come back varies too. With
-    /// the draws stopped at `per_conn` x nodes parked ops, a node whose batch came back
-    /// twice in a row found its queue short and the draws stopped: the nodes read 12.5-15
-    /// GETs per read at P=16 against memtier's 16 (a client per node's pools of keys),
-    /// and spent 1.2 us of CPU per GET against memtier's 0.85 (0.109 reads and writes
-    /// per GET against 0.063, `perf stat` on a node).
+    /// Whether the client's parked ops would fill every node's pipeline again: it draws no
+    /// more until some are sent.
     pub fn cluster_blocked(&self, ci: usize) -> bool {
-        let c = match &self.cluster {
-            Some(c) => c,
-            None => return false,
-        };
-        let depth = if c.batches { DRAW_DEPTH } else { 1 };
-        if c.waiting[ci] >= c.per_conn * c.parked[ci].len() * depth {
-            return true;
-        }
-        c.batches && !(0..self.clients[ci].conns.len()).any(|si| self.node_ready(ci, si))
+        self.cluster
+            .as_ref()
+            .map_or(false, |c| c.waiting[ci] >= c.per_conn * c.parked[ci].len())
     }
 
     /// Send the ops parked for nodes that have room again (before drawing new ones), each
     /// in the phase it was drawn in; they were taken from the budget, so they go out after
-    /// the load stops too. In a closed loop an op's latency runs from its send, as in a
-    /// closed loop without a cluster and as memtier and redis-benchmark time theirs: the
-    /// wait in its node's queue is the client's routing, not the op (`cluster_blocked`
-    /// draws ahead to fill whole batches). An open loop's op keeps its intended start.
+    /// the load stops too.
     pub fn unpark_nodes(&mut self, ci: usize, now: u64) {
         if self.mode == Mode::Prefill {
             return;
         }
-        let (map, closed) = match self.cluster.as_ref() {
-            Some(c) if c.waiting[ci] > 0 => (c.map, c.batches),
+        let map = match self.cluster.as_ref() {
+            Some(c) if c.waiting[ci] > 0 => c.map,
             _ => return,
         };
         self.rehome_parked(ci, map);
@@ -434,8 +410,7 @@ impl<'a> Run<'a> {
                     },
                     None => return,
                 };
-                let t0 = if closed { now } else { p.t0 };
-                self.issue_op(ci, p.op, t0, p.due, now, p.phase);
+                self.issue_op(ci, p.op, p.t0, p.due, now, p.phase);
             }
         }
     }
