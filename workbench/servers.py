@@ -40,6 +40,9 @@ STOP_TIMEOUT = 5.0
 
 _running: dict[int, subprocess.Popen[bytes]] = {}
 _scratch: dict[int, Path] = {}  # pid -> a server's own temporary directory, removed at its stop
+# pid -> the server's log: removed when the workbench stops the server, kept when the server
+# ended on its own (a crash), so that what it said can still be read.
+_logs: dict[int, Path] = {}
 
 
 PR_SET_PDEATHSIG = 1
@@ -196,7 +199,10 @@ class ServerProcess:
 def stop_process(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL if it does not go within STOP_TIMEOUT; always reaped."""
     _running.pop(process.pid, None)
+    log = _logs.pop(process.pid, None)
     if process.poll() is None:
+        if log is not None:
+            log.unlink(missing_ok=True)  # the open file lives on until the server exits
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGTERM)
         try:
@@ -294,20 +300,23 @@ def _launch(
             )
         )
     _running[process.pid] = process
+    _logs[process.pid] = log_path
     deadline = time.monotonic() + timeout
     while not _accepts(host, port):
         if process.poll() is not None:
             _running.pop(process.pid, None)
+            _logs.pop(process.pid, None)  # kept: it says why
             raise TargetError(
                 f"{name} exited with status {process.returncode} before accepting connections"
                 f" on {host_port(host, port)}:\n{_tail(log_path)}",
                 "target.server",
             )
         if time.monotonic() > deadline:
+            said = _tail(log_path)  # before the stop removes the log
             stop_process(process)
             raise TargetError(
                 f"{name} did not accept connections on {host_port(host, port)} within "
-                f"{timeout:g}s:\n{_tail(log_path)}",
+                f"{timeout:g}s:\n{said}",
                 "target.server",
             )
         time.sleep(0.02)

@@ -1,8 +1,10 @@
-"""Issue 25 item 9: a managed redis-server's temporary directory goes with the server."""
+"""Issue 25 item 9: a managed redis-server's temporary directory goes with the server, and so
+does its log, unless the server ended on its own (then the log says why)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -27,6 +29,7 @@ def test_a_managed_run_leaves_no_redis_directory(tmp_path: Path, monkeypatch) ->
     assert res.returncode == 0, res.stdout + res.stderr
     assert "completed" in res.stdout
     assert _scratch_dirs(tmp) == []
+    assert list((tmp / "workbench-servers").iterdir()) == []  # the log went with the server
 
 
 def test_stopping_a_redis_server_removes_its_directory(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -39,3 +42,16 @@ def test_stopping_a_redis_server_removes_its_directory(tmp_path: Path, monkeypat
     finally:
         server.stop()
     assert _scratch_dirs(tmp_path) == []
+
+
+def test_a_server_that_died_keeps_its_log(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    stopped, died = start_redis(), start_redis()
+    logs = {s.pid: s.log_path for s in (stopped, died)}
+    assert all(p is not None and p.parent == tmp_path / "workbench-servers" for p in logs.values())
+    os.kill(died.pid, signal.SIGKILL)
+    died.process.wait()
+    stopped.stop()
+    died.stop()
+    assert not logs[stopped.pid].exists()  # type: ignore[union-attr]
+    assert logs[died.pid].exists()  # type: ignore[union-attr]

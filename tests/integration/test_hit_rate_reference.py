@@ -222,3 +222,33 @@ def test_simulate_and_mrc_from_the_command_line(tmp_path: Path) -> None:
     assert curve.returncode == 0, curve.stderr
     assert "| size | simulated: lru |" in curve.stdout and "| 1,600 |" in curve.stdout
     assert chart.read_text().startswith("<svg") and "simulated: belady" in chart.read_text()
+
+
+@needs_sim
+def test_mrc_measure_puts_the_real_cache_beside_the_simulated_lru(tmp_path: Path) -> None:
+    # The embedded cache evicts in LRU order, so at every size it ran at, its measured hit
+    # rate must sit on libCacheSim's LRU curve of the same requests (not exactly: the run
+    # draws its own keys, and its bytes per entry are counted as the cache counts them).
+    store = tmp_path / "runs.sqlite3"
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        '# a test profile\nname = "p"\ndescription = "zipf"\n[workload]\nkeys = 2000\n'
+        'key_distribution = "zipf(0.9)"\nmix = { cache_aside = 1 }\n[load]\nops = 20000\n'
+    )
+    sizes = ["20KiB", "80KiB", "320KiB"]
+    curve = _cli(["mrc", str(profile), "--sizes", ",".join(sizes), "-p", "lru", "--measure"], store)
+    assert curve.returncode == 0, curve.stderr
+    assert "| size | simulated: lru | measured: embedded |" in curve.stdout
+    rows = {
+        cells[0]: [float(c.rstrip("%")) for c in cells[1:]]
+        for line in curve.stdout.splitlines()
+        if line.startswith("| ")
+        and (cells := [c.strip() for c in line.strip("|").split("|")])
+        and cells[0] in sizes
+    }
+    assert list(rows) == sizes
+    for size, (simulated, measured) in rows.items():
+        assert abs(simulated - measured) < 5, (size, simulated, measured)
+    assert rows["20KiB"][1] < rows["80KiB"][1] < rows["320KiB"][1]
+    # Every measured point is a stored run of its own.
+    assert len(Store(store).list_runs()) == len(sizes)

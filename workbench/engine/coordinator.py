@@ -509,9 +509,12 @@ class Coordinator:
                 tally.last_elapsed[worker] = frame["elapsed"]
                 tally.last_index[worker] = index
         elif kind == frames.ERROR:
+            said = frame["message"] in tally.errors
             tally.errors.append(frame["message"])
             if frame.get("kind") == UNREADABLE:
                 tally.unreadable = tally.unreadable or frame["message"]
+            if said:  # workers that fail alike (a server that is not running) say it once
+                return []
             text = f"worker {worker}: {frame['message']}"
             return [Notice(self.run_id, step.index, "error", text)]
         elif kind == frames.STEP_DONE:
