@@ -21,6 +21,14 @@ not compete with other processes, but at rates where the worker and the server t
 keep both CPUs of a 2-core machine over 95% busy, the kernel's real-time throttling stops
 them for tens of ms a second (send lag p99 ~40 ms): there `chrt` is no upper bound.
 
+On a virtual machine an idle vCPU halts, and waking it goes through the hypervisor:
+that is most of a wake-up's cost here (~25 µs of the worker's CPU per sleep) and the
+floor of an open loop's send lag when it sleeps to its sends. `CPU_DMA_LATENCY=0` in the
+environment holds `/dev/cpu_dma_latency` at 0 µs for the run (root only; the kernel's PM
+QoS request, as cyclictest does): idle CPUs then poll instead of halting, machine-wide,
+until the file is closed. It is a way to measure what the wake-ups cost, not a setting
+the workbench makes.
+
 Usage: python bench/bench_fixed_rate.py SECONDS RATE... (e.g. `3 closed 10000 70000`);
 CLIENTS=1 in the environment for one client. The redis-server is started on a free
 loopback port and stopped at the end.
@@ -31,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import struct
 import sys
 import tempfile
 import time
@@ -49,6 +58,21 @@ from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 CLIENTS = int(os.environ.get("CLIENTS", "16"))
+CPU_DMA_LATENCY = "/dev/cpu_dma_latency"
+
+
+def hold_cpu_dma_latency() -> int | None:
+    """Open the PM QoS request of $CPU_DMA_LATENCY µs, when set; kept while the fd is open."""
+    given = os.environ.get("CPU_DMA_LATENCY")
+    if given is None:
+        return None
+    try:
+        fd = os.open(CPU_DMA_LATENCY, os.O_WRONLY)
+        os.write(fd, struct.pack("i", int(given)))
+    except (OSError, ValueError) as e:
+        print(f"{CPU_DMA_LATENCY}: cannot hold {given!r} µs: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+    return fd
 
 
 @dataclass(frozen=True)
@@ -156,6 +180,9 @@ async def main() -> None:
     if len(args) < 2:
         raise SystemExit(__doc__)
     seconds, rates = float(args[0]), args[1:]
+    qos = hold_cpu_dma_latency()
+    if qos is not None:
+        print(f"{CPU_DMA_LATENCY} held at {os.environ['CPU_DMA_LATENCY']} µs", flush=True)
     server = start_redis()
     try:
         with tempfile.TemporaryDirectory(prefix="wbbench") as temp:
@@ -164,6 +191,8 @@ async def main() -> None:
                 await measure(server, store, seconds, rate)
     finally:
         server.stop()
+        if qos is not None:
+            os.close(qos)
     with open("/proc/loadavg") as f:
         print(f"load average: {f.read().strip()}")
 
