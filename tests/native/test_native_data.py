@@ -174,3 +174,30 @@ def test_cache_aside_hit_rate_equals_the_python_engines(
     # timing, in either engine.
     assert _hit_rate(native) == pytest.approx(_hit_rate(python), abs=0.03)
     assert len(intervals(native)) == len(intervals(python)) == 1
+
+
+@pytest.mark.parametrize(("system", "fixture"), SYSTEMS)
+def test_a_pipeline_of_cache_aside_misses_fills_them_and_goes_on(
+    system: str, fixture: str, request: pytest.FixtureRequest
+) -> None:
+    # A cold cache: every get of a full pipeline misses and queues its set. Those sets
+    # must go out although more than half the pipeline is still taken (a closed loop
+    # refills at half free): held back with the refill, they were never written, and the
+    # step ended with 32 ops, each "abandoned".
+    server = request.getfixturevalue(fixture)
+    s = _native(
+        system,
+        server,
+        **{
+            "strategy.options": {"pipeline": 16},
+            "workload.mix": {"cache_aside": 1.0},
+            "workload.keys": 100_000,
+            "load.ops": 20_000,
+        },
+    )
+    frames = run_worker("native", s, timeout=60)
+    got = total(frames)
+    assert status(frames) == "completed"
+    assert got.ops == 20_000 + got.misses and got.error_count == 0, got.errors
+    assert got.misses > 10_000  # mostly cold: most gets missed and were filled
+    assert got.hist["set"].get_total_count() == got.misses
