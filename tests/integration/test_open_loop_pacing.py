@@ -194,6 +194,9 @@ async def test_a_stopped_worker_shows_in_the_send_lag_not_in_the_latency(
     lag = _at(step.stats.send_lag, 99.0)[99.0]
     latency = _at(step.stats.hist["get"], 99.0)[99.0]
     assert lag >= 0.5 * WORKER_STOP * 1e9, lag  # 500 ops (1 in 8) came due while it stood
-    # Timing from the missed instants would put about 0.5 s at p99 here; from the run's
-    # first send, an op waits only for the overdue ops of its client sent before it.
-    assert latency < min(lag / 2, 0.4 * WORKER_STOP * 1e9), (lag, latency)
+    # Timed from the missed instants, every op's latency would be its send lag plus its
+    # service, so the latency's p99 could not be below the lag's. From the run's first
+    # send, an op waits only for the overdue ops of its client sent before it: well below.
+    # (How far below depends on how fast the resumed worker drains its backlog: 0.25 s of
+    # a 0.46 s lag once in a CI-like run, under 0.2 s in the runs before it.)
+    assert latency < 0.75 * lag, (lag, latency)
