@@ -26,6 +26,12 @@ impl Out {
         }
     }
 
+    /// Frames into a file of the caller's (a test reads them back).
+    #[cfg(test)]
+    pub fn to_file(file: std::fs::File) -> Out {
+        Out { file }
+    }
+
     pub fn send(&mut self, message: &Value) {
         let body = serde_json::to_vec(message).expect("a frame is JSON");
         let mut frame = Vec::with_capacity(body.len() + 4);

@@ -8,6 +8,7 @@ use crate::client::{Pending, BACKOFF_START, READ_CHUNK};
 use crate::frames::{In, Out};
 use crate::pacing::{self, now_ns, Timer};
 use crate::proto::{Reply, Req};
+use crate::report::Reporter;
 use crate::step::{self, Run};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -34,7 +35,8 @@ pub struct Engine {
     pub events: Events,
     pub timer: Timer,
     input: In,
-    pub out: Out,
+    /// Every frame out goes through the reporting thread, in order (report.rs).
+    pub out: Reporter,
     pub stop: bool,
     pub eof: bool,
     pub go: Option<Option<f64>>,
@@ -61,7 +63,7 @@ impl Engine {
             events: Events::with_capacity(1024),
             timer,
             input: In::default(),
-            out,
+            out: Reporter::start(out),
             stop: false,
             eof: false,
             go: None,

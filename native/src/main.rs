@@ -25,6 +25,7 @@ mod pubsub;
 mod readahead;
 mod record;
 mod replay;
+mod report;
 mod resp;
 mod rng;
 mod slotmap;

@@ -56,20 +56,67 @@ type Slots = [u64; SLOTS];
 
 /// `N` latency histograms counted in HdrHistogram's buckets with one add per op (a few
 /// instructions: the hot path of every reply), each turned into a real HdrHistogram once
-/// per interval. One allocation for all `N`, so that an op's count is one address away
-/// from the recorder.
+/// per interval. One mapping of its own for all `N`, so that an op's count is one address
+/// away from the recorder, and so that `clear` can hand its pages back whole.
 pub struct Counts<const N: usize> {
-    slots: Box<[Slots; N]>,
+    slots: std::ptr::NonNull<[Slots; N]>,
 }
 
+// SAFETY: the mapping is owned by this value alone (as a Box would be); a recorder is
+// handed to the reporting thread whole (report.rs).
+unsafe impl<const N: usize> Send for Counts<N> {}
+
 impl<const N: usize> Counts<N> {
+    const BYTES: usize = std::mem::size_of::<[Slots; N]>();
+
     pub fn new() -> Counts<N> {
-        // Zeroed pages from the allocator (mmap: see `main`): untouched buckets cost no
-        // memory and no clearing.
-        let flat: Box<[u64]> = vec![0; SLOTS * N].into_boxed_slice();
-        // SAFETY: [Slots; N] is SLOTS * N u64s with u64's alignment, the layout of `flat`.
-        let slots = unsafe { Box::from_raw(Box::into_raw(flat) as *mut [Slots; N]) };
+        // Fresh zero pages: untouched buckets cost no memory and no clearing.
+        // SAFETY: a private anonymous mapping of our own, checked below.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(at != libc::MAP_FAILED, "cannot map a recorder's counts");
+        let slots = std::ptr::NonNull::new(at as *mut [Slots; N]).expect("a mapping");
         Counts { slots }
+    }
+
+    #[inline(always)]
+    fn all(&self) -> &[Slots; N] {
+        // SAFETY: the mapping lives as long as self, zero-filled and aligned to a page.
+        unsafe { self.slots.as_ref() }
+    }
+
+    #[inline(always)]
+    fn all_mut(&mut self) -> &mut [Slots; N] {
+        // SAFETY: as in `all`, and `&mut self` makes the borrow unique.
+        unsafe { self.slots.as_mut() }
+    }
+
+    /// Zero the first `n` histograms by giving their pages back to the kernel (each is
+    /// 512 KiB, whole pages): they read as zero afterwards and cost no memory until
+    /// counted in again, as a fresh mapping would, without mapping anew.
+    pub fn clear(&mut self, n: usize) {
+        let bytes = std::mem::size_of::<Slots>() * n.min(N);
+        // SAFETY: a range of whole pages inside our own private anonymous mapping.
+        let done = unsafe {
+            libc::madvise(
+                self.slots.as_ptr() as *mut libc::c_void,
+                bytes,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if done != 0 {
+            for h in self.all_mut().iter_mut().take(n) {
+                h.fill(0);
+            }
+        }
     }
 
     /// A value in ns of histogram `k` (< N); beyond the histogram's range it is saturated
@@ -78,16 +125,16 @@ impl<const N: usize> Counts<N> {
     pub fn record(&mut self, k: usize, ns: u64) {
         // The masks change nothing (k < N, a power of two, and every index is below
         // SLOTS) but spare the bounds checks.
-        self.slots[k & (N - 1)][counts_index(ns) & (SLOTS - 1)] += 1;
+        self.all_mut()[k & (N - 1)][counts_index(ns) & (SLOTS - 1)] += 1;
     }
 
     pub fn is_empty(&self, k: usize) -> bool {
-        self.slots[k].iter().all(|&n| n == 0)
+        self.all()[k].iter().all(|&n| n == 0)
     }
 
     /// Add the first `n` histograms of `other`.
     fn add(&mut self, other: &Counts<N>, n: usize) {
-        for (a, b) in self.slots.iter_mut().zip(other.slots.iter()).take(n) {
+        for (a, b) in self.all_mut().iter_mut().zip(other.all().iter()).take(n) {
             for (x, y) in a.iter_mut().zip(b.iter()) {
                 *x += y;
             }
@@ -99,13 +146,20 @@ impl<const N: usize> Counts<N> {
     pub fn histogram(&self, k: usize) -> Histogram<u64> {
         let (low, high) = (counts_index(LOWEST_NS), counts_index(HIGHEST_NS));
         let mut h = new_histogram();
-        for (i, &n) in self.slots[k].iter().enumerate() {
+        for (i, &n) in self.all()[k].iter().enumerate() {
             if n > 0 {
                 h.record_n(value_at(i.clamp(low, high)), n)
                     .expect("a value within the bounds");
             }
         }
         h
+    }
+}
+
+impl<const N: usize> Drop for Counts<N> {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping `new` made, which nothing borrows any more.
+        unsafe { libc::munmap(self.slots.as_ptr() as *mut libc::c_void, Self::BYTES) };
     }
 }
 
@@ -139,9 +193,32 @@ impl Recorder {
     /// A recorder with one histogram per op kind the order names (`StepOrder::record`,
     /// at most KINDS_MAX: `Run::new` refuses more).
     pub fn new(open_loop: bool, kinds: usize) -> Recorder {
+        Recorder::with_counts(Counts::new(), open_loop.then(Counts::new), open_loop, kinds)
+    }
+
+    /// This recorder's counts, zeroed, in a recorder for the next span (of a step that may
+    /// record other kinds, open loop or not); nothing else of this span is kept.
+    pub fn recycled(self, open_loop: bool, kinds: usize) -> Recorder {
+        let (mut hist, mut lag) = (self.hist, self.send_lag);
+        hist.clear(self.kinds);
+        match lag.as_mut() {
+            Some(l) if open_loop => l.clear(1),
+            _ => lag = open_loop.then(Counts::new),
+        }
+        Recorder::with_counts(hist, lag, open_loop, kinds)
+    }
+
+    /// Every field of a recorder that has counted nothing: the one place both `new` and
+    /// `recycled` make one.
+    fn with_counts(
+        hist: Counts<KINDS_MAX>,
+        send_lag: Option<Counts<1>>,
+        open_loop: bool,
+        kinds: usize,
+    ) -> Recorder {
         assert!(kinds <= KINDS_MAX, "at most {} op kinds", KINDS_MAX);
         Recorder {
-            hist: Counts::new(),
+            hist,
             kinds,
             hits: 0,
             misses: 0,
@@ -156,7 +233,7 @@ impl Recorder {
             moved: 0,
             ask: 0,
             open_loop,
-            send_lag: open_loop.then(Counts::new),
+            send_lag,
             errors: Vec::new(),
             skipped: Vec::new(),
         }

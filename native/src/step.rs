@@ -9,6 +9,7 @@ use crate::order::{Action, StepOrder};
 use crate::pacing::{self, now_ns, Offered, Schedule, WakeTuner};
 use crate::pubsub::{PubSub, PubSubOrder};
 use crate::record::Recorder;
+use crate::report::Interval;
 use crate::trace::Capture;
 use crate::workload::{KeyTable, OpStream, Values};
 use serde_json::{json, Value};
@@ -210,12 +211,13 @@ impl<'a> Run<'a> {
         };
         let early = Recorder::new(order.open_loop, order.record.len());
         let pubsub = PubSub::new(pubsub, addrs.first().copied(), early);
+        let rec = eng.out.recorder(order.open_loop, order.record.len());
         let clients = clients_for(&order, addrs);
         let order_trace = order.trace_part.clone().map(Capture::new);
         Ok(Run {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),
             keys: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),
-            rec: Recorder::new(order.open_loop, order.record.len()),
+            rec,
             timeout: order.timeout_ns.unwrap_or(u64::MAX),
             eng,
             order,
@@ -250,9 +252,13 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// The recorder of the next span, in place of the one it returns.
+    /// The recorder of the next span, in place of the one it returns: a cleared one from
+    /// the reporting thread when it has one ready (report.rs), so no mapping is made here.
     fn take_recorder(&mut self) -> Recorder {
-        let fresh = Recorder::new(self.order.open_loop, self.order.record.len());
+        let fresh = self
+            .eng
+            .out
+            .recorder(self.order.open_loop, self.order.record.len());
         std::mem::replace(&mut self.rec, fresh)
     }
 
@@ -451,7 +457,8 @@ impl<'a> Run<'a> {
         self.budget_stops = measured;
         self.measuring = measured;
         self.phase_over = false;
-        self.take_recorder();
+        let before = self.take_recorder();
+        self.eng.out.recycle(before);
         // Measured deliveries that came during this worker's warm-up open its first
         // measured interval (the Python engine's `early` buffer).
         self.pubsub.measuring = measured;
@@ -613,6 +620,8 @@ impl<'a> Run<'a> {
                 .sum::<u64>()
     }
 
+    /// Hand an interval to the reporting thread, which makes and writes its frame
+    /// (report.rs); returns the CPU seconds at its end.
     fn emit(
         &mut self,
         index: usize,
@@ -623,23 +632,16 @@ impl<'a> Run<'a> {
     ) -> f64 {
         let cpu = pacing::cpu_seconds();
         rec.offered = self.offered(start, end);
-        let duration = (end - start) as f64 / 1e9;
-        let stats = rec.to_json(
-            duration,
-            self.order.worker,
-            cpu - cpu_before,
-            &self.order.record,
-        );
-        self.eng.out.send(&json!({
-            "type": "interval",
-            "index": index,
-            "elapsed": end as f64 / 1e9,
-            "warmup": false,
-            "stats": stats,
-            // Of its CPU, the seconds of idle polling (io.rs `poll_idle`, docs/frames.md).
-            "polled": self.tuner.take_polled() as f64 / 1e9,
-        }));
-        crate::alloc::give_back(); // the interval's blocks are free now (alloc.rs)
+        self.eng.out.interval(Interval {
+            index,
+            end_ns: end,
+            duration: (end - start) as f64 / 1e9,
+            rec,
+            worker: self.order.worker,
+            cpu_seconds: cpu - cpu_before,
+            kinds: self.order.record.clone(),
+            polled: self.tuner.take_polled() as f64 / 1e9,
+        });
         cpu
     }
 }
