@@ -1,13 +1,15 @@
 //! Blocks of a histogram's size or more get their own mapping from glibc's malloc, so
 //! that each one goes back to the kernel when it is dropped and a long run stays flat.
 //!
-//! Every interval makes and drops blocks of 128 KiB to a few MiB: a recorder's bucket
-//! counts (4 MiB, plus 512 KiB of send-lag counts in an open loop), the interval's
-//! HdrHistograms (270 KB of counts each), their zlib state and, when latencies spread
-//! wide, their encodings. With a threshold of 1 MiB the smaller ones came from the heap,
-//! which only shrinks from its top: after a server stall (an interval of widely spread
-//! latencies) a soak run's open-loop worker kept 0.7 MB more heap for the rest of the run.
-//! Mapped, a block's untouched pages cost nothing and a calloc is never cleared by hand.
+//! A recorder's bucket counts (4 MiB, plus 512 KiB of send-lag counts in an open loop) are
+//! a mapping of their own, cleared and used again (counts.rs), and the reporting thread
+//! keeps one HdrHistogram (270 KB of counts) and one zlib state for every interval
+//! (report.rs). What is still made per interval is blocks of up to a few hundred KiB when
+//! latencies spread wide: the frame, a wide histogram's V2 encoding. With a threshold of
+//! 1 MiB they came from the heap, which only shrinks from its top: after a server stall
+//! (an interval of widely spread latencies) a soak run's open-loop worker kept 0.7 MB more
+//! heap for the rest of the run. Mapped, a block's untouched pages cost nothing and a
+//! calloc is never cleared by hand.
 
 /// Blocks this large or larger are mapped (the Python engine's `engine/allocator.py` uses
 /// the same threshold).
@@ -22,7 +24,7 @@ pub fn map_large_blocks() {
 
 /// Give the heap's free pages back to the kernel, wherever they are (glibc's heap only
 /// shrinks from its top by itself). Called once an interval has been reported: the
-/// interval's smaller blocks (its frame, zlib's buffers, a wide histogram's encoding) are
+/// interval's smaller blocks (its frame, a wide histogram's encoding) are
 /// free then, and a stall's wider interval would otherwise leave its high-water mark
 /// behind small blocks that outlive it (+0.36 MB of heap in a soak run's worker).
 pub fn give_back() {
@@ -61,7 +63,7 @@ mod tests {
     fn per_interval_blocks_in_a_fresh_process() {
         map_large_blocks();
         let before = mapped_blocks();
-        // An interval's histogram: hdrhistogram makes its counts as a vec of zeros.
+        // A histogram: hdrhistogram makes its counts as a vec of zeros.
         let counts = vec![0u64; new_histogram().distinct_values()];
         assert!(counts.len() * 8 >= MAP_FROM);
         assert_eq!(

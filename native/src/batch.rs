@@ -39,6 +39,15 @@ impl Drop for Batch {
     }
 }
 
+/// The calling thread, for good, under `SCHED_BATCH` (the reporting thread, report.rs):
+/// woken at every interval, it would otherwise preempt the loop on the loop's CPU for
+/// the whole report. Left alone under a policy the operator chose.
+pub fn background() {
+    if current() == libc::SCHED_OTHER {
+        set(libc::SCHED_BATCH);
+    }
+}
+
 /// The calling thread's scheduling policy.
 fn current() -> libc::c_int {
     // SAFETY: asks the policy of the calling thread (0).
@@ -71,6 +80,19 @@ mod tests {
             let off = Batch::enter(false);
             assert!(!off.switched);
             assert_eq!(current(), libc::SCHED_OTHER);
+        })
+        .join()
+        .expect("the policy thread");
+    }
+
+    #[test]
+    fn the_reporting_thread_runs_batch_unless_the_operator_chose() {
+        std::thread::spawn(|| {
+            background();
+            assert_eq!(current(), libc::SCHED_BATCH);
+            assert!(set(libc::SCHED_IDLE));
+            background();
+            assert_eq!(current(), libc::SCHED_IDLE);
         })
         .join()
         .expect("the policy thread");

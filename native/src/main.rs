@@ -11,6 +11,7 @@ mod batch;
 mod client;
 mod cluster;
 mod codec;
+mod counts;
 mod frames;
 mod http;
 mod io;
@@ -77,11 +78,10 @@ fn main() {
     if std::os::unix::process::parent_id() != parent {
         std::process::exit(3);
     }
-    // A fixed mmap threshold: a recorder's histograms (megabytes, mostly never touched)
-    // always come as fresh zero pages and go back on drop. With glibc's sliding
-    // threshold they would come from the heap after the first drop, cleared (and so
-    // touched) in full at every interval. Fixed low enough for every per-interval
-    // block (alloc.rs), so that the heap does not keep a stall's high-water mark.
+    // A fixed mmap threshold: large blocks (a histogram, a wide interval's frame) always
+    // come as fresh zero pages and go back on free. With glibc's sliding threshold they
+    // would come from the heap after the first free, and the heap would keep a stall's
+    // high-water mark (alloc.rs).
     alloc::map_large_blocks();
     let out = frames::Out::private_stdout();
     let mut eng = io::Engine::new(out);

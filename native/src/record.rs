@@ -18,150 +18,7 @@ pub fn new_histogram() -> Histogram<u64> {
     h
 }
 
-// HdrHistogram's own bucket layout for 1 ns .. 1 h at 3 significant digits: 2048
-// sub-buckets (the top half of each bucket past the first), unit magnitude 0.
-const HALF_MAGNITUDE: u32 = 10;
-const HALF_COUNT: u64 = 1 << HALF_MAGNITUDE;
-const SUB_MASK: u64 = 2 * HALF_COUNT - 1;
-/// Slots for the index of every u64 (the highest is 56,319): a value is counted as it is,
-/// with no clamp and no bounds check, and the histogram's bounds are applied once per
-/// interval (`histogram`), not once per op.
-const SLOTS: usize = 1 << 16;
-
-/// HdrHistogram's counts index of `v`: bucket `b` (the highest bit of `v | SUB_MASK`,
-/// less HALF_MAGNITUDE) holds 2048 sub-buckets of `v >> b`, the lower half of which
-/// overlaps bucket `b - 1`, so the index is `b * 1024 + (v >> b)`.
-#[inline(always)]
-fn counts_index(v: u64) -> usize {
-    let bucket = 63 - (v | SUB_MASK).leading_zeros() as u64 - HALF_MAGNITUDE as u64;
-    ((bucket << HALF_MAGNITUDE) + (v >> bucket)) as usize
-}
-
-#[inline]
-fn value_at(index: usize) -> u64 {
-    let mut bucket = (index as i64 >> HALF_MAGNITUDE) - 1;
-    let mut sub = (index as u64 & (HALF_COUNT - 1)) + HALF_COUNT;
-    if bucket < 0 {
-        sub -= HALF_COUNT;
-        bucket = 0;
-    }
-    sub << bucket
-}
-
-/// The most op kinds a recorder counts (`metrics.OP_KINDS` has 5): a power of two, so
-/// that a kind's index is masked into range rather than bounds-checked on every op.
-pub const KINDS_MAX: usize = 8;
-
-type Slots = [u64; SLOTS];
-
-/// `N` latency histograms counted in HdrHistogram's buckets with one add per op (a few
-/// instructions: the hot path of every reply), each turned into a real HdrHistogram once
-/// per interval. One mapping of its own for all `N`, so that an op's count is one address
-/// away from the recorder, and so that `clear` can hand its pages back whole.
-pub struct Counts<const N: usize> {
-    slots: std::ptr::NonNull<[Slots; N]>,
-}
-
-// SAFETY: the mapping is owned by this value alone (as a Box would be); a recorder is
-// handed to the reporting thread whole (report.rs).
-unsafe impl<const N: usize> Send for Counts<N> {}
-
-impl<const N: usize> Counts<N> {
-    const BYTES: usize = std::mem::size_of::<[Slots; N]>();
-
-    pub fn new() -> Counts<N> {
-        // Fresh zero pages: untouched buckets cost no memory and no clearing.
-        // SAFETY: a private anonymous mapping of our own, checked below.
-        let at = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                Self::BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert!(at != libc::MAP_FAILED, "cannot map a recorder's counts");
-        let slots = std::ptr::NonNull::new(at as *mut [Slots; N]).expect("a mapping");
-        Counts { slots }
-    }
-
-    #[inline(always)]
-    fn all(&self) -> &[Slots; N] {
-        // SAFETY: the mapping lives as long as self, zero-filled and aligned to a page.
-        unsafe { self.slots.as_ref() }
-    }
-
-    #[inline(always)]
-    fn all_mut(&mut self) -> &mut [Slots; N] {
-        // SAFETY: as in `all`, and `&mut self` makes the borrow unique.
-        unsafe { self.slots.as_mut() }
-    }
-
-    /// Zero the first `n` histograms by giving their pages back to the kernel (each is
-    /// 512 KiB, whole pages): they read as zero afterwards and cost no memory until
-    /// counted in again, as a fresh mapping would, without mapping anew.
-    pub fn clear(&mut self, n: usize) {
-        let bytes = std::mem::size_of::<Slots>() * n.min(N);
-        // SAFETY: a range of whole pages inside our own private anonymous mapping.
-        let done = unsafe {
-            libc::madvise(
-                self.slots.as_ptr() as *mut libc::c_void,
-                bytes,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if done != 0 {
-            for h in self.all_mut().iter_mut().take(n) {
-                h.fill(0);
-            }
-        }
-    }
-
-    /// A value in ns of histogram `k` (< N); beyond the histogram's range it is saturated
-    /// (when the interval's histogram is made), never dropped.
-    #[inline(always)]
-    pub fn record(&mut self, k: usize, ns: u64) {
-        // The masks change nothing (k < N, a power of two, and every index is below
-        // SLOTS) but spare the bounds checks.
-        self.all_mut()[k & (N - 1)][counts_index(ns) & (SLOTS - 1)] += 1;
-    }
-
-    pub fn is_empty(&self, k: usize) -> bool {
-        self.all()[k].iter().all(|&n| n == 0)
-    }
-
-    /// Add the first `n` histograms of `other`.
-    fn add(&mut self, other: &Counts<N>, n: usize) {
-        for (a, b) in self.all_mut().iter_mut().zip(other.all().iter()).take(n) {
-            for (x, y) in a.iter_mut().zip(b.iter()) {
-                *x += y;
-            }
-        }
-    }
-
-    /// The HdrHistogram of histogram `k`: values below LOWEST_NS count as LOWEST_NS,
-    /// values above HIGHEST_NS as HIGHEST_NS.
-    pub fn histogram(&self, k: usize) -> Histogram<u64> {
-        let (low, high) = (counts_index(LOWEST_NS), counts_index(HIGHEST_NS));
-        let mut h = new_histogram();
-        for (i, &n) in self.all()[k].iter().enumerate() {
-            if n > 0 {
-                h.record_n(value_at(i.clamp(low, high)), n)
-                    .expect("a value within the bounds");
-            }
-        }
-        h
-    }
-}
-
-impl<const N: usize> Drop for Counts<N> {
-    fn drop(&mut self) {
-        // SAFETY: unmaps the mapping `new` made, which nothing borrows any more.
-        unsafe { libc::munmap(self.slots.as_ptr() as *mut libc::c_void, Self::BYTES) };
-    }
-}
+pub use crate::counts::{Counts, KINDS_MAX};
 
 /// The counters and histograms of one span; swapped out whole at each boundary.
 pub struct Recorder {
@@ -321,6 +178,7 @@ impl Recorder {
     /// `kinds` names the histograms, in the order the recorder was made with.
     pub fn to_json(
         &self,
+        enc: &mut Encoder,
         duration: f64,
         worker: usize,
         cpu_seconds: f64,
@@ -329,8 +187,7 @@ impl Recorder {
         let mut hist = Map::new();
         for (k, name) in kinds.iter().enumerate().take(self.kinds) {
             if !self.hist.is_empty(k) {
-                let h = self.hist.histogram(k);
-                hist.insert(name.to_string(), Value::String(encode(&h)));
+                hist.insert(name.to_string(), Value::String(enc.counts(&self.hist, k)));
             }
         }
         let mut errors = Map::new();
@@ -340,7 +197,7 @@ impl Recorder {
             first.insert(kind.clone(), json!(msg));
         }
         let lag = match &self.send_lag {
-            Some(h) if self.open_loop && !h.is_empty(0) => encode(&h.histogram(0)),
+            Some(h) if self.open_loop && !h.is_empty(0) => enc.counts(h, 0),
             _ => String::new(),
         };
         let mut cpu = Map::new();
@@ -385,20 +242,47 @@ const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
 /// length, then the V2 encoding in a zlib stream. It is V2DeflateSerializer's format; the
 /// stream is made at the fastest level, which any zlib reader reads, at a fraction of the
 /// default level's instructions (this runs once per histogram per interval).
-pub fn encode(h: &Histogram<u64>) -> String {
-    let mut plain = Vec::new();
-    V2Serializer::new()
-        .serialize(h, &mut plain)
-        .expect("serialising a histogram into memory");
-    let mut bytes = Vec::with_capacity(plain.len() / 2 + 8);
-    bytes.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
-    bytes.extend_from_slice(&[0; 4]);
-    let mut z = ZlibEncoder::new(bytes, Compression::fast());
-    z.write_all(&plain).expect("compressing into memory");
-    let mut bytes = z.finish().expect("compressing into memory");
-    let len = (bytes.len() - 8) as u32;
-    bytes[4..8].copy_from_slice(&len.to_be_bytes());
-    base64(&bytes)
+///
+/// One encoder serves every interval (the reporting thread's, report.rs): its histogram
+/// and zlib state are made once and reset, where a fresh histogram (270 KB of counts) and
+/// compressor per histogram faulted in their pages every time.
+pub struct Encoder {
+    scratch: Histogram<u64>,
+    plain: Vec<u8>,
+    zlib: ZlibEncoder<Vec<u8>>,
+}
+
+impl Encoder {
+    pub fn new() -> Encoder {
+        Encoder {
+            scratch: new_histogram(),
+            plain: Vec::new(),
+            zlib: ZlibEncoder::new(Vec::new(), Compression::fast()),
+        }
+    }
+
+    /// Histogram `k` of `counts`, encoded.
+    pub fn counts<const N: usize>(&mut self, counts: &Counts<N>, k: usize) -> String {
+        counts.fill(k, &mut self.scratch);
+        self.plain.clear();
+        V2Serializer::new()
+            .serialize(&self.scratch, &mut self.plain)
+            .expect("serialising a histogram into memory");
+        let head = self.zlib.get_mut();
+        head.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+        head.extend_from_slice(&[0; 4]);
+        self.zlib
+            .write_all(&self.plain)
+            .expect("compressing into memory");
+        // Ends the stream and starts the next one afresh, handing over this one.
+        let mut bytes = self
+            .zlib
+            .reset(Vec::new())
+            .expect("compressing into memory");
+        let len = (bytes.len() - 8) as u32;
+        bytes[4..8].copy_from_slice(&len.to_be_bytes());
+        base64(&bytes)
+    }
 }
 
 pub fn base64(data: &[u8]) -> String {
@@ -466,57 +350,6 @@ mod tests {
     }
 
     #[test]
-    fn counts_use_hdrhistograms_buckets() {
-        let reference = new_histogram();
-        for v in [
-            1u64,
-            2,
-            1023,
-            1024,
-            2047,
-            2048,
-            2049,
-            4095,
-            1_000_000,
-            123_456_789,
-            HIGHEST_NS,
-        ] {
-            assert_eq!(
-                value_at(counts_index(v)),
-                reference.lowest_equivalent(v),
-                "{}",
-                v
-            );
-        }
-        let mut c = Counts::<2>::new();
-        for v in [5u64, 5, 70_000, 3_000_000] {
-            c.record(1, v);
-        }
-        assert!(c.is_empty(0));
-        let h = c.histogram(1);
-        assert_eq!(h.len(), 4);
-        assert_eq!(h.value_at_quantile(0.5), 5);
-        assert!(h.equivalent(h.max(), 3_000_000));
-    }
-
-    #[test]
-    fn values_out_of_bounds_are_saturated_like_hdrhistogram_would_be_clamped() {
-        let mut c = Counts::<1>::new();
-        for v in [0u64, 1, HIGHEST_NS, HIGHEST_NS + 1, u64::MAX] {
-            c.record(0, v);
-        }
-        let h = c.histogram(0);
-        let mut reference = new_histogram();
-        for v in [0u64, 1, HIGHEST_NS, HIGHEST_NS + 1, u64::MAX] {
-            reference
-                .record(v.clamp(LOWEST_NS, HIGHEST_NS))
-                .expect("in bounds");
-        }
-        assert_eq!(h, reference);
-        assert_eq!(counts_index(u64::MAX), 56_319);
-    }
-
-    #[test]
     fn the_encoding_reads_back_as_hdrhistograms_v2_compressed_format() {
         use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
         let mut c = Counts::<1>::new();
@@ -524,7 +357,7 @@ mod tests {
             c.record(0, v);
         }
         let h = c.histogram(0);
-        let bytes = base64_decode(&encode(&h)).unwrap();
+        let bytes = base64_decode(&Encoder::new().counts(&c, 0)).unwrap();
         let back: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
         assert_eq!(back, h);
         // The same header and payload as hdrhistogram's own serializer, after the stream.
@@ -533,6 +366,30 @@ mod tests {
             .serialize(&h, &mut theirs)
             .unwrap();
         assert_eq!(bytes[..4], theirs[..4]);
+    }
+
+    #[test]
+    fn an_encoder_used_again_encodes_as_a_new_one_would() {
+        let mut wide = Counts::<2>::new();
+        for v in [
+            3u64,
+            900,
+            65_000,
+            1_000_000,
+            2_500_000_000,
+            3_000_000_000_000,
+        ] {
+            wide.record(0, v);
+        }
+        let mut narrow = Counts::<2>::new();
+        for v in [20_000u64, 21_000, 21_000, 25_000] {
+            narrow.record(1, v);
+        }
+        let mut used = Encoder::new();
+        let first = used.counts(&wide, 0);
+        // After a wider histogram and a different stream, nothing of either is left.
+        assert_eq!(used.counts(&narrow, 1), Encoder::new().counts(&narrow, 1));
+        assert_eq!(used.counts(&wide, 0), first);
     }
 
     #[test]

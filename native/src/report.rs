@@ -12,7 +12,7 @@
 //! coordinator after it. Dropping the reporter waits for every frame queued to be written.
 
 use crate::frames::Out;
-use crate::record::Recorder;
+use crate::record::{Encoder, Recorder};
 use serde_json::{json, Value};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
@@ -40,7 +40,7 @@ enum Job {
     Frame(Value),
     Interval(Box<Interval>),
     /// A recorder the loop is done with that was not reported (a warm-up's).
-    Recycle(Recorder),
+    Recycle(Box<Recorder>),
 }
 
 /// The loop's end of the reporting thread.
@@ -77,7 +77,7 @@ impl Reporter {
 
     /// Hand back a recorder that will not be reported, to be cleared and used again.
     pub fn recycle(&mut self, rec: Recorder) {
-        self.queue(Job::Recycle(rec));
+        self.queue(Job::Recycle(Box::new(rec)));
     }
 
     /// A recorder that has counted nothing: a cleared one when one is ready, else a new one.
@@ -110,11 +110,13 @@ impl Drop for Reporter {
 
 /// The reporting thread: each job in turn, until the loop's end of the queue is dropped.
 fn write_all(mut out: Out, queue: Receiver<Job>, spares: SyncSender<Recorder>) {
+    crate::batch::background();
+    let mut enc = Encoder::new();
     for job in queue {
         match job {
             Job::Frame(message) => out.send(&message),
             Job::Interval(interval) => {
-                let (frame, rec) = interval_frame(*interval);
+                let (frame, rec) = interval_frame(&mut enc, *interval);
                 out.send(&frame);
                 drop(frame);
                 let (open_loop, kinds) = (rec.open_loop, rec.kinds);
@@ -131,8 +133,10 @@ fn write_all(mut out: Out, queue: Receiver<Job>, spares: SyncSender<Recorder>) {
 }
 
 /// The interval frame of docs/frames.md, and the recorder it was made from.
-fn interval_frame(i: Interval) -> (Value, Recorder) {
-    let stats = i.rec.to_json(i.duration, i.worker, i.cpu_seconds, &i.kinds);
+fn interval_frame(enc: &mut Encoder, i: Interval) -> (Value, Recorder) {
+    let stats = i
+        .rec
+        .to_json(enc, i.duration, i.worker, i.cpu_seconds, &i.kinds);
     let frame = json!({
         "type": "interval",
         "index": i.index,
@@ -229,9 +233,10 @@ mod tests {
         }
         assert!(again.send_lag.as_ref().unwrap().is_empty(0));
         let fresh = Recorder::new(true, 2);
+        let mut enc = Encoder::new();
         assert_eq!(
-            again.to_json(1.0, 0, 0.1, &kinds),
-            fresh.to_json(1.0, 0, 0.1, &kinds)
+            again.to_json(&mut enc, 1.0, 0, 0.1, &kinds),
+            fresh.to_json(&mut enc, 1.0, 0, 0.1, &kinds)
         );
         // Closed loop after open loop: no send lag; more kinds: every one of them empty.
         let closed = again.recycled(false, 3);
