@@ -2,10 +2,12 @@
 //! interval does not stall the loop that sends and reads.
 //!
 //! Turning an interval's counts into HdrHistograms, encoding them (V2, zlib, base64),
-//! writing the frame and trimming the heap took the loop 0.8-3.4 ms at every interval
-//! boundary (h35, 10k-85k ops/s): at 85k ops/s that is ~300 ops sent late, enough to fail a
-//! `p99<1ms` probe on its own. The loop now hands the recorder over whole (a move) and
-//! takes a cleared one back (`Recorder::recycled`); this thread does the rest.
+//! writing the frame and trimming the heap took the loop 1.1-5.5 ms at every interval
+//! boundary, a fresh recorder's mapping included (h35, 10k-85k ops/s): at 85k ops/s that is
+//! ~300 ops sent late, enough to fail a `p99<1ms` probe on its own. The loop now hands the
+//! recorder over whole (a move) and takes a cleared one back (`Recorder::recycled`): 21-35
+//! µs. This thread does the rest, under `SCHED_BATCH` (batch.rs `background`): woken at
+//! every interval, it would otherwise preempt the loop on the loop's CPU.
 //!
 //! Every frame goes through the same queue, in the order the loop sends it, and this thread
 //! writes them in that order: whatever the loop reports after an interval still reaches the
