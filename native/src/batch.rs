@@ -40,8 +40,9 @@ impl Drop for Batch {
 }
 
 /// The calling thread, for good, under `SCHED_BATCH` (the reporting thread, report.rs):
-/// woken at every interval, it would otherwise preempt the loop on the loop's CPU for
-/// the whole report. Left alone under a policy the operator chose.
+/// woken at every interval, possibly on the loop's CPU, its wake-up then never preempts
+/// the loop; it still gets its fair share (an idle-class thread could starve on a busy
+/// machine, and every frame goes through it). Left alone under a policy the operator chose.
 pub fn background() {
     if current() == libc::SCHED_OTHER {
         set(libc::SCHED_BATCH);

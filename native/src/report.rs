@@ -5,9 +5,8 @@
 //! writing the frame and trimming the heap took the loop 1.1-5.5 ms at every interval
 //! boundary, a fresh recorder's mapping included (h35, 10k-85k ops/s): at 85k ops/s that is
 //! ~300 ops sent late, enough to fail a `p99<1ms` probe on its own. The loop now hands the
-//! recorder over whole (a move) and takes a cleared one back (`Recorder::recycled`): 21-35
-//! µs. This thread does the rest, under `SCHED_BATCH` (batch.rs `background`): woken at
-//! every interval, it would otherwise preempt the loop on the loop's CPU.
+//! recorder over whole (a move) and takes a cleared one back (`Recorder::recycled`): 19-59
+//! µs. This thread does the rest (0.2-0.4 ms), under `SCHED_BATCH` (batch.rs `background`).
 //!
 //! Every frame goes through the same queue, in the order the loop sends it, and this thread
 //! writes them in that order: whatever the loop reports after an interval still reaches the
