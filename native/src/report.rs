@@ -2,10 +2,10 @@
 //! interval does not stall the loop that sends and reads.
 //!
 //! Turning an interval's counts into HdrHistograms, encoding them (V2, zlib, base64),
-//! writing the frame and trimming the heap took the loop 1.1-5.5 ms at every interval
+//! writing the frame and trimming the heap took the loop 1.1-6.4 ms at every interval
 //! boundary, a fresh recorder's mapping included (h35, 10k-85k ops/s): at 85k ops/s that is
 //! ~300 ops sent late, enough to fail a `p99<1ms` probe on its own. The loop now hands the
-//! recorder over whole (a move) and takes a cleared one back (`Recorder::recycled`): 19-59
+//! recorder over whole (a move) and takes a cleared one back (`Recorder::recycled`): 19-77
 //! µs. This thread does the rest (0.2-0.4 ms), under `SCHED_BATCH` (batch.rs `background`).
 //!
 //! Every frame goes through the same queue, in the order the loop sends it, and this thread
