@@ -59,6 +59,7 @@ impl Codec {
         true
     }
 
+    #[inline]
     pub fn parse(&self, buf: &[u8], req: Req) -> ParseResult {
         match self {
             Codec::Resp(r) => r.parse(buf, req),

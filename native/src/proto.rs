@@ -152,8 +152,10 @@ pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
-/// Append a number in decimal without allocating.
-#[inline]
+/// Append a number in decimal without allocating. Always inlined: left to the compiler it
+/// went out of line when the crate's modules changed (callgrind, pipelined GETs: +30
+/// instructions per op with `Codec::parse` out of line too).
+#[inline(always)]
 pub fn push_num(out: &mut Vec<u8>, n: u64) {
     if n < 10 {
         out.push(b'0' + n as u8);
