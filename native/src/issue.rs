@@ -210,8 +210,8 @@ impl<'a> Run<'a> {
 
     /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
     pub fn refill(&mut self, ci: usize, now: u64) {
-        // A closed loop over a cluster parks every op it draws and writes its nodes whole
-        // batches from their queues once drawn (cluster.rs), bounded by its parked ops.
+        // A pipelined closed loop over a cluster parks every op it draws and writes its
+        // nodes whole batches from their queues once drawn (cluster.rs).
         let batches = self.cluster_batches();
         if batches {
             self.fill_batches(ci, now, false);
@@ -241,7 +241,7 @@ impl<'a> Run<'a> {
             let sent = match self.mode {
                 Mode::Idle => false,
                 Mode::Prefill => self.prefill_next(ci, now),
-                Mode::Load => self.load_next(ci, now, ahead),
+                Mode::Load => self.load_next(ci, now, batches),
             };
             if !sent {
                 break;
@@ -276,7 +276,7 @@ impl<'a> Run<'a> {
     }
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
-    fn load_next(&mut self, ci: usize, now: u64, ahead: bool) -> bool {
+    fn load_next(&mut self, ci: usize, now: u64, batches: bool) -> bool {
         if self.cluster_blocked(ci) {
             return false; // an op waits for its cluster node's place (cluster.rs)
         }
@@ -315,8 +315,8 @@ impl<'a> Run<'a> {
                 self.clients[ci].stream.next_op()
             }
         };
-        if ahead {
-            // A closed loop over a cluster: the op waits for its node's next batch.
+        if batches {
+            // A pipelined closed loop over a cluster: the op waits for its node's batch.
             return self.park_on_node(ci, op, t0, due);
         }
         if self.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
