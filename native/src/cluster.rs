@@ -372,9 +372,9 @@ impl<'a> Run<'a> {
         self.replay.is_none() && self.cluster.as_ref().map_or(false, |c| c.whole)
     }
 
-    /// An op waits in its node's queue (in an open loop only when that node's connection
-    /// is full or down), and the client draws on for its other nodes (memtier's per-shard
-    /// key pools). The queue lets a node's ops gather while its batch is in flight and go
+    /// An op waits in its node's queue (every op when the client fills batches, else only
+    /// when that node's connection is full or down), and the client draws on for its
+    /// other nodes (memtier's per-shard key pools). The queue lets a node's ops gather while its batch is in flight and go
     /// out as one write when that batch comes back.
     pub fn park_on_node(&mut self, ci: usize, op: Op, t0: u64, due: u64) -> bool {
         let k = &self.order.keys;
@@ -400,9 +400,9 @@ impl<'a> Run<'a> {
 
     /// Whether the client draws no more for now. An open loop, or one op in flight per
     /// connection, stops once its parked ops would fill every node's pipeline again. A
-    /// pipelined closed loop draws while one of its nodes
-    /// is idle (all replies in) with less than a batch in its queue, and stops at
-    /// `DRAW_DEPTH` x `per_conn` x nodes parked ops (a bound for a node down or slow).
+    /// pipelined closed loop draws while one of its nodes is idle (all replies in) with
+    /// less than a batch in its queue, and stops at `DRAW_DEPTH` x `per_conn` x nodes
+    /// parked ops (a bound for a node down or slow).
     ///
     /// Why it draws until the idle node has a whole batch: keys are drawn uniformly, yet
     /// every node takes one batch per round trip, so the nodes' queues drift apart as a
