@@ -349,8 +349,8 @@ def header(target: Target, peer: Peer) -> None:
         f"  native: {target.keys:,} keys of {length} B {spread}, drawn uniformly; 16 clients"
         + (
             f" each with a connection to each of the {len(target.nodes)} nodes; a client parks"
-            " each GET in its node's queue and writes a node its queue (at most the pipeline)"
-            " once the node's last batch is answered"
+            " each GET in its node's queue, draws until a node whose last batch is answered"
+            " has a whole batch queued (at most 4 x pipeline x nodes parked), and writes it"
             if target.cluster
             else ""
         )

@@ -26,6 +26,9 @@ const NONE: u16 = u16::MAX;
 pub const MAX_NODES: usize = 64;
 const REFRESH_GAP: u64 = 100_000_000; // 100 ms between two full refreshes
 const FETCH_TIMEOUT: Duration = Duration::from_millis(500);
+/// A closed loop's parked ops per client are at most this many times `per_conn` x nodes
+/// (see `Run::fill_batches`); an open loop's at most `per_conn` x nodes.
+const DRAW_DEPTH: usize = 4;
 
 /// An op drawn for a node whose connection was full or down, sent once it has room.
 pub struct Parked {
@@ -46,21 +49,31 @@ pub struct Cluster {
     pub nodes: Vec<SocketAddr>,
     /// Requests in flight on one connection (the strategy's `pipeline`).
     pub per_conn: usize,
-    /// A closed loop writes to a node in whole batches, as redis-benchmark --cluster -P
-    /// does: a node's connection takes ops only while its pipeline is empty (all replies
-    /// in) or the batch for it is still being gathered, never a top-up onto a batch in
-    /// flight. With top-ups the client sent 0.083-0.088 segments per op where the nodes
-    /// answered 0.069-0.071, each node read two of them at once and sent a pure ACK for
+    /// A closed loop writes to a node in whole batches of `per_conn`, as memtier
+    /// --cluster-mode and redis-benchmark --cluster -P do: every op it draws waits in its
+    /// node's queue, and a node's connection is written only once all replies of its last
+    /// batch are in, never as a top-up onto a batch in flight (`Run::fill_batches`). With
+    /// top-ups the client sent 0.083-0.088 segments per op where the nodes answered
+    /// 0.069-0.071, each node read two of them at once and sent a pure ACK for
     /// 0.011-0.014 of its ops (`ss -ti`), and the nodes spent 1.3-1.5x the CPU per op
-    /// they spend on redis-benchmark's batches of 16. An open loop sends as soon as
-    /// there is room: its ops are due at their times.
+    /// they spend on batches of 16. An open loop sends as soon as there is room: its ops
+    /// are due at their times.
     batches: bool,
-    /// By client and node: ops drawn for a node whose connection was full or down, oldest
-    /// first, sent as it has room (a whole batch at once when its replies come back).
+    /// A closed loop with more than one op in flight per connection: batches to fill
+    /// (`Run::cluster_batches`). At one in flight every write is one op whatever the
+    /// client draws, and the plain draw-ahead of `cluster_blocked` serves: parking every
+    /// op there cost 17% of the rate (6 A/B pairs, the nodes' CPU per GET 7.0-8.6 us
+    /// against 6.2-7.5).
+    whole: bool,
+    /// By client and node: ops drawn for a node, oldest first, sent as it has room (a
+    /// whole batch at once when its replies come back).
     parked: Vec<Vec<VecDeque<Parked>>>,
     /// By client: its ops parked over all nodes; it draws no more once they would fill
-    /// every node's pipeline again (`per_conn` x nodes).
+    /// every node's pipeline again (`per_conn` x nodes; `DRAW_DEPTH` times that in a
+    /// closed loop).
     waiting: Vec<usize>,
+    /// By client: the slot map its parked ops were last checked against (`rehome_parked`).
+    homed: Vec<u64>,
     /// Counts changes of the slot map (a MOVED, a refresh).
     map: u64,
     stale: bool,
@@ -100,6 +113,11 @@ impl Cluster {
     }
 }
 
+/// Whether a node connection can take its next batch: connected, all replies in.
+fn idle(k: &Conn) -> bool {
+    k.connected && k.pending.is_empty()
+}
+
 /// The connection a key goes to: its slot's node in a cluster, else the codec's choice.
 #[inline]
 pub fn node_for(cluster: &Option<Cluster>, codec: &Codec, key: &[u8]) -> usize {
@@ -136,8 +154,10 @@ pub fn discover(
         nodes: Vec::new(),
         per_conn: order.pipeline,
         batches: !order.open_loop,
+        whole: !order.open_loop && order.pipeline > 1,
         parked: Vec::new(),
         waiting: Vec::new(),
+        homed: Vec::new(),
         map: 0,
         stale: false,
         refreshed_at: now_ns(),
@@ -156,6 +176,7 @@ pub fn discover(
         .map(|_| (0..cluster.nodes.len()).map(|_| VecDeque::new()).collect())
         .collect();
     cluster.waiting = vec![0; order.clients.len()];
+    cluster.homed = vec![0; order.clients.len()];
     let nodes = cluster.nodes.clone();
     Ok((Some(cluster), nodes))
 }
@@ -176,8 +197,10 @@ pub fn slot_map(
         nodes: Vec::new(),
         per_conn: 1,
         batches: false,
+        whole: false,
         parked: Vec::new(),
         waiting: Vec::new(),
+        homed: Vec::new(),
         map: 0,
         stale: false,
         refreshed_at: 0,
@@ -324,37 +347,35 @@ impl<'a> Run<'a> {
         Ok(n)
     }
 
-    /// Whether the op may go to its node now: connected, with room in its pipeline; in a
-    /// closed loop also only while that pipeline is empty or its next batch not yet
-    /// written (see `Cluster::batches`).
+    /// Whether the op may go to its node now: connected, with room in its pipeline (an
+    /// open loop's; a closed loop's batches are written by `fill_batches`).
     pub fn node_ready(&self, ci: usize, si: usize) -> bool {
         let k = &self.clients[ci].conns[si];
         match &self.cluster {
-            Some(c) => {
-                k.connected
-                    && k.pending.len() < c.per_conn
-                    && (!c.batches || k.pending.is_empty() || k.out.len() > k.out_pos)
-            }
+            Some(c) => k.connected && k.pending.len() < c.per_conn,
             None => k.connected,
         }
     }
 
-    /// A closed loop over a cluster draws until its parked ops would fill every node's
-    /// pipeline (`cluster_blocked`), not only until its connections are full: the ops for
-    /// a node then wait in its queue for its batch to come back, and go out whole.
+    /// A closed loop over a cluster draws ahead, bounded by its parked ops
+    /// (`cluster_blocked`), not only until its connections are full.
     pub fn cluster_draws_ahead(&self) -> bool {
         self.mode == Mode::Load
             && self.replay.is_none()
             && self.cluster.as_ref().map_or(false, |c| c.batches)
     }
 
-    /// An op whose node is full or down waits in that node's queue, and the client draws
-    /// on for its other nodes (memtier's per-shard pipelines). The queue lets a node's
-    /// ops gather while its batch is in flight and go out as one write when that batch
-    /// comes back: with one place per node, a client stopped drawing at the second op for
-    /// a full node, and each node got writes of a few ops (at P=16 the nodes read 10-11
-    /// ops per read under the native engine, 14-14.5 with the queues, redis-benchmark's
-    /// 16; its clients each keep to one node, with keys tagged to one slot).
+    /// Whether the client fills its nodes' batches from their queues (a pipelined closed
+    /// loop over a cluster, not a replay): every op it draws is parked in its node's
+    /// queue, and `fill_batches` writes them.
+    pub fn cluster_batches(&self) -> bool {
+        self.replay.is_none() && self.cluster.as_ref().map_or(false, |c| c.whole)
+    }
+
+    /// An op waits in its node's queue (every op when the client fills batches, else only
+    /// when that node's connection is full or down), and the client draws on for its
+    /// other nodes (memtier's per-shard key pools). The queue lets a node's ops gather while its batch is in flight and go
+    /// out as one write when that batch comes back.
     pub fn park_on_node(&mut self, ci: usize, op: Op, t0: u64, due: u64) -> bool {
         let k = &self.order.keys;
         let key = workload::key_of(&self.keys, &mut self.key, &k.prefix, op.index, k.length);
@@ -377,23 +398,95 @@ impl<'a> Run<'a> {
         true
     }
 
-    /// Whether the client's parked ops would fill every node's pipeline again: it draws no
-    /// more until some are sent.
+    /// Whether the client draws no more for now. An open loop, or one op in flight per
+    /// connection, stops once its parked ops would fill every node's pipeline again. A
+    /// pipelined closed loop draws while one of its nodes is idle (all replies in) with
+    /// less than a batch in its queue, and stops at `DRAW_DEPTH` x `per_conn` x nodes
+    /// parked ops (a bound for a node down or slow).
+    ///
+    /// Why it draws until the idle node has a whole batch: keys are drawn uniformly, yet
+    /// every node takes one batch per round trip, so the nodes' queues drift apart as a
+    /// random walk. Stopped at `per_conn` x nodes parked ops, a node whose queue had
+    /// drifted low sent short batches: the nodes read 12.6-14.3 GETs per read at P=16
+    /// against memtier's 16, and each extra read and write cost a node about 6.5 us.
     pub fn cluster_blocked(&self, ci: usize) -> bool {
-        self.cluster
-            .as_ref()
-            .map_or(false, |c| c.waiting[ci] >= c.per_conn * c.parked[ci].len())
+        let c = match &self.cluster {
+            Some(c) => c,
+            None => return false,
+        };
+        let nodes = c.parked[ci].len();
+        if !c.whole || !self.cluster_draws_ahead() {
+            return c.waiting[ci] >= c.per_conn * nodes;
+        }
+        if c.waiting[ci] >= DRAW_DEPTH * c.per_conn * nodes {
+            return true;
+        }
+        let queued = |si: usize| c.parked[ci].get(si).map_or(0, |q| q.len());
+        !self.clients[ci]
+            .conns
+            .iter()
+            .enumerate()
+            .any(|(si, k)| idle(k) && queued(si) < c.per_conn)
     }
 
-    /// Send the ops parked for nodes that have room again (before drawing new ones), each
-    /// in the phase it was drawn in; they were taken from the budget, so they go out after
-    /// the load stops too.
+    /// Closed loop: write each idle node (all replies of its last batch in) its next batch
+    /// from its queue: `per_conn` ops, or on the `last` pass (after the draws) fewer when
+    /// that is all there is. A short batch waits while the client is at its bound of
+    /// parked ops and another of its nodes has a batch in flight: that batch's return
+    /// frees room to draw the rest, and a node with a short queue sends less often, which
+    /// lets its queue catch up (the random walk of `cluster_blocked`). An op's latency
+    /// runs from this send, as memtier and redis-benchmark time theirs: its wait in the
+    /// queue is the client's routing.
+    pub fn fill_batches(&mut self, ci: usize, now: u64, last: bool) {
+        let (map, per_conn) = match self.cluster.as_ref() {
+            Some(c) if c.waiting[ci] > 0 => (c.map, c.per_conn),
+            _ => return,
+        };
+        self.rehome_parked(ci, map);
+        let load = self.mode == Mode::Load;
+        for si in 0..self.clients[ci].conns.len() {
+            let conns = &self.clients[ci].conns;
+            let (queued, full) = match self.cluster.as_ref() {
+                Some(c) => (
+                    c.parked[ci].get(si).map_or(0, |q| q.len()),
+                    c.waiting[ci] >= DRAW_DEPTH * per_conn * c.parked[ci].len(),
+                ),
+                None => return,
+            };
+            if queued == 0 || !idle(&conns[si]) || queued < per_conn && !last {
+                continue;
+            }
+            let busy = || conns.iter().any(|k| k.connected && !k.pending.is_empty());
+            if queued < per_conn && load && full && busy() {
+                continue; // held: see above
+            }
+            for _ in 0..queued.min(per_conn) {
+                let p = match self.cluster.as_mut() {
+                    Some(c) => match c.parked[ci][si].pop_front() {
+                        Some(p) => {
+                            c.waiting[ci] -= 1;
+                            p
+                        }
+                        None => break,
+                    },
+                    None => return,
+                };
+                self.issue_op(ci, p.op, now, p.due, now, p.phase);
+            }
+        }
+    }
+
+    /// Open loop, or one op in flight per connection: send the ops parked for nodes that
+    /// have room again (before drawing new ones), each in the phase it was drawn in; they
+    /// were taken from the budget, so they go out after the load stops too. A closed
+    /// loop's op is timed from this send (see `fill_batches`), an open loop's from its
+    /// intended start.
     pub fn unpark_nodes(&mut self, ci: usize, now: u64) {
         if self.mode == Mode::Prefill {
             return;
         }
-        let map = match self.cluster.as_ref() {
-            Some(c) if c.waiting[ci] > 0 => c.map,
+        let (map, closed) = match self.cluster.as_ref() {
+            Some(c) if c.waiting[ci] > 0 => (c.map, c.batches),
             _ => return,
         };
         self.rehome_parked(ci, map);
@@ -410,7 +503,8 @@ impl<'a> Run<'a> {
                     },
                     None => return,
                 };
-                self.issue_op(ci, p.op, p.t0, p.due, now, p.phase);
+                let t0 = if closed { now } else { p.t0 };
+                self.issue_op(ci, p.op, t0, p.due, now, p.phase);
             }
         }
     }
@@ -418,9 +512,14 @@ impl<'a> Run<'a> {
     /// A slot map read again may have given a parked op's slot to another node (a
     /// failover, a MOVED): such ops move to that node's queue, in their order.
     fn rehome_parked(&mut self, ci: usize, map: u64) {
-        let moved = self.cluster.as_ref().map_or(false, |c| {
-            c.parked[ci].iter().flatten().any(|p| p.map != map)
-        });
+        let moved = match self.cluster.as_mut() {
+            // Looked through once per change of the map, not at every refill.
+            Some(c) if c.homed[ci] != map => {
+                c.homed[ci] = map;
+                c.parked[ci].iter().flatten().any(|p| p.map != map)
+            }
+            _ => false,
+        };
         if !moved {
             return;
         }

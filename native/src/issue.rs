@@ -210,8 +210,14 @@ impl<'a> Run<'a> {
 
     /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
     pub fn refill(&mut self, ci: usize, now: u64) {
-        self.unpark_nodes(ci, now);
-        // A closed loop over a cluster is bounded by its parked ops instead (cluster.rs).
+        // A pipelined closed loop over a cluster parks every op it draws and writes its
+        // nodes whole batches from their queues once drawn (cluster.rs).
+        let batches = self.cluster_batches();
+        if batches {
+            self.fill_batches(ci, now, false);
+        } else {
+            self.unpark_nodes(ci, now);
+        }
         let ahead = self.cluster_draws_ahead();
         // A pipelined closed loop refills once half its pipeline is free, in one write:
         // refilled after every reply, a fast client's one-request writes reached memcached
@@ -235,11 +241,14 @@ impl<'a> Run<'a> {
             let sent = match self.mode {
                 Mode::Idle => false,
                 Mode::Prefill => self.prefill_next(ci, now),
-                Mode::Load => self.load_next(ci, now),
+                Mode::Load => self.load_next(ci, now, batches),
             };
             if !sent {
                 break;
             }
+        }
+        if batches {
+            self.fill_batches(ci, now, true);
         }
         // One write per connection for everything queued (a cache-aside set included).
         for si in 0..self.clients[ci].conns.len() {
@@ -267,7 +276,7 @@ impl<'a> Run<'a> {
     }
 
     /// Queue the client's next op when its schedule and the budget allow; false if not.
-    fn load_next(&mut self, ci: usize, now: u64) -> bool {
+    fn load_next(&mut self, ci: usize, now: u64, batches: bool) -> bool {
         if self.cluster_blocked(ci) {
             return false; // an op waits for its cluster node's place (cluster.rs)
         }
@@ -306,6 +315,10 @@ impl<'a> Run<'a> {
                 self.clients[ci].stream.next_op()
             }
         };
+        if batches {
+            // A pipelined closed loop over a cluster: the op waits for its node's batch.
+            return self.park_on_node(ci, op, t0, due);
+        }
         if self.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
             if self.cluster.is_some() {
                 // Its node's connection is full or down: the next op may go to another.
