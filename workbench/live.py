@@ -145,7 +145,11 @@ class RunView:
                 workers=event.workers,
                 clients=event.clients,
                 server=dict(event.server),
-                context=context_for(event.spec, getattr(event, "server_options", None)),
+                context=context_for(
+                    event.spec,
+                    getattr(event, "server_options", None),
+                    str((event.engine or {}).get("name", "")),
+                ),
                 connections=event.connections,
             )
             return replace(self, steps=_put(steps, step), current=event.step)

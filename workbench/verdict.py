@@ -150,6 +150,14 @@ ADVICE = {
     ),
     UNKNOWN: "the verdict needs them (a run of an older workbench?)",
 }
+# A step the native engine ran: it cannot be told to use the native engine.
+NATIVE_ADVICE = {
+    GENERATOR_BOUND: "the figure is a lower bound of the server's capacity: add workers",
+    FELL_BEHIND: (
+        "the generator did not keep its schedule, so latencies include queueing in the "
+        "clients: add workers"
+    ),
+}
 BADGES = {
     SERVER_BOUND: "server-bound",
     MACHINE_BOUND: "machine-bound",
@@ -172,12 +180,14 @@ class Context:
     server_cores: float | None = None  # known from the system; None: ask the figures
     single_threaded: bool = False
     clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
+    native: bool = False  # run by the native engine (the advice then cannot offer it)
 
 
 def context_for(
-    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None, engine: str = ""
 ) -> Context:
-    """The context of a step from its stored spec (and the resolved managed-server options)."""
+    """The context of a step from its stored spec (and the resolved managed-server options,
+    and the name of the engine its workers said they run)."""
     target = spec.get("target", {})
     system = str(target.get("system", ""))
     managed = bool(target.get("managed"))
@@ -197,7 +207,12 @@ def context_for(
     groups = spec.get("workload", {}).get("groups") or []
     clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
     return Context(
-        system, bool(load.get("rate")), cores, single, clients if _positive(clients) else None
+        system,
+        bool(load.get("rate")),
+        cores,
+        single,
+        clients if _positive(clients) else None,
+        native=engine == "native",
     )
 
 
@@ -366,6 +381,7 @@ class Verdict:
     kind: str
     evidence: str  # the numbers, e.g. "workers 97% 95% of a core, server 41% of 1 core"
     figures: Mapping[str, Any] = field(default_factory=dict)
+    native: bool = False  # the step ran on the native engine
 
     @property
     def known(self) -> bool:
@@ -373,7 +389,7 @@ class Verdict:
 
     @property
     def advice(self) -> str:
-        return ADVICE[self.kind]
+        return (self.native and NATIVE_ADVICE.get(self.kind)) or ADVICE[self.kind]
 
     @property
     def badge(self) -> str:
@@ -409,6 +425,10 @@ def server_cores(context: Context, usage: Usage) -> float | None:
 
 def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     """The verdict of a step from its usage and its merged totals (ops, offered, send lag)."""
+    return replace(_judge(usage, totals, context), native=context.native)
+
+
+def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     workers = usage.worker_shares()
     server_used = usage.server_cores_used()
     cores = server_cores(context, usage)

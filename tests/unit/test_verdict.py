@@ -235,6 +235,42 @@ def test_a_busy_worker_that_issued_too_few_fell_behind() -> None:
     assert "lower the rate" not in v.line
 
 
+def test_a_native_step_is_not_advised_to_use_the_native_engine() -> None:
+    behind = interval(ops=8_000, offered=10_000, workers=(0.95,), server_cpu=0.3, lag_ns=20_000)
+    busy = interval(workers=(0.97,), server_cpu=0.41)
+    native_open = Context("redis", open_loop=True, server_cores=1.0, native=True)
+    native_closed = Context("redis", server_cores=1.0, native=True)
+    for stats, context, kind in (
+        (behind, native_open, FELL_BEHIND),
+        (busy, native_closed, GENERATOR_BOUND),
+    ):
+        v = verdict_of([stats], context)
+        assert v.kind == kind
+        assert v.advice.endswith(": add workers"), v.line
+        assert "native engine" not in v.line
+        assert v.to_dict()["advice"] == v.advice
+    # The Python engine's steps are still pointed at it.
+    assert verdict_of([busy], REDIS).advice.endswith("add workers or use the native engine")
+
+
+def test_the_live_view_advises_by_the_engine_the_workers_named() -> None:
+    spec = {"target": {"system": "redis"}, "load": {}}
+    busy = interval(workers=(0.97,), server_cpu=0.41)
+    advice = {}
+    for engine in ("native", "python"):
+        events: list[Any] = [
+            RunStarted("r", "n", spec, [{"index": 0, "label": {}, "title": "run"}], {}, 0.0),
+            StepStarted("r", 0, "run", {}, spec, 1, 16, engine={"name": engine, "version": ""}),
+            Interval("r", 0, 0, 1.0, busy),
+        ]
+        view = RunView()
+        for e in events:
+            view = view.apply(e)
+        advice[engine] = view.steps[0].verdict.advice
+    assert advice["native"].endswith(": add workers")
+    assert advice["python"].endswith("add workers or use the native engine")
+
+
 def test_failed_ops_were_issued_on_schedule() -> None:
     stats = interval(ops=9_000, errors=1_000, offered=10_000, workers=(0.4,), lag_ns=20_000)
     assert verdict_of([stats], OPEN).kind == ON_SCHEDULE
