@@ -47,14 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from bench_open_loop import step as open_loop_step  # a sibling script, not a package
 from workbench_redis.server import start_redis
 
-from workbench import session
-from workbench.events import Event, StepFinished
-from workbench.live import RunView
 from workbench.metrics import Recorded, Stats, summarise
 from workbench.servers import ServerProcess
-from workbench.spec.steps import load_spec
 from workbench.store import Store
 
 CLIENTS = int(os.environ.get("CLIENTS", "16"))
@@ -105,36 +102,13 @@ def _server_cpu(client: redis.Redis) -> float:
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
-def overrides(server: ServerProcess, seconds: float, rate: str) -> list[str]:
-    return [
-        "target.system=redis",
-        f"target.options.url={server.target_options['url']}",
-        "strategy.name=native",
-        "workload.mix={get=1}",
-        "workload.keys=1000",
-        "workload.value_size=100",
-        "load.workers=1",
-        f"load.concurrency={CLIENTS}",
-        "load.warmup=0.5",
-        "load.interval=1",
-        f"load.duration={seconds}",
-        *([] if rate == "closed" else [f"load.rate={rate}"]),
-    ]
-
-
 async def step(server: ServerProcess, store: Store, seconds: float, rate: str) -> tuple[Stats, str]:
-    """One step's totals and its verdict kind."""
-    view = RunView()
-    totals: Stats | None = None
-    event: Event
-    async for event in session.run(load_spec(None, overrides(server, seconds, rate)), store):
-        view = view.apply(event)
-        if isinstance(event, StepFinished):
-            if event.status != "completed":
-                raise SystemExit(f"rate {rate}: step {event.status}: {event.reason}")
-            totals = event.stats
-    assert totals is not None
-    return totals, view.steps[0].verdict.kind
+    """One step's totals and its verdict kind: bench_open_loop's native step, at CLIENTS
+    clients, at `rate` ops/s or in closed loop."""
+    paced = [] if rate == "closed" else [f"load.rate={rate}"]
+    return await open_loop_step(
+        server, store, "native", seconds, f"load.concurrency={CLIENTS}", *paced
+    )
 
 
 async def measure(server: ServerProcess, store: Store, seconds: float, rate: str) -> None:
