@@ -22,6 +22,8 @@ import redis
 from native_workers import run_worker, spec, status, total
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
+from workbench.spec import Spec
+
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-cli") is None or shutil.which("ss") is None,
     reason="needs redis-cli and ss (iproute2)",
@@ -57,8 +59,9 @@ def segments(port: int) -> tuple[int, int, int]:
     return conns, sent[False], sent[True]
 
 
-def test_a_closed_loop_writes_each_node_whole_batches(cluster: ClusterProcess) -> None:
-    s = spec(
+def pipelined_gets(cluster: ClusterProcess, **load: Any) -> Spec:
+    """The spec of a native closed loop of GETs over `cluster`, `PIPELINE` per connection."""
+    return spec(
         **{
             "target.system": "redis",
             "target.options": {"url": cluster.target_options["url"], "cluster": True},
@@ -66,12 +69,15 @@ def test_a_closed_loop_writes_each_node_whole_batches(cluster: ClusterProcess) -
             "strategy.options": {"pipeline": PIPELINE},
             "load.concurrency": CLIENTS,
             "load.warmup": 0.0,
-            "load.duration": 3.0,
-            "load.interval": 1.0,
             "workload.mix": {"get": 1.0},
             "workload.prefill": False,
+            **load,
         }
     )
+
+
+def test_a_closed_loop_writes_each_node_whole_batches(cluster: ClusterProcess) -> None:
+    s = pipelined_gets(cluster, **{"load.duration": 3.0, "load.interval": 1.0})
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.setdefault("frames", run_worker("native", s)))
     worker.start()
@@ -127,20 +133,7 @@ def test_every_batch_a_closed_loop_writes_a_node_is_whole(cluster: ClusterProces
     # batch. Only its last batches and the connections' own reads (a connect, a close, the
     # INFO here) are short, so a node reads close to 16 GETs per read.
     ops = 30_000
-    s = spec(
-        **{
-            "target.system": "redis",
-            "target.options": {"url": cluster.target_options["url"], "cluster": True},
-            "strategy.name": "native",
-            "strategy.options": {"pipeline": PIPELINE},
-            "load.concurrency": CLIENTS,
-            "load.warmup": 0.0,
-            "load.ops": ops,
-            "load.duration": None,
-            "workload.mix": {"get": 1.0},
-            "workload.prefill": False,
-        }
-    )
+    s = pipelined_gets(cluster, **{"load.ops": ops, "load.duration": None})
     before = [node_counts(n.port) for n in cluster.nodes]
     frames = run_worker("native", s)
     after = [node_counts(n.port) for n in cluster.nodes]
