@@ -33,6 +33,7 @@ from workbench.metrics import (
     percentile_curve,
     summarise,
 )
+from workbench.self_checks import SelfCheck, checks
 from workbench.timeline import Point, Timeline
 from workbench.verdict import Context, Usage, Verdict, context_for, judge
 
@@ -101,6 +102,11 @@ class StepView:
         """What limited this step's figure (`workbench.verdict`), from what was measured."""
         return judge(self.usage, self.totals, self.context)
 
+    @property
+    def self_checks(self) -> list[SelfCheck]:
+        """The step's self-checks (`workbench.self_checks`): schedule, stationarity, samples."""
+        return checks(self.totals, self.points, self.context)
+
     def curve(self) -> list[tuple[float, float]]:
         """(percentile, µs) of everything measured so far in this step."""
         return percentile_curve(all_ops_histogram(self.totals))
@@ -149,6 +155,7 @@ class RunView:
                     event.spec,
                     getattr(event, "server_options", None),
                     str((event.engine or {}).get("name", "")),
+                    (event.engine or {}).get("native_available"),
                 ),
                 connections=event.connections,
             )
@@ -219,6 +226,8 @@ class RunView:
 def point(event: Interval, summary: Summary | None = None) -> Point:
     """The chart point of one interval (from its summary, when already taken)."""
     s = summary if summary is not None else event.summary
+    h = event.stats.hiccups
+    at = h.percentiles_us() if h is not None else {}
     return Point(
         event.elapsed,
         s.ops_per_s,
@@ -229,6 +238,9 @@ def point(event: Interval, summary: Summary | None = None) -> Point:
         {k: v[1] for k, v in s.per_op.items()},
         s.hit_rate,
         s.errors,
+        at.get(99.0),
+        at.get(99.9),
+        h.max_us if h is not None else None,
     )
 
 

@@ -50,13 +50,28 @@ from workbench.checks import Check, parse_check
 from workbench.errors import SpecError
 from workbench.live import StepView
 from workbench.metrics import format_us
+from workbench.search_causes import (
+    GENERATOR,
+    INCONCLUSIVE,
+    MACHINE,
+    MACHINE_RETRIES,
+    decide,
+    inconclusive_text,
+    knees_text,
+    server_decision,
+)
+from workbench.search_probe import Probe as Probe
+from workbench.search_probe import probe_of as probe_of
 from workbench.spec.model import SearchSpec, Spec
-from workbench.verdict import GENERATOR_KINDS, KEPT_SCHEDULE, Verdict
+from workbench.verdict import GENERATOR_KINDS
 
 HALVINGS = 3  # a target failing at start / 2**HALVINGS ops/s is not met at any rate
 KNEE_RISE = 2.0  # the knee: p99 still within this factor of the lowest rate's p99
 DEFAULT_ERRORS = "errors<0.1%"
 TARGET_METRICS = ("latency", "errors", "error_share")
+# A probe's intervals at most (unless --strict): this VM's kernel takes a CPU for 1-33 ms
+# about twice a second, and the server's knee is read from the intervals no stall touched.
+PROBE_INTERVAL = 0.1
 RETRY_LABEL = "search.retry"  # the step label of a probe that re-runs a failed rate: "1", "2"
 
 
@@ -98,65 +113,6 @@ def check_settings(s: SearchSpec, where: str = "search") -> None:
         )
 
 
-@dataclass(frozen=True)
-class Probe:
-    """One probe's figures, as the search and its report read them."""
-
-    step: int
-    rate: float  # offered, ops/s
-    status: str
-    achieved: float  # completed ops/s
-    p50_us: float
-    p99_us: float
-    p999_us: float
-    errors: int
-    error_share: float
-    kept: float | None  # issued / offered
-    failed_checks: tuple[str, ...]  # "p99<1ms (measured 1.31ms)" per failing check
-    verdict: Verdict
-    attempt: int = 0  # 0: the rate's first probe; 1, 2: retries of a failure (set by Search)
-
-    @property
-    def passed(self) -> bool:
-        return not self.why_failed()
-
-    def why_failed(self) -> str:
-        """Why the probe failed, in a few words; empty when it passed."""
-        reasons = list(self.failed_checks)
-        if self.kept is not None and self.kept < KEPT_SCHEDULE:
-            reasons.append(f"issued {self.kept:.0%} of the offered ops")
-        if self.status != "completed":
-            reasons.append(f"step {self.status}")
-        return ", ".join(reasons)
-
-
-def probe_of(step: StepView, rate: float, checks: Sequence[Check]) -> Probe:
-    """A finished step, read as a probe at `rate` against `checks`."""
-    s = step.summary
-    t = step.totals
-    issued = t.ops + t.error_count
-    failed = []
-    for check in checks:
-        value = check.measure(t)
-        if value is None or not check.holds(value):
-            over = _intervals_over(step, check)
-            failed.append(f"{check.text} (measured {check.show(value)}{over})")
-    return Probe(
-        step=step.index,
-        rate=rate,
-        status=step.status,
-        achieved=s.ops_per_s if s else 0.0,
-        p50_us=s.p(50.0) if s else 0.0,
-        p99_us=s.p(99.0) if s else 0.0,
-        p999_us=s.p(99.9) if s else 0.0,
-        errors=t.error_count,
-        error_share=t.error_count / issued if issued else 0.0,
-        kept=issued / t.offered if t.offered else None,
-        failed_checks=tuple(failed),
-        verdict=step.verdict,
-    )
-
-
 @dataclass
 class Search:
     """The search's state: which rate to probe next, and what it concluded."""
@@ -178,15 +134,29 @@ class Search:
         return self._decide(self.attempts(rate))
 
     def _decide(self, tries: Sequence[Probe]) -> bool | None:
+        """Pass, fail or None (probe again); an inconclusive rate (the machine stalled on
+        every retry) by what the server did in its intervals with no machine stall."""
         if not tries:
             return None
-        if tries[0].passed:
-            return True
-        passes = sum(p.passed for p in tries)
-        need = self.settings.confirm
-        if len(tries) - passes >= need:
+        if self.settings.strict:
+            if tries[0].passed:
+                return True
+            passes = sum(p.passed for p in tries)
+            need = self.settings.confirm
+            if len(tries) - passes >= need:
+                return False
+            return True if passes >= need else None
+        decided = decide(tries, self.settings.confirm)
+        if decided == INCONCLUSIVE:
+            return server_decision(tries)
+        return decided  # type: ignore[return-value]
+
+    def inconclusive(self, rate: float) -> bool:
+        """The machine stalled on every probe of `rate` (never with --strict)."""
+        tries = self.attempts(rate)
+        if not tries or self.settings.strict:
             return False
-        return True if passes >= need else None
+        return decide(tries, self.settings.confirm) == INCONCLUSIVE
 
     def standing(self, rate: float) -> Probe:
         """The probe that stands for `rate`: its last probe that agrees with the decision
@@ -194,7 +164,7 @@ class Search:
         tries = self.attempts(rate)
         decided = self.decision(rate)
         agree = [p for p in tries if p.passed is decided] if decided is not None else tries
-        return agree[-1]
+        return (agree or tries)[-1]  # an inconclusive rate: its last probe
 
     def _decided(self, passed: bool) -> list[Probe]:
         rates = {p.rate for p in self.probes if self.decision(p.rate) is passed}
@@ -202,15 +172,30 @@ class Search:
 
     @property
     def best(self) -> Probe | None:
-        """The highest passing rate (its last passing probe)."""
-        passing = self._decided(True)
+        """The highest passing rate on this machine as it is (its last passing probe): the
+        machine's knee."""
+        passing = [p for p in self._decided(True) if not self.inconclusive(p.rate)]
         return max(passing, key=lambda p: p.rate) if passing else None
 
     @property
+    def server_knee(self) -> Probe | None:
+        """The highest rate at which the server met the target, counting an inconclusive
+        rate (the machine stalled on every retry) by its intervals with no machine stall:
+        the server's knee. None with --strict (any failure fails there)."""
+        if self.settings.strict:
+            return None
+        passing = self._decided(True)
+        return max(passing, key=lambda p: p.rate) if passing else None
+
+    def _low(self) -> Probe | None:
+        """The search's lower bound: the server's knee (the machine's with --strict)."""
+        return self.best if self.settings.strict else self.server_knee
+
+    @property
     def first_failing(self) -> Probe | None:
-        """The lowest failing rate above the highest passing one (its last failing probe)."""
-        best = self.best
-        failing = [p for p in self._decided(False) if best is None or p.rate > best.rate]
+        """The lowest failing rate above the search's lower bound (its last failing probe)."""
+        low = self._low()
+        failing = [p for p in self._decided(False) if low is None or p.rate > low.rate]
         return min(failing, key=lambda p: p.rate) if failing else None
 
     @property
@@ -223,7 +208,7 @@ class Search:
 
     @property
     def converged(self) -> bool:
-        lo, hi = self.best, self.first_failing
+        lo, hi = self._low(), self.first_failing
         return (
             lo is not None
             and hi is not None
@@ -241,7 +226,7 @@ class Search:
         last = self.probes[-1].rate
         if self.decision(last) is None:  # a failure not yet confirmed: probe it again
             return last
-        lo, hi = self.best, self.first_failing
+        lo, hi = self._low(), self.first_failing
         if hi is None:
             assert lo is not None
             return _round(lo.rate * 2)
@@ -275,18 +260,24 @@ class Search:
             return
         failed = [p for p in self.attempts(probe.rate) if not p.passed]
         confirmed = f" ({len(failed)} probes failed)" if len(failed) > 1 else ""
-        if all(p.verdict.kind in GENERATOR_KINDS for p in failed):
+        generator = [  # by its cause, or with --strict (or none named) by its verdict
+            p.cause == GENERATOR
+            if p.cause and not self.settings.strict
+            else p.verdict.kind in GENERATOR_KINDS
+            for p in failed
+        ]
+        if all(generator):
             cause = (
                 f"the generator, not the target, failed at {probe.rate:,.0f} ops/s"
                 f"{confirmed}: {probe.verdict.line}"
             )
             # Below a passing rate, the rates between it and this one can still be
             # measured: bisect on. With none passing, there is nothing to bisect to.
-            if self.best is None:
+            if self._low() is None:
                 self.stopped = cause
             elif not self.capped:
                 self.capped = cause
-        elif self.best is None and probe.rate <= self.settings.start / 2**HALVINGS:
+        elif self._low() is None and probe.rate <= self.settings.start / 2**HALVINGS:
             self.stopped = (
                 f"the target is not met even at {probe.rate:,.0f} ops/s "
                 f"({probe.why_failed()}): it cannot be met at any rate this setup measures"
@@ -296,9 +287,15 @@ class Search:
         """What the search made of `probe` when it came in: a retry, and whether its rate's
         failure was confirmed; empty for a rate's first probe that decided it at once."""
         upto = self.probes[: self.probes.index(probe) + 1]
-        decided = self._decide([p for p in upto if p.rate == probe.rate])
+        tries = [p for p in upto if p.rate == probe.rate]
+        decided = self._decide(tries)
+        inconclusive = not self.settings.strict and decide(tries, self.settings.confirm)
         if decided is None:
             outcome = "probing this rate again to confirm the failure"
+            if probe.cause == MACHINE and not self.settings.strict:
+                outcome = f"the machine stalled: probing again ({MACHINE_RETRIES} retries at most)"
+        elif inconclusive == INCONCLUSIVE:
+            outcome = inconclusive_text(probe)
         elif not probe.attempt:
             return ""
         elif decided:
@@ -323,12 +320,13 @@ class Search:
 
     def conclusion(self) -> str:
         """What the search found, in one line."""
-        lo, hi = self.best, self.first_failing
+        lo, hi, best = self._low(), self.first_failing, self.best
         found = (
-            f"highest passing rate {lo.rate:,.0f} ops/s (p99 {format_us(lo.p99_us)})"
-            if lo
+            f"highest passing rate {best.rate:,.0f} ops/s (p99 {format_us(best.p99_us)})"
+            if best
             else "no probed rate met the target"
         )
+        found += knees_text(best, self.server_knee, self.probes)
         failing = f", first failing {hi.rate:,.0f} ops/s ({hi.why_failed()})" if hi else ""
         retried = f" ({self.retried()})" if self.retries else ""
         if self.stopped:
@@ -368,24 +366,6 @@ class Search:
         return knee
 
 
-# The per-interval figure of a latency check, where each interval's chart point keeps it.
-_POINT_FIGURES = {50.0: "p50_us", 99.0: "p99_us", 99.9: "p999_us"}
-
-
-def _intervals_over(step: StepView, check: Check) -> str:
-    """How many of the probe's intervals ("; over in 1 of 4 intervals") broke a latency check
-    on their own, so a reader tells one hiccup from a rate the server cannot keep. Empty
-    for other checks, percentiles the chart points do not keep, or downsampled points."""
-    name = _POINT_FIGURES.get(check.percentile or -1.0)
-    points = step.points
-    if check.metric != "latency" or check.kind or name is None or len(points) < 2:
-        return ""
-    if step.timeline.stride != 1:
-        return ""
-    over = sum(1 for p in points if not check.holds(getattr(p, name)))
-    return f"; over in {over} of {len(points)} intervals"
-
-
 def _round(rate: float) -> float:
     return float(max(1, round(rate)))
 
@@ -419,9 +399,12 @@ def search_spec(spec: Spec, targets: Sequence[str] = ()) -> tuple[Spec, list[Che
 
 
 def probe_step_spec(spec: Spec, rate: float) -> Spec:
-    """The spec of one probe: open loop at `rate` for `search.probe` seconds."""
-    probe = (spec.search or SearchSpec()).probe
-    load = replace(spec.load, rate=rate, duration=probe, ops=None)
+    """The spec of one probe: open loop at `rate` for `search.probe` seconds, in intervals
+    of at most `PROBE_INTERVAL` s (unless --strict): a machine stall taints the interval it
+    falls in, and the server's knee is read from the others (`search_causes`)."""
+    settings = spec.search or SearchSpec()
+    interval = spec.load.interval if settings.strict else min(spec.load.interval, PROBE_INTERVAL)
+    load = replace(spec.load, rate=rate, duration=settings.probe, ops=None, interval=interval)
     return replace(spec, load=load)
 
 

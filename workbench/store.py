@@ -35,6 +35,7 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
+from workbench.hiccups import Hiccups
 from workbench.live import RunView, point
 from workbench.metrics import Stats, merged, summarise
 from workbench.run_owner import runner_gone
@@ -74,7 +75,13 @@ ADDED_COLUMNS = (
     # The interval's chart point (`live.point`): charts and views of a long run read these
     # small rows instead of decoding every interval's histograms.
     ("intervals", "point", "TEXT"),
+    # The load machine's hiccups over the interval (`Stats.hiccups`, the hiccup meter's
+    # figures), kept beside the workers' statistics rather than inside them.
+    ("intervals", "hiccups", "TEXT"),
 )
+# Added columns a reader does without (an old store read where it cannot be upgraded
+# reads them as NULL): `Store.column`.
+OPTIONAL_COLUMNS = {("intervals", "hiccups")}
 
 
 # SQLite's page cache, per connection. A long run's store grows by tens of MB per hour,
@@ -127,12 +134,12 @@ def default_path() -> Path:
     return base / "cache-workbench" / "runs.sqlite3"
 
 
-_INTERVAL_COLUMNS = "idx, elapsed, stats"
+_INTERVAL_COLUMNS = "idx, elapsed, stats, {hiccups}"
 # What a view needs of an interval without its histograms: the chart point, and the
-# duration, worker CPU and server figures its verdict sums (`verdict.Usage.plus`).
+# duration, worker CPU, server figures and hiccups its verdict sums (`verdict.Usage.plus`).
 _SAMPLE_COLUMNS = (
     "idx, elapsed, point, json_extract(stats, '$.duration'), json_extract(stats, '$.cpu'), "
-    "json_extract(stats, '$.server')"
+    "json_extract(stats, '$.server'), {hiccups}"
 )
 
 
@@ -146,6 +153,9 @@ class StoredIntervals(Sequence[Interval]):
     def _where(self) -> tuple[str, tuple[Any, ...]]:
         return "FROM intervals WHERE run_id=? AND step=?", (self.run_id, self.step)
 
+    def _columns(self, columns: str) -> str:
+        return columns.format(hiccups=self.store.column("intervals", "hiccups"))
+
     def __len__(self) -> int:
         where, args = self._where()
         (n,) = self.store.db.execute(f"SELECT COUNT(*) {where}", args).fetchone()
@@ -153,7 +163,8 @@ class StoredIntervals(Sequence[Interval]):
 
     def __iter__(self) -> Iterator[Interval]:
         where, args = self._where()
-        rows = self.store.db.execute(f"SELECT {_INTERVAL_COLUMNS} {where} ORDER BY idx", args)
+        columns = self._columns(_INTERVAL_COLUMNS)
+        rows = self.store.db.execute(f"SELECT {columns} {where} ORDER BY idx", args)
         for row in rows:
             yield self._interval(row)
 
@@ -163,7 +174,8 @@ class StoredIntervals(Sequence[Interval]):
         where, args = self._where()
         order, offset = ("DESC", -i - 1) if i < 0 else ("", i)  # the last: no counting
         row = self.store.db.execute(
-            f"SELECT {_INTERVAL_COLUMNS} {where} ORDER BY idx {order} LIMIT 1 OFFSET ?",
+            f"SELECT {self._columns(_INTERVAL_COLUMNS)} {where} ORDER BY idx {order} LIMIT 1 "
+            "OFFSET ?",
             (*args, offset),
         ).fetchone()
         if row is None:
@@ -171,27 +183,28 @@ class StoredIntervals(Sequence[Interval]):
         return self._interval(row)
 
     def _interval(self, row: tuple[Any, ...]) -> Interval:
-        i, elapsed, stats = row
-        return Interval(self.run_id, self.step, i, elapsed, Stats.from_dict(json.loads(stats)))
+        i, elapsed, stats, hiccups = row
+        return Interval(self.run_id, self.step, i, elapsed, _stats(stats, hiccups))
 
     def samples(self) -> Iterator[tuple[Point, Stats]]:
         """Per interval: its chart point and its counters without histograms (duration,
         worker CPU, server figures). Rows stored before points were kept are decoded."""
         where, args = self._where()
-        for i, elapsed, pt, duration, cpu, server in self.store.db.execute(
-            f"SELECT {_SAMPLE_COLUMNS} {where} ORDER BY idx", args
+        for i, elapsed, pt, duration, cpu, server, hiccups in self.store.db.execute(
+            f"SELECT {self._columns(_SAMPLE_COLUMNS)} {where} ORDER BY idx", args
         ):
             if pt is None:
                 (old,) = self.store.db.execute(
                     f"SELECT stats {where} AND idx=?", (*args, i)
                 ).fetchone()
-                stats = Stats.from_dict(json.loads(old))
+                stats = _stats(old, hiccups)
                 yield point(Interval(self.run_id, self.step, i, elapsed, stats)), stats
                 continue
             light = Stats(
                 duration=float(duration or 0.0),
                 cpu=json.loads(cpu) if cpu else {},
                 server=json.loads(server) if server else {},
+                hiccups=Hiccups.from_dict(json.loads(hiccups)) if hiccups else None,
             )
             yield Point.from_dict(json.loads(pt), elapsed), light
 
@@ -359,6 +372,7 @@ class Store:
         self.path = Path(path) if path else default_path()
         self.read_only = read_only
         self._gone: set[str] = set()  # read-only: runs whose process is gone (not marked)
+        self._columns: dict[tuple[str, str], str] = {}  # optional columns: `column`
         if read_only:
             self._open_read_only()
             return
@@ -371,6 +385,7 @@ class Store:
             self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             self.db.executescript(SCHEMA)
             self._add_columns()
+            self._optional_columns()
             self.mark_abandoned()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(_cannot_open(exc, self.path), str(self.path)) from None
@@ -392,6 +407,7 @@ class Store:
                 self._check_schema()
             except sqlite3.Error as exc:
                 raise StoreError(_cannot_open(exc, self.path), str(self.path)) from None
+        self._optional_columns()
         self._gone = {
             run_id
             for run_id, runner in self.db.execute(
@@ -420,12 +436,23 @@ class Store:
             have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
             if not have:
                 raise StoreError(f"not a results store (it has no {table} table)", str(self.path))
-            if column not in have:
+            if column not in have and (table, column) not in OPTIONAL_COLUMNS:
                 raise StoreError(
                     "written by an older version of the workbench and read-only here: open it "
                     "once where it can be written to upgrade it",
                     str(self.path),
                 )
+
+    def column(self, table: str, column: str) -> str:
+        """An optional column (`OPTIONAL_COLUMNS`) to select, or NULL in a store that does
+        not have it (an old one read where it cannot be upgraded)."""
+        return self._columns.get((table, column), "NULL")
+
+    def _optional_columns(self) -> None:
+        """Which optional columns this store has: asked once, as it is opened."""
+        for table, column in OPTIONAL_COLUMNS:
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            self._columns[(table, column)] = column if column in have else "NULL"
 
     def _add_columns(self) -> None:
         for table, column, declaration in ADDED_COLUMNS:
@@ -497,16 +524,19 @@ class Store:
         )
 
     def _interval(self, event: Interval, now: float) -> None:
+        stats = event.stats.to_dict()
+        hiccups = stats.pop("hiccups", None)
         self.db.execute(
-            "INSERT OR REPLACE INTO intervals (run_id, step, idx, elapsed, stats, point) "
-            "VALUES (?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO intervals (run_id, step, idx, elapsed, stats, point, "
+            "hiccups) VALUES (?,?,?,?,?,?,?)",
             (
                 event.run_id,
                 event.step,
                 event.index,
                 event.elapsed,
-                json.dumps(event.stats.to_dict()),
+                json.dumps(stats),
                 json.dumps(point(event).to_dict()),
+                json.dumps(hiccups) if hiccups is not None else None,
             ),
         )
 
@@ -747,6 +777,15 @@ _KEEPERS: dict[type, Callable[[Store, Any, float], None]] = {
     StepSimulated: Store._step_simulated,
     RunFinished: Store._run_finished,
 }
+
+
+def _stats(stats: str, hiccups: str | None) -> Stats:
+    """An interval's statistics from its row: the workers' (`stats`) and the hiccup
+    meter's (the `hiccups` column; older rows: none)."""
+    data = json.loads(stats)
+    if hiccups:
+        data["hiccups"] = json.loads(hiccups)
+    return Stats.from_dict(data)
 
 
 def _last(intervals: Sequence[Interval]) -> Stats | None:

@@ -33,8 +33,20 @@ class Point:
     per_op_ops: dict[str, float]
     hit_rate: float | None
     errors: int
+    # The load machine's hiccups over the span (`workbench.hiccups`): how late the meter's
+    # wake-ups were at p99 and p99.9, and the longest; None where no meter ran.
+    hiccup_p99_us: float | None = None
+    hiccup_p999_us: float | None = None
+    hiccup_max_us: float | None = None
 
     def to_dict(self) -> dict[str, object]:
+        hiccups = {}
+        if self.hiccup_max_us is not None:
+            hiccups = {
+                "hiccup_p99_us": self.hiccup_p99_us,
+                "hiccup_p999_us": self.hiccup_p999_us,
+                "hiccup_max_us": self.hiccup_max_us,
+            }
         return {
             "elapsed": self.elapsed,
             "ops_per_s": self.ops_per_s,
@@ -45,6 +57,7 @@ class Point:
             "per_op_ops": self.per_op_ops,
             "hit_rate": self.hit_rate,
             "errors": self.errors,
+            **hiccups,
         }
 
     @classmethod
@@ -59,7 +72,21 @@ class Point:
             {str(k): float(v) for k, v in dict(data["per_op_ops"]).items()},  # type: ignore[call-overload]
             None if data["hit_rate"] is None else float(data["hit_rate"]),  # type: ignore[arg-type]
             int(data["errors"]),  # type: ignore[call-overload]
+            _optional(data.get("hiccup_p99_us")),
+            _optional(data.get("hiccup_p999_us")),
+            _optional(data.get("hiccup_max_us")),
         )
+
+
+def _optional(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _highest(a: float | None, b: float | None) -> float | None:
+    """The higher of two figures a span may lack."""
+    if a is None or b is None:
+        return a if b is None else b
+    return max(a, b)
 
 
 def combine(a: Point, wa: int, b: Point, wb: int) -> Point:
@@ -83,10 +110,15 @@ def combine(a: Point, wa: int, b: Point, wb: int) -> Point:
         per_op_ops={k: mean(a.per_op_ops.get(k, 0.0), b.per_op_ops.get(k, 0.0)) for k in kinds},
         hit_rate=hit_rate,
         errors=a.errors + b.errors,
+        hiccup_p99_us=_highest(a.hiccup_p99_us, b.hiccup_p99_us),
+        hiccup_p999_us=_highest(a.hiccup_p999_us, b.hiccup_p999_us),
+        hiccup_max_us=_highest(a.hiccup_max_us, b.hiccup_max_us),
     )
 
 
-_SCALARS = 8  # per point: elapsed, ops/s, MiB/s, p50, p99, p99.9, hit rate, errors
+# per point: elapsed, ops/s, MiB/s, p50, p99, p99.9, hit rate, errors, and the hiccups' p99,
+# p99.9 and max
+_SCALARS = 11
 _NONE = math.nan  # a point without a hit rate, or without ops of a kind
 
 
@@ -151,6 +183,9 @@ class Timeline:
             },
             hit_rate=None if math.isnan(row[6]) else row[6],
             errors=int(row[7]),
+            hiccup_p99_us=None if math.isnan(row[8]) else row[8],
+            hiccup_p999_us=None if math.isnan(row[9]) else row[9],
+            hiccup_max_us=None if math.isnan(row[10]) else row[10],
         )
 
     def _with_kinds(self, p: Point) -> Timeline:
@@ -170,7 +205,8 @@ class Timeline:
         width = _SCALARS + len(self.kinds)
         hit_rate = _NONE if p.hit_rate is None else p.hit_rate
         scalars = (p.elapsed, p.ops_per_s, p.mib_per_s, p.p50_us, p.p99_us, p.p999_us)
-        row = [*scalars, hit_rate, float(p.errors)]
+        hiccups = (p.hiccup_p99_us, p.hiccup_p999_us, p.hiccup_max_us)
+        row = [*scalars, hit_rate, float(p.errors), *(_NONE if h is None else h for h in hiccups)]
         row += [p.per_op_ops.get(k, _NONE) for k in self.kinds]
         self.rows[i * width : (i + 1) * width] = array("d", row)
 

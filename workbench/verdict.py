@@ -13,23 +13,33 @@ Every step gets one of:
   headroom. The figure is a lower bound of the server's capacity.
 - **fell behind** (open loop): the generator could not keep its schedule — fewer than
   `KEPT_SCHEDULE` of the offered ops were issued, or the send lag (actual send minus
-  intended start) was large against the latency (`lagged`) — and a worker was busy.
-  The latencies include queueing in the clients. (A worker starved by other processes
-  is machine-bound.)
+  intended start) was large against the latency (`lagged`) — and a worker was busy; or
+  fewer were issued while the clients had room (rate x p50 latency under
+  `TOO_FEW_SHARE` of them). The latencies include queueing in the clients. (A worker
+  starved by other processes is machine-bound.)
+- **machine stalled** (open loop): the long waits (at least `STALL_FACTOR` times the p50)
+  are all explained by the load machine's stalls on the CPUs the server or the workers
+  used: the hiccup meter's (a CPU taken from everyone) or their waits for a CPU
+  (`workbench.stalls`). Never read as the server's.
 - **server stalled** (open loop): the clients waited on replies while the workers idled
   (fewer than `KEPT_SCHEDULE` of the offered ops issued, or sends late by about as much
   as the latency, which for a busy client runs from the intended start), and one wait
   was at least `STALL_FACTOR` times the p50 (or ops went unanswered: timed out or
   abandoned, `UNANSWERED_KINDS`) while a typical op left the clients room
   (rate x p50 latency below `STALL_ROOM` times the clients). Ops due meanwhile went out
-  late or never; the latencies include the wait (coordinated omission corrected).
+  late or never; the latencies include the wait (coordinated omission corrected). Where
+  the hiccup meter ran, that wait is in an interval neither the machine's stalls nor a
+  busy worker explain.
 - **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
   while the workers idled on a machine with CPUs to spare, with no such stall: each
   client has one op in flight, and at this latency they cannot carry the rate (rate x
-  p50 latency says how many it needs).
-- **on schedule** (open loop): the offered rate was kept and neither side was busy. The
-  latencies are the server's and the network's at this rate (an idle client's latency
-  runs from its send, so a late timer does not inflate them; the send lag says how late).
+  p50 latency, at least `TOO_FEW_SHARE` of the clients, says how many it needs).
+- **sent late** (open loop): the offered rate was kept in count, neither side was busy,
+  but the sends were late against the latency (`lagged`): the load arrived later and
+  burstier than scheduled. Each latency runs from its send (an idle client's), so it is
+  the server's at the load that came.
+- **on schedule** (open loop): the offered rate was kept, in count and in time, and
+  neither side was busy. The latencies are the server's and the network's at this rate.
 - **latency-bound** (closed loop): neither side was busy; throughput is clients divided by
   latency.
 - **unknown**: the step recorded no CPU figures and no offered rate (runs of an older
@@ -38,9 +48,12 @@ Every step gets one of:
 The rules are tried in that order: a busy server explains a figure before a busy machine,
 and a busy machine before a busy worker (adding workers to a full machine helps nothing).
 A machine other processes fill comes next when idle clients sent late (starved), then a
-server stall (its signature is plain even on a full machine), then the full machine
-again (a starved worker's clients seem to wait on replies), then too few clients. No
-verdict of a step that kept its schedule advises a lower rate.
+machine stall (long waits the machine's own stalls explain), then a server stall (its
+signature is plain even on a full machine), then the full machine again (a starved
+worker's clients seem to wait on replies), then too few clients, fell behind, sent late.
+No verdict of a step that kept its schedule advises a lower rate. No verdict contradicts
+a figure printed beside it: `workbench.verdict_rules` states what each one claims, and
+a test holds every verdict to it.
 Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
 core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
 workers or use the native engine``.
@@ -69,11 +82,13 @@ Everything here is a pure function of recorded data; thresholds are the constant
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.metrics import Recorded, Stats, format_us, merged, new_histogram
+from workbench.stalls import MachineUsage
 
 # --- thresholds: the one place they are set ------------------------------------------------
 WORKER_BUSY = 0.85  # share of one core at which a worker process counts as saturated
@@ -94,12 +109,18 @@ STALL_FACTOR = 100
 # wait at least as long as the reply timeout, which the latencies do not hold.
 UNANSWERED_KINDS = ("timeout", "abandoned")
 STALL_ROOM = 1.0
+# Open loop, behind with no stall: too few clients when rate x p50 latency needs at least
+# this share of them in flight (a p50 understates the time a client is taken per op);
+# below it, the clients had room and the generator did not send.
+TOO_FEW_SHARE = 0.5
 
 SERVER_BOUND = "server-bound"
 MACHINE_BOUND = "machine-bound"
 GENERATOR_BOUND = "generator-bound"
 FELL_BEHIND = "fell behind"
+SENT_LATE = "sent late"
 SERVER_STALLED = "server stalled"
+MACHINE_STALLED = "machine stalled"
 TOO_FEW_CLIENTS = "too few clients"
 ON_SCHEDULE = "on schedule"
 LATENCY_BOUND = "latency-bound"
@@ -109,6 +130,8 @@ KINDS = (
     MACHINE_BOUND,
     GENERATOR_BOUND,
     FELL_BEHIND,
+    SENT_LATE,
+    MACHINE_STALLED,
     SERVER_STALLED,
     TOO_FEW_CLIENTS,
     ON_SCHEDULE,
@@ -136,6 +159,16 @@ ADVICE = {
         "the server stalled: the clients waited on its answers, so ops due meanwhile went out "
         "late or never, and the latencies include the wait; look at the server, not the load"
     ),
+    SENT_LATE: (
+        "the generator sent late (its timer, its loop or its share of the CPUs), so the load "
+        "came later and burstier than scheduled; each latency runs from its send and is the "
+        "server's at that load: add workers or use the native engine"
+    ),
+    MACHINE_STALLED: (
+        "the load machine took the CPUs the server or the workers ran on (a kernel thread, "
+        "the host, another task), and the long waits are those stalls, not the server's: "
+        "`workbench doctor` shows this machine's hiccups; run where nothing takes the CPUs"
+    ),
     TOO_FEW_CLIENTS: (
         "each client has one op in flight, and at this latency the clients cannot issue the "
         "offered rate: add clients (load.concurrency)"
@@ -150,9 +183,15 @@ ADVICE = {
     ),
     UNKNOWN: "the verdict needs them (a run of an older workbench?)",
 }
-# A step the native engine ran: it cannot be told to use the native engine.
+# A step the native engine ran, or of a system with no native strategy (the in-process
+# cache): its advice cannot offer the native engine.
 NATIVE_ADVICE = {
     GENERATOR_BOUND: "the figure is a lower bound of the server's capacity: add workers",
+    SENT_LATE: (
+        "the generator sent late (its timer or its share of the CPUs), so the load came "
+        "later and burstier than scheduled; each latency runs from its send and is the "
+        "server's at that load: add workers, or see `workbench doctor` for this machine"
+    ),
     FELL_BEHIND: (
         "the generator did not keep its schedule, so latencies include queueing in the "
         "clients: add workers"
@@ -163,7 +202,9 @@ BADGES = {
     MACHINE_BOUND: "machine-bound",
     GENERATOR_BOUND: "generator-bound",
     FELL_BEHIND: "fell behind",
+    SENT_LATE: "sent late",
     SERVER_STALLED: "server stalled",
+    MACHINE_STALLED: "machine stalled",
     TOO_FEW_CLIENTS: "too few clients",
     ON_SCHEDULE: "on schedule",
     LATENCY_BOUND: "latency-bound",
@@ -181,13 +222,23 @@ class Context:
     single_threaded: bool = False
     clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
     native: bool = False  # run by the native engine (the advice then cannot offer it)
+    native_available: bool = True  # the system has a native strategy to offer
+    # What the self-checks need (`workbench.self_checks`): how arrivals were drawn, a trace
+    # replayed on its own timing, and the percentiles a target or check asks for.
+    arrivals: str = "uniform"
+    replay: bool = False
+    percentiles: tuple[float, ...] = ()
 
 
 def context_for(
-    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None, engine: str = ""
+    spec: Mapping[str, Any],
+    server_options: Mapping[str, Any] | None = None,
+    engine: str = "",
+    native_available: bool | None = None,
 ) -> Context:
     """The context of a step from its stored spec (and the resolved managed-server options,
-    and the name of the engine its workers said they run)."""
+    the name of the engine its workers said they run, and whether its system has a native
+    strategy: unknown in older runs, where only the in-process cache is known to have none)."""
     target = spec.get("target", {})
     system = str(target.get("system", ""))
     managed = bool(target.get("managed"))
@@ -206,6 +257,7 @@ def context_for(
     load = spec.get("load", {})
     groups = spec.get("workload", {}).get("groups") or []
     clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
+    trace = spec.get("workload", {}).get("trace") or {}
     return Context(
         system,
         bool(load.get("rate")),
@@ -213,7 +265,19 @@ def context_for(
         single,
         clients if _positive(clients) else None,
         native=engine == "native",
+        native_available=system != "embedded" if native_available is None else native_available,
+        arrivals=str(load.get("arrivals") or "uniform"),
+        replay=bool(_positive(trace.get("speed"))),
+        percentiles=_asked(spec),
     )
+
+
+def _asked(spec: Mapping[str, Any]) -> tuple[float, ...]:
+    """The percentiles a search target or a --fail-on check asks of this step."""
+    texts = [*((spec.get("search") or {}).get("target") or ())]
+    texts += [*((spec.get("checks") or {}).get("fail_on") or ())]
+    found = {float(m) for t in texts for m in re.findall(r"\bp(\d+(?:\.\d+)?)\s*[<>]", str(t))}
+    return tuple(sorted(p for p in found if 0 < p < 100))
 
 
 def _positive(value: Any) -> float | None:
@@ -250,6 +314,8 @@ class Usage:
     hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
     # A cluster's CPU seconds by node address (``stats.server["node_cpu"]``), summed.
     node_cpu: Mapping[str, float] = field(default_factory=dict)
+    # The machine's stalls against each interval's longest wait (`workbench.stalls`).
+    machine: MachineUsage = field(default_factory=MachineUsage)
 
     def plus(self, stats: Stats) -> Usage:
         """This usage with one more interval added."""
@@ -306,7 +372,12 @@ class Usage:
                 cpus = int(figure.get("cpus") or 0)
                 hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
             out = replace(out, hosts=hosts)
-        return out
+        busy = any(
+            (float(v) - float(polled.get(w, 0.0) if isinstance(polled, Mapping) else 0.0)) / d
+            >= WORKER_BUSY
+            for w, v in stats.cpu.items()
+        )
+        return replace(out, machine=out.machine.plus(stats.hiccups, d, busy))
 
     @classmethod
     def of(cls, intervals: Iterable[Stats]) -> Usage:
@@ -382,6 +453,7 @@ class Verdict:
     evidence: str  # the numbers, e.g. "workers 97% 95% of a core, server 41% of 1 core"
     figures: Mapping[str, Any] = field(default_factory=dict)
     native: bool = False  # the step ran on the native engine
+    native_available: bool = True  # its system has a native strategy
 
     @property
     def known(self) -> bool:
@@ -389,7 +461,8 @@ class Verdict:
 
     @property
     def advice(self) -> str:
-        return (self.native and NATIVE_ADVICE.get(self.kind)) or ADVICE[self.kind]
+        offer = not self.native and self.native_available  # the native engine is an option
+        return (not offer and NATIVE_ADVICE.get(self.kind)) or ADVICE[self.kind]
 
     @property
     def badge(self) -> str:
@@ -425,7 +498,8 @@ def server_cores(context: Context, usage: Usage) -> float | None:
 
 def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     """The verdict of a step from its usage and its merged totals (ops, offered, send lag)."""
-    return replace(_judge(usage, totals, context), native=context.native)
+    verdict = _judge(usage, totals, context)
+    return replace(verdict, native=context.native, native_available=context.native_available)
 
 
 def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
@@ -470,8 +544,9 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
 
     latency = _latency(totals)
     lat_p50, lat_p99, lat_max = latency if latency else (0, 0, 0)
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
     if open_loop:
-        figures |= {"latency_p50_us": lat_p50 / 1000, "latency_max_us": lat_max / 1000}
+        figures |= _open_loop_figures(totals, context, usage, latency, unanswered)
     cpu = _cpu_text(workers, server_used, cores, server_share, context, usage)
     schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
     both = "; ".join(t for t in (schedule, cpu) if t)
@@ -495,30 +570,81 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     # latency (run from the intended start) holds too; an idle client woken late does not
     # (its latency runs from the send: far below the lag).
     # Waits that never ended (a timeout, still in flight at the end) are not latencies.
-    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
     waited = lagged and (
         unanswered > 0 or (lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99)
     )
+    # Long waits the machine's own stalls explain (hiccups, waits for a CPU): said as such
+    # before anything that could be read as the server's.
+    if open_loop and (stalled := _machine_stalled(usage, totals, latency, (schedule, cpu))):
+        return replace(stalled, figures=figures | dict(stalled.figures))
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
-        stall = _stall(totals, context, (lat_p50, lat_max, unanswered), (schedule, cpu), figures)
+        waits = (lat_p50, lat_max, unanswered)
+        stall = _stall(totals, context, waits, (schedule, cpu), figures, usage)
         if stall is not None:
             return stall
     if full:  # a starved worker reads replies late too: nothing here is the server's alone
         return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
     if host := usage.full_host(ours_needed=False):  # a load machine full of others
         return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
-    if open_loop and behind:
-        need = f"rate x p50 latency needs {figures['in_flight_needed']:,.1f} ops in flight"
-        if context.clients is not None:
-            need += f", {context.clients} clients"
-        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
     if open_loop and totals.offered:
-        return Verdict(ON_SCHEDULE, both, figures)
+        return _unkept(totals, context, (behind, lagged, lat_p50), (schedule, cpu), figures)
     if not usage.recorded:
         return Verdict(UNKNOWN, "no CPU figures recorded", figures)
     return Verdict(LATENCY_BOUND, both, figures)
+
+
+def _open_loop_figures(
+    totals: Stats,
+    context: Context,
+    usage: Usage,
+    latency: tuple[int, int, int] | None,
+    unanswered: int,
+) -> dict[str, Any]:
+    """The figures an open loop's verdict is judged on (`workbench.verdict_rules`)."""
+    p50, p99, longest = latency if latency else (0, 0, 0)
+    rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
+    machine = usage.machine
+    threshold = totals.hiccups.threshold_ns if totals.hiccups is not None else 0
+    starved = machine.starved_ns(threshold)
+    return {
+        "latency_p50_us": p50 / 1000,
+        "latency_p99_us": p99 / 1000,
+        "latency_max_us": longest / 1000,
+        "in_flight_needed": rate * p50 / 1e9,
+        "clients": context.clients,
+        "unanswered": unanswered,
+        "machine_stalls": machine.count + (1 if starved else 0),
+        "unexplained_wait_us": (machine.unexplained_ns if machine.measured else longest) / 1000,
+    }
+
+
+def _unkept(
+    totals: Stats,
+    context: Context,
+    state: tuple[bool, bool, int],
+    texts: tuple[str, str],
+    figures: dict[str, Any],
+) -> Verdict:
+    """An open loop with neither side busy and no stall: on schedule when it was kept;
+    else too few clients when rate x p50 latency needs most of them in flight, else the
+    generator fell behind (it had clients to spare, and sent late or not at all)."""
+    behind, lagged, p50 = state
+    schedule, cpu = texts
+    rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
+    needed = figures.setdefault("in_flight_needed", rate * p50 / 1e9)
+    clients = context.clients
+    if behind and (clients is None or needed >= TOO_FEW_SHARE * clients):
+        need = f"rate x p50 latency needs {needed:,.1f} ops in flight"
+        if clients is not None:
+            need += f", {clients} clients"
+        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
+    if behind:
+        return Verdict(FELL_BEHIND, _join(schedule, cpu), figures)
+    if lagged:  # kept in count, late in time: an idle client's latency runs from its send
+        return Verdict(SENT_LATE, _join(schedule, cpu), figures)
+    return Verdict(ON_SCHEDULE, _join(schedule, cpu), figures)
 
 
 def _stall(
@@ -527,14 +653,19 @@ def _stall(
     latency: tuple[int, int, int],
     texts: tuple[str, str],
     figures: dict[str, Any],
+    usage: Usage,
 ) -> Verdict | None:
     """Clients that waited on replies while the workers idled: a stalled server, or None.
 
     Little's law tells a stall from a shortage of clients: a typical op (p50) at the
     offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
     spare, and the shortfall came from a few waits far longer than a typical op.
+    Where the hiccup meter ran, the long wait must be in an interval that neither the
+    machine's stalls nor a busy worker explain (`stalls.MachineUsage`).
     """
     p50, longest, unanswered = latency  # unanswered: ops that timed out or were abandoned
+    if usage.machine.measured:
+        longest = usage.machine.unexplained_ns
     schedule, cpu = texts
     rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
     needed = rate * p50 / 1e9
@@ -549,6 +680,31 @@ def _stall(
     else:
         return None
     return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
+
+
+def _machine_stalled(
+    usage: Usage, totals: Stats, latency: tuple[int, int, int] | None, texts: tuple[str, str]
+) -> Verdict | None:
+    """Long waits (at least `STALL_FACTOR` times the p50) that every interval's machine
+    stalls explain (`workbench.stalls`), on CPUs the server or workers used: the machine's."""
+    machine = usage.machine
+    threshold = totals.hiccups.threshold_ns if totals.hiccups is not None else 0
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
+    if latency is None or not machine.stalled(threshold) or unanswered:
+        return None
+    p50, _, longest = latency
+    long_wait = STALL_FACTOR * max(p50, 1)
+    if longest < long_wait or machine.unexplained_ns >= long_wait:
+        return None
+    wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    schedule, cpu = texts
+    figures = {
+        "hiccups_over_threshold": machine.count,
+        "hiccup_longest_us": machine.longest.length_ns / 1000 if machine.longest else None,
+        "hiccup_lost_us": machine.lost_ns / 1000,
+    }
+    lead = f"{machine.text(threshold)}; {wait}"
+    return Verdict(MACHINE_STALLED, _join(_join(lead, schedule), cpu), figures)
 
 
 def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:

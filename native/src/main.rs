@@ -5,6 +5,7 @@
 //!   workbench-native --version  print the engine's name and version
 //!   workbench-native --probe    one request at a time, for the conformance kit
 //!   workbench-native --order-version  the version of the compiled step order it reads
+//!   workbench-native --hiccup   the load machine's hiccup meter (hiccup/mod.rs)
 
 mod alloc;
 mod batch;
@@ -13,6 +14,7 @@ mod cluster;
 mod codec;
 mod counts;
 mod frames;
+mod hiccup;
 mod http;
 mod io;
 mod issue;
@@ -55,29 +57,20 @@ fn main() {
         "--probe" => {
             std::process::exit(probe::run());
         }
+        "--hiccup" => {
+            let rest: Vec<String> = std::env::args().skip(2).collect();
+            std::process::exit(hiccup::run(&rest));
+        }
         "" => {}
         other => {
             eprintln!(
-                "workbench-native: unknown argument {:?}; expected --version, --order-version or --probe",
+                "workbench-native: unknown argument {:?}; expected --version, --order-version, --probe or --hiccup",
                 other
             );
             std::process::exit(2);
         }
     }
-    let parent = std::os::unix::process::parent_id();
-    // SAFETY: asks the kernel to kill us when the parent dies; a plain prctl.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
-    if std::os::unix::process::parent_id() != parent {
-        std::process::exit(3);
-    }
+    let parent = die_with_parent();
     // A fixed mmap threshold: large blocks (a histogram, a wide interval's frame) always
     // come as fresh zero pages and go back on free. With glibc's sliding threshold they
     // would come from the heap after the first free, and the heap would keep a stall's
@@ -107,4 +100,24 @@ fn main() {
             std::process::exit(3);
         }
     }
+}
+
+/// Ask the kernel to kill this process when its parent dies (and exit now if it already
+/// has); the parent's pid, for the idle loop's own check.
+pub fn die_with_parent() -> u32 {
+    let parent = std::os::unix::process::parent_id();
+    // SAFETY: asks the kernel to kill us when the parent dies; a plain prctl.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if std::os::unix::process::parent_id() != parent {
+        std::process::exit(3);
+    }
+    parent
 }

@@ -53,7 +53,8 @@ def _our_worker() -> int:
                 argv = f.read()
         except OSError:
             continue
-        if ppid == me and any(p in argv for p in WORKER_PROGRAMS):
+        meter = b"--hiccup" in argv  # the machine's hiccup meter, not a worker
+        if ppid == me and any(p in argv for p in WORKER_PROGRAMS) and not meter:
             found.append(int(entry))
     (worker,) = found
     return worker

@@ -15,6 +15,7 @@ from workbench.verdict import (
     LATENCY_BOUND,
     MACHINE_BOUND,
     ON_SCHEDULE,
+    SENT_LATE,
     SERVER_BOUND,
     SERVER_STALLED,
     TOO_FEW_CLIENTS,
@@ -291,14 +292,25 @@ def test_a_send_lag_small_against_the_latency_is_not_late() -> None:
     assert v.kind == GENERATOR_BOUND
 
 
-def test_late_sends_from_idle_workers_keep_the_schedule_and_the_latency() -> None:
-    """An idle client's latency runs from its send: a late timer shows in the send lag,
-    not in the latency, so the schedule was kept and the figures are the server's."""
+def test_late_sends_from_idle_workers_are_late_not_on_schedule() -> None:
+    """An idle client's latency runs from its send: a late timer shows in the send lag, not
+    in the latency. The ops were issued, but later than scheduled: "sent late", never "on
+    schedule" beside a send lag above the latency (issue 35), and never "lower the rate"."""
     late = interval(offered=10_000, workers=(0.4,), server_cpu=0.3, lag_ns=2_000_000)
     v = verdict_of([late], OPEN)
-    assert v.kind == ON_SCHEDULE
+    assert v.kind == SENT_LATE
     assert "send lag p99 2.00ms" in v.evidence
+    assert "each latency runs from its send" in v.advice
     assert "lower the rate" not in v.line
+
+
+def test_a_system_without_a_native_strategy_is_not_advised_to_use_it() -> None:
+    busy = interval(workers=(0.97,), server_cpu=0.2, host=(0.5, 8))
+    embedded = Context("embedded", native_available=False)
+    assert verdict_of([busy], embedded).advice.endswith("add workers")
+    assert "native engine" in verdict_of([busy], REDIS).advice
+    stored = context_for({"target": {"system": "embedded"}, "load": {}})
+    assert not stored.native_available  # a run stored before the fact was kept
 
 
 def test_open_loop_that_kept_its_schedule() -> None:

@@ -1,8 +1,10 @@
 """`workbench doctor`: what this machine has for the workbench, each item with what it is
-needed for. Looks only: nothing is started, built or installed (GPL tools stay unimported)."""
+needed for. Looks only: nothing is built or installed (GPL tools stay unimported); the one
+thing it runs is the hiccup meter, for a few seconds (`workbench.cli.doctor_machine`)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -17,7 +19,10 @@ from typing import Annotated
 
 import typer
 
+from workbench.checks import parse_check
 from workbench.cli.common import one_line_errors, out
+from workbench.cli.doctor_machine import cannot_judge, hiccup_text, idle_states, judgeable, measure
+from workbench.errors import SpecError
 
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
@@ -112,7 +117,41 @@ def _load() -> Item:
     )
 
 
-def checks() -> list[Item]:
+def _machine(seconds: float, targets: list[str]) -> list[Item]:
+    """The machine's idle states, its hiccups over `seconds`, and the latency targets it
+    can judge (those given, else p99 and p99.9)."""
+    idle_ok, idle = idle_states()
+    hiccups = asyncio.run(measure(seconds)) if seconds > 0 else None
+    ok, found = hiccup_text(hiccups, seconds) if seconds > 0 else (True, "not measured")
+    asked = []
+    for text in targets:
+        check = parse_check(text, "--target")
+        if check.metric != "latency" or check.percentile is None:
+            raise SpecError(f"{text!r}: expected a percentile latency, e.g. p99<1ms", "--target")
+        asked.append((check.percentile, check.threshold))
+    cannot = cannot_judge(hiccups, asked)
+    judged = "; ".join(cannot) if cannot else f"can judge {judgeable(hiccups)}"
+    if not asked:
+        judged = f"can judge {judgeable(hiccups)}"
+    return [
+        Item("CPU idle", idle_ok, idle, "prompt wake-ups: a halted VM CPU wakes late"),
+        Item(
+            "hiccups",
+            ok,
+            found,
+            "latency figures: a CPU taken from everyone delays every op on it (each run "
+            "measures it beside every step)",
+        ),
+        Item(
+            "latency targets",
+            not cannot,
+            judged if not cannot else f"cannot judge {judged}",
+            "search --target and --fail-on: this machine's own stalls set a floor",
+        ),
+    ]
+
+
+def checks(seconds: float = 0.0, targets: list[str] | None = None) -> list[Item]:
     return [
         _native(),
         _program("cargo", ["cargo", "--version"], "building the native engine (./dev, pip)"),
@@ -124,18 +163,29 @@ def checks() -> list[Item]:
         _fd_limit(),
         _governor(),
         _load(),
+        *_machine(seconds, targets or []),
     ]
 
 
 @one_line_errors
 def command(
     as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts")] = False,
+    seconds: Annotated[
+        float, typer.Option(help="seconds the hiccup meter watches this machine (0: not at all)")
+    ] = 5.0,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target", "-t", help="a latency target to judge here, e.g. 'p99<1ms'; repeatable"
+        ),
+    ] = None,
 ) -> None:
-    """What this machine has for the workbench, and what each item is needed for.
+    """What this machine has for the workbench, and what each item is needed for; and its
+    hiccups over a few seconds, with the latency targets it cannot judge.
 
     Exit 0 always: a missing item only limits what can run.
     """
-    items = checks()
+    items = checks(seconds, target or [])
     if as_json:
         out(json.dumps([asdict(i) for i in items], indent=2))
         return

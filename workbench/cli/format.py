@@ -6,18 +6,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.events import StepStarted
+from workbench.hiccups import Hiccups
+from workbench.hiccups import lines as hiccup_lines
 from workbench.live import StepView
 from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
 from workbench.refusals import refusals
+from workbench.self_checks import failed_line
 
 
-def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:
+def live_line(elapsed: float, s: Summary, skipped: int = 0, hiccups: Hiccups | None = None) -> str:
     """One interval's figures; `skipped`: the trace requests the step skipped so far, said
-    when there are any."""
+    when there are any; `hiccups`: the machine's over the interval, beside the latency."""
     hits = f"hits {s.hits:,} misses {s.misses:,}" if s.hits + s.misses else "no gets"
+    machine = f"  hiccup max {format_us(hiccups.max_us):>8}" if hiccups is not None else ""
     return (
         f"[{elapsed:6.1f}s] {s.ops_per_s:>11,.0f} ops/s {s.mib_per_s:8.2f} MiB/s  "
-        f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}  {hits}  "
+        f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}{machine}  {hits}  "
         f"errors {s.errors:,}" + (f"  skipped {skipped:,}" if skipped else "")
     )
 
@@ -70,9 +74,12 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
     for tick in ticks or SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
+    lines += hiccup_lines(step.totals.hiccups)
     verdict = step.verdict
     if verdict.known:
         lines.append(f"verdict: {verdict.line}")
+    if failed := failed_line(step.self_checks):
+        lines.append(f"self-check failed: {failed}")
     return lines
 
 

@@ -82,9 +82,11 @@ class RunProgress:
                 self.fraction = min(1.0, event.elapsed / duration)
             if step.latest is not None:
                 s = step.latest
+                h = event.stats.hiccups
+                machine = f"  hiccup max {format_us(h.max_us)}" if h is not None else ""
                 self.live = (
                     f"{s.ops_per_s:,.0f} ops/s  p50 {format_us(s.p(50.0))}  "
-                    f"p99 {format_us(s.p(99.0))}  errors {s.errors:,}"
+                    f"p99 {format_us(s.p(99.0))}{machine}  errors {s.errors:,}"
                 )
         elif isinstance(event, Notice):
             self.print(f"{event.level}: {event.message}")

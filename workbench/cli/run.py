@@ -306,7 +306,8 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
     elif isinstance(event, Interval) and not quiet:
         step = view.steps[event.step]
         if step.latest is not None:
-            out(live_line(event.elapsed, step.latest, step.totals.skipped_count))
+            skipped = step.totals.skipped_count
+            out(live_line(event.elapsed, step.latest, skipped, event.stats.hiccups))
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):

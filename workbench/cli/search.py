@@ -21,6 +21,7 @@ from workbench.events import Interval, Notice, RunStarted, StepFinished, StepSta
 from workbench.live import RunView
 from workbench.metrics import format_us
 from workbench.report.search import conclusion
+from workbench.search_causes import describe
 from workbench.search_rules import RETRY_LABEL, search_spec
 from workbench.search_session import SearchRun
 
@@ -70,6 +71,14 @@ def command(
         float | None,
         typer.Option(help="done when passing and failing rates are this close (0.05: 5%)"),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="any failure fails (search.strict): no retry for a probe the machine's own "
+            "stalls failed, no inconclusive rate, no server's knee apart from the machine's",
+        ),
+    ] = False,
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
     store: StoreOption = None,
@@ -92,6 +101,7 @@ def command(
             ("max_probes", max_probes),
             ("precision", precision),
             ("confirm", confirm),
+            ("strict", True if strict else None),
         )
         if value is not None
     ]
@@ -145,8 +155,10 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
     elif isinstance(event, StepFinished):
         p = searching.probe(event.step)
         verdict = f" [{p.verdict.kind}]" if p.verdict.known else ""
-        result = "pass" if p.passed else f"FAIL: {p.why_failed()}"
+        result = "pass" if p.passed else f"FAIL ({describe(p)}): {p.why_failed()}"
         said = searching.search.said(p)
+        if p.server_text and not p.passed:
+            said = "; ".join(t for t in (said, f"server: {p.server_text}") if t)
         out(
             f"   {p.rate:,.0f} offered, {p.achieved:,.0f} achieved ops/s, p50 "
             f"{format_us(p.p50_us)}, p99 {format_us(p.p99_us)}, p99.9 {format_us(p.p999_us)}: "

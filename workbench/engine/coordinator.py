@@ -31,6 +31,7 @@ from workbench.adapter import ManagedServer
 from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
+from workbench.engine.hiccup_meter import MeterProcess, StepHiccups
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
@@ -40,7 +41,8 @@ from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.oracle_trace import merge_parts, part_path, warmup_path
-from workbench.spec.model import spec_to_dict
+from workbench.remote import addresses, is_loopback
+from workbench.spec.model import MachineSpec, spec_to_dict
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
 
@@ -119,6 +121,7 @@ class _StepTally:
     last_index: dict[int, int] = field(default_factory=dict)
     began: float | None = None  # monotonic start of the measured phase, from its first interval
     overrun: bool = False  # the workers still going past the planned end were ended
+    hiccups: StepHiccups | None = None  # the step's side of the hiccup meter, if one runs
 
     @property
     def finished(self) -> bool:
@@ -156,6 +159,9 @@ class Coordinator:
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
         self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
+        self.meter: MeterProcess | None = None  # this machine's hiccup meter, once started
+        self._meter_tried = False
+        self._meter_waiting = False  # an interval waits for the meter's next slice
         self.status = "completed"
         self.dead: set[int] = set()
         map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
@@ -188,6 +194,12 @@ class Coordinator:
     async def _shutdown(self, *, abandon: bool) -> None:
         """Close the workers; abandoned (cancelled, second Ctrl-C): kill them at once."""
         self._stop_server()
+        if self.meter is not None:
+            if abandon:
+                self.meter.kill()
+            else:
+                await self.meter.close()
+            self.meter = None
         if abandon:
             for h in self.handles:
                 h.kill()
@@ -234,6 +246,7 @@ class Coordinator:
             )
             self._watch_hosts(step, started)
             tally = _StepTally(live={h.index for h in self.handles[:n]})
+            tally.hiccups = await self._watch_machine(step, resolved, n)
             await self._order(step, resolved, n)
             async for event in self._collect(step, tally, monitor):
                 yield event
@@ -288,10 +301,14 @@ class Coordinator:
             system_options=resolved.system_options,
             strategy_options=resolved.strategy_options,
             server_options=resolved.server_options,
-            # The engine the workers named in their ready frame (python until one says).
-            engine=dict(
-                (getattr(self.handles[0], "engine", None) if workers else None) or PYTHON_ENGINE
-            ),
+            # The engine the workers named in their ready frame (python until one says), and
+            # whether the system has a native strategy (the verdict's advice may offer it).
+            engine={
+                **dict(
+                    (getattr(self.handles[0], "engine", None) if workers else None) or PYTHON_ENGINE
+                ),
+                "native_available": any(s.engine == "native" for s in resolved.system.strategies),
+            },
             allow_remote=resolved.allow_remote,
             nodes=self._launcher_now().nodes(self.handles[:workers]),
             connections=describe_connections(
@@ -324,6 +341,49 @@ class Coordinator:
             lambda: launcher.host_times(handles), workers, step.spec.load.interval / 2
         )
         self.hosts.start()
+
+    async def _watch_machine(
+        self, step: Step, resolved: ResolvedStep, workers: int
+    ) -> StepHiccups | None:
+        """This machine's hiccup meter (started with the run's first step, unless its
+        `machine.hiccup_tick` is 0) watching this step's server and local workers."""
+        settings = step.spec.machine or MachineSpec()
+        if not self._meter_tried and settings.hiccup_tick > 0:
+            self._meter_tried = True
+            self.meter = await MeterProcess.start(settings.hiccup_tick, settings.hiccup_threshold)
+            if self.meter is not None:
+                self.meter.on_slice = self._meter_wake
+        if self.meter is None:
+            return None
+        pids: dict[str, int] = {}
+        if self.server is not None:
+            nodes = getattr(self.server, "nodes", ())
+            for node in nodes:
+                pids[f"server {node.address}"] = node.pid
+            if not nodes:
+                pids["server"] = self.server.pid
+        for h in self.handles[:workers]:
+            if not _remote(h):
+                pids[f"worker {h.index}"] = getattr(h, "worker_pid", None) or h.pid
+        await self.meter.watch(pids)
+        remote = not resolved.managed and any(
+            not is_loopback(host) for _, _, host in addresses(resolved.system_options)
+        )
+        return StepHiccups(self.meter.book, remote)
+
+    def _meter_wake(self) -> None:
+        """A slice came in: wake the collecting loop if an interval waits for one."""
+        if self._meter_waiting:
+            self._meter_waiting = False
+            self.inbox.put_nowait((TICK, None))
+
+    async def _meter_through(self, tally: _StepTally) -> None:
+        """Wait (bounded by the meter's own `MAX_WAIT`) until the meter has reported up to
+        the end of the last pending interval."""
+        assert tally.hiccups is not None
+        last = max(tally.elapsed.values(), default=0.0)
+        while not tally.hiccups.ready(last):
+            await asyncio.sleep(0.02)
 
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
@@ -382,12 +442,19 @@ class Coordinator:
             if not go_sent and tally.armed >= tally.live - set(tally.done):
                 go_sent = True
                 tally.go_at = time.monotonic()
-                await self._go(step, handles, monitor)
+                start = await self._go(step, handles, monitor)
+                if tally.hiccups is not None and not load.warmup_ops:
+                    tally.hiccups.begins(start + load.warmup)
             for event in self._complete_intervals(step, tally, monitor):
                 yield event
+        if tally.pending and tally.hiccups is not None:  # the meter's last slice, briefly
+            await self._meter_through(tally)
+        for event in self._complete_intervals(step, tally, monitor, force=True):
+            yield event
 
-    async def _go(self, step: Step, handles: list[Handle], monitor: ServerMonitor) -> None:
-        """Every worker starts at the same instant, a little ahead (frames.GO_LEAD)."""
+    async def _go(self, step: Step, handles: list[Handle], monitor: ServerMonitor) -> float:
+        """Every worker starts at the same instant, a little ahead (frames.GO_LEAD): that
+        instant (wall clock) is returned."""
         start = time.time() + frames.GO_LEAD
         for h in handles:
             await h.send(frames.go(start))
@@ -398,6 +465,7 @@ class Coordinator:
             asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, monitor.begin)
             if self.hosts is not None:
                 asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, self.hosts.begin)
+        return start
 
     async def _frames(
         self, tally: _StepTally, handles: list[Handle], tick: float | None = None
@@ -505,6 +573,8 @@ class Coordinator:
                 if not tally.heard:  # the measured phase began: the silence of all counts now
                     tally.heard = dict.fromkeys(tally.live, now)
                     tally.began = now - frame["elapsed"]
+                    if tally.hiccups is not None:  # after an op-budget warm-up: from here
+                        tally.hiccups.begins(time.time() - frame["elapsed"])
                 tally.heard[worker] = now
                 tally.last_elapsed[worker] = frame["elapsed"]
                 tally.last_index[worker] = index
@@ -596,13 +666,18 @@ class Coordinator:
         )
 
     def _complete_intervals(
-        self, step: Step, tally: _StepTally, monitor: ServerMonitor
+        self, step: Step, tally: _StepTally, monitor: ServerMonitor, force: bool = False
     ) -> list[Event]:
-        """Intervals every live worker has reported (or all, once every worker is done)."""
+        """Intervals every live worker has reported (or all, once every worker is done),
+        each once the hiccup meter has reported up to its end (`force`: whatever it has)."""
         events: list[Event] = []
         for index in sorted(tally.pending):
             parts = tally.pending[index]
             if not tally.finished and not tally.live <= set(parts):
+                break
+            meter = tally.hiccups
+            if not force and meter is not None and not meter.ready(tally.elapsed[index]):
+                self._meter_waiting = True  # its next slice wakes the loop
                 break
             stats = merged(parts.values(), concurrent=True)
             stats.server = {**stats.server, **monitor.sample()}
@@ -611,10 +686,12 @@ class Coordinator:
             if self.hosts is not None and (hosts := self.hosts.sample()):
                 stats.server["hosts"] = hosts
             del tally.pending[index]
+            elapsed = tally.elapsed.pop(index)
+            if meter is not None:
+                meter.attach(stats, elapsed)
             tally.emitted += 1
             tally.total.merge(stats, concurrent=False)
             tally.server.add(stats)
-            elapsed = tally.elapsed.pop(index)
             events.append(Interval(self.run_id, step.index, index, elapsed, stats))
         return events
 

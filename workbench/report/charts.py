@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.metrics import percentile_curve
+from workbench.report.machine import chart_steps
 from workbench.report.model import CONCURRENCY, RunData, StepData, all_steps
 
 # Percentiles marked on the 1/(1-p) axis of the distribution chart.
@@ -73,6 +74,17 @@ def charts(runs: Sequence[RunData]) -> list[Chart]:
             ),
         ),
     ]
+    if measured := chart_steps(runs):
+        out.append(
+            Chart(
+                "hiccups-over-time",
+                "The machine's hiccups beside p99",
+                "p99 latency (solid) and the load machine's longest hiccup (dashed: how late a "
+                "thread pinned to a CPU woke) in each interval: where both rise together, the "
+                "tail was the machine's, not the server's.",
+                lambda ax: _draw_hiccups(ax, measured, several),
+            )
+        )
     if len(steps) > 1:
         out.append(
             Chart(
@@ -198,6 +210,19 @@ def _draw_over_time(
         ax.yaxis.set_major_formatter(_thousands())
     else:
         _latency_axis(ax)
+    _legend(ax, len(steps))
+
+
+def _draw_hiccups(ax: Any, steps: Sequence[StepData], several: bool) -> None:
+    for i, step in enumerate(steps):
+        color = f"C{i % 10}"
+        points = [p for p in step.points if p.hiccup_max_us is not None]
+        xs = [p.elapsed for p in points]
+        label = _label(step, several)
+        ax.plot(xs, [p.p99_us for p in points], "-", color=color, label=label, marker=".")
+        ax.plot(xs, [max(p.hiccup_max_us or 0.0, 1.0) for p in points], "--", color=color)
+    ax.set_xlabel("seconds into the step")
+    _latency_axis(ax)
     _legend(ax, len(steps))
 
 

@@ -32,6 +32,7 @@ from workbench.report.units import (
     criterion_time,
     latency,
 )
+from workbench.verdict_rules import figure_stands
 
 INDENT = " " * 24
 TICKS = (*DOC_TICKS, 99.9)
@@ -157,6 +158,9 @@ def conclusions(runs: Sequence[RunData]) -> list[str]:
     several = len(runs) > 1
     medians = {run.id: repeats.median_steps(run) for run in runs}
     chosen = {run.id: medians[run.id] or run.started_steps for run in runs}
+    # Only figures their verdicts let stand are compared (`verdict_rules.figure_stands`).
+    left_out = [s for steps in chosen.values() for s in steps if not _stands(s)]
+    chosen = {run: [s for s in steps if _stands(s)] for run, steps in chosen.items()}
     by_level = levels(runs, chosen)
     out = [
         text
@@ -170,6 +174,8 @@ def conclusions(runs: Sequence[RunData]) -> list[str]:
                 series.setdefault(s.series(with_run=several, with_repeat=False), []).append(s)
     for name, steps in series.items():
         out += series_conclusions(name, steps)
+    if left_out:
+        out.append(_left_out_text(left_out, several, none_left=not any(chosen.values())))
     if not out:  # nothing to compare: each step's own figures
         for step in (s for r in runs for s in r.started_steps if s.has_data):
             out.append(
@@ -188,6 +194,26 @@ def conclusions(runs: Sequence[RunData]) -> list[str]:
             elif step.status != "completed":
                 out.append(f"{step.name(with_run=several)} is {step.status}: partial data.")
     return [f"- {line}" for line in out]
+
+
+def _stands(step: StepData) -> bool:
+    return not step.has_data or figure_stands(step.view.verdict)
+
+
+def _left_out_text(steps: list[StepData], several: bool, none_left: bool) -> str:
+    """Which steps the comparisons leave out, and why (their verdicts)."""
+    kinds = ", ".join(dict.fromkeys(s.view.verdict.kind for s in steps))
+    if none_left:
+        return (
+            f"No comparison: every step's verdict ({kinds}) says its figure is not the "
+            "system's (the load machine's, or a schedule the generator did not keep); see "
+            "*What limited each step*."
+        )
+    names = "; ".join(s.name(with_run=several) for s in steps)
+    return (
+        f"Left out of these comparisons, their verdicts ({kinds}) not letting their figures "
+        f"stand: {names}."
+    )
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from workbench.metrics import Stats, Summary, summarise
 from workbench.report import repeats, simulated
+from workbench.report.machine import hiccup_dict
 from workbench.report.model import RunData, StepData
 
 FORMAT = "cache-workbench/runs"
@@ -56,6 +57,10 @@ def step_dict(step: StepData) -> dict[str, Any]:
             ],
         }
     )
+    if found := step.view.self_checks:  # open loop and timed replays only
+        data["self_checks"] = [c.to_dict() for c in found]
+    if hiccups := hiccup_dict(step.totals.hiccups):  # the load machine's, when measured
+        data["hiccups"] = hiccups
     if step.simulated:  # libCacheSim's figures, kept apart from the measured ones
         data["hit_rates"] = simulated.to_dict(step)
     return data

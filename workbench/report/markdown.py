@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from workbench.report.machine import hiccup_table
 from workbench.report.model import (
     CONCURRENCY,
     STATUS_WORDS,
@@ -20,6 +21,7 @@ from workbench.report.model import (
     target_options,
     target_version,
 )
+from workbench.self_checks import failed_line
 from workbench.spec.load import SWEEPABLE, spec_from_data
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.save import spec_to_toml
@@ -246,7 +248,7 @@ def verdict_notes(runs: Sequence[RunData]) -> list[str]:
     """What limited each step (`workbench.verdict`), one line each; none for old runs."""
     several = len(runs) > 1
     lines = [
-        f"- {escape_cell(step.name(with_run=several))}: {verdict.line}"
+        f"- {escape_cell(step.name(with_run=several))}: {verdict.line}" + _self_check_note(step)
         for run in runs
         for step in run.started_steps
         if (verdict := step.view.verdict).known
@@ -264,10 +266,17 @@ def verdict_notes(runs: Sequence[RunData]) -> list[str]:
     ]
 
 
+def _self_check_note(step: StepData) -> str:
+    """The step's failed self-checks (`workbench.self_checks`), "" when none failed."""
+    failed = failed_line(step.view.self_checks)
+    return f" **Self-check failed:** {failed}" if failed else ""
+
+
 def footer(runs: Sequence[RunData]) -> list[str]:
     """What limited each step, then how to measure it again: one command per run, and the
     full spec as a TOML profile."""
     lines = verdict_notes(runs)
+    lines += hiccup_table(runs)
     lines += ["## Reproduce", ""]
     for run in runs:
         if len(runs) > 1:

@@ -16,6 +16,7 @@ from typing import Any
 from workbench.metrics import format_us
 from workbench.report.markdown import escape_cell, footer, header, overrides, verdict_notes
 from workbench.report.model import RunData, read_runs
+from workbench.search_causes import describe
 from workbench.search_rules import KNEE_RISE, Probe, Search, probes_from, replay, settings_of
 from workbench.search_rules import target_checks as parse_target
 from workbench.store import StoredRun
@@ -55,7 +56,9 @@ def probe_table(
         ]
         if not names:
             said = search.said(p) if search is not None else ""
-            result = "pass" if p.passed else f"fail: {p.why_failed()}"
+            result = "pass" if p.passed else f"fail ({describe(p)}): {p.why_failed()}"
+            if p.server_text and not p.passed:
+                said = "; ".join(t for t in (said, f"server: {p.server_text}") if t)
             cells.append(escape_cell(f"{result}; {said}" if said else result))
         cells.append(p.verdict.kind if p.verdict.known else "-")
         lines.append("| " + " | ".join(cells) + " |")
@@ -84,9 +87,17 @@ def search_section(run: RunData) -> list[str]:
         )
     else:
         lines.append("- Highest passing rate: none; no probed rate met the target")
+    server = search.server_knee
+    if server is not None and (best is None or server.rate > best.rate):
+        lines.append(
+            f"- Server's knee: **{server.rate:,.0f} ops/s**, the highest rate at which the server "
+            "met the target in the intervals with no machine stall (the rates between were "
+            "failed by this machine's stalls, not the server's)"
+        )
     if failing is not None:
         lines.append(
-            f"- First failing rate: {failing.rate:,.0f} ops/s: {escape_cell(failing.why_failed())}"
+            f"- First failing rate: {failing.rate:,.0f} ops/s ({escape_cell(describe(failing))}): "
+            f"{escape_cell(failing.why_failed())}"
         )
     if knee is not None:
         lines.append(
@@ -106,6 +117,13 @@ def search_section(run: RunData) -> list[str]:
             "many passed, so that one hiccup does not end the search."
             if confirm > 1
             else "A rate failed at its first failing probe (search.confirm=1)."
+        )
+        + (
+            ""
+            if search.settings.strict
+            else " A probe failed by the machine's own stalls alone was probed again (twice at "
+            "most); a rate where the machine stalled every time is inconclusive, not failing, "
+            "and counts for the server's knee by its intervals with no machine stall."
         ),
         "",
     ]

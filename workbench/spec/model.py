@@ -147,6 +147,19 @@ class SearchSpec:
     max_probes: int = 16  # every probe counts, retries too
     precision: float = 0.05  # done when the failing rate is within this share of the passing
     confirm: int = 2  # a rate fails when this many of its probes failed (2: two of three)
+    # Any failure fails (no retries for machine stalls, no inconclusive probes): the rule
+    # before the hiccup meter. Left out of a spec's data when false.
+    strict: bool = field(default=False, metadata={"omit_default": True})
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """The load machine's hiccup meter (`workbench.hiccups`): on in every run unless
+    `hiccup_tick` is 0. Each CPU's meter thread sleeps `hiccup_tick` seconds at a time; a
+    wake-up at least `hiccup_threshold` late is a hiccup, kept with its start and length."""
+
+    hiccup_tick: float = 0.001
+    hiccup_threshold: float = 0.001
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,7 @@ class Spec:
     search: SearchSpec | None = None
     # Left out of a spec's data when not given (stored runs from before stay the same).
     simulate: SimulateSpec | None = field(default=None, metadata={"omit_default": True})
+    machine: MachineSpec | None = field(default=None, metadata={"omit_default": True})
 
 
 def spec_to_dict(obj: Any) -> Any:

@@ -19,6 +19,7 @@ from workbench.spec.model import (
     ARRIVALS,
     TRACE_OPS,
     Load,
+    MachineSpec,
     Spec,
     check_name,
     spec_from_dict,
@@ -214,6 +215,8 @@ def check_step(spec: Spec) -> ResolvedStep:
         )
     if spec.simulate is not None:
         parse_policies(spec.simulate.policies)
+    if spec.machine is not None:
+        _check_machine(spec.machine)
     if wl.trace_out and spec.load.launcher != "local":
         raise SpecError(
             'traces are written by workers on this machine: use load.launcher = "local"',
@@ -379,3 +382,17 @@ __all__ = [
     "used_operations",
     "workers_for",
 ]
+
+
+def _check_machine(m: MachineSpec) -> None:
+    """The hiccup meter's settings: a tick of 0 turns it off; else both at least 1 µs."""
+    if m.hiccup_tick < 0 or 0 < m.hiccup_tick < 1e-6:
+        raise SpecError(
+            f"expected seconds of at least 0.000001 (0: no meter); got {m.hiccup_tick:g}",
+            "machine.hiccup_tick",
+        )
+    if m.hiccup_threshold < 1e-6:
+        raise SpecError(
+            f"expected seconds of at least 0.000001; got {m.hiccup_threshold:g}",
+            "machine.hiccup_threshold",
+        )

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from rich.text import Text
+
+from workbench.hiccups import Hiccups
 from workbench.metrics import format_us, hot_cold_rates
 
 __all__ = [
@@ -15,6 +18,7 @@ __all__ = [
     "format_rate",
     "format_us",
     "format_when",
+    "hiccup_rows",
     "hot_cold_rates",
     "nines_label",
     "percentile_x",
@@ -76,3 +80,15 @@ def axis_us(us: float) -> str:
             v = us / scale
             return f"{v:.0f}{unit}" if v >= 10 or v == int(v) else f"{v:.1f}{unit}"
     return format_us(us)  # pragma: no cover
+
+
+def hiccup_rows(h: Hiccups | None) -> list[tuple[str, Text]]:
+    """The machine's hiccups (`workbench.hiccups`): how many over the threshold, the longest,
+    and the meter's p99.9; none where no meter ran."""
+    if h is None or not h.hist.get_total_count():
+        return []
+    threshold = format_us(h.threshold_ns / 1000)
+    text = f"{format_count(h.count)} over {threshold}, p99.9 {format_us(h.percentiles_us()[99.9])}"
+    if longest := h.longest:
+        text += f", longest {format_us(longest.length_ns / 1000)} (CPU {longest.cpu})"
+    return [("hiccups", Text(text, overflow="ellipsis"))]

@@ -29,6 +29,7 @@ from workbench.tui.figures import (
     format_pct,
     format_rate,
     format_us,
+    hiccup_rows,
     hot_cold_rates,
     nines_label,
     percentile_x,
@@ -56,7 +57,9 @@ VERDICT_STYLE = {
     "machine-bound": "magenta",
     "generator-bound": "yellow",
     "fell behind": "red",
+    "sent late": "yellow",
     "server stalled": "red",
+    "machine stalled": "magenta",
     "too few clients": "yellow",
     "on schedule": "green",
     "latency-bound": "blue",
@@ -104,12 +107,18 @@ def throughput_series(step: StepView, mib: bool) -> tuple[Series, ...]:
 
 
 def latency_series(step: StepView) -> tuple[Series, ...]:
+    """p50, p99 and p99.9 of each interval, and beside them the machine's longest hiccup
+    in it (when a hiccup meter ran): a spike in both is the machine's."""
     pts = step.points
-    return (
+    out = [
         Series("p50", stepped([(p.elapsed, p.p50_us) for p in pts])),
         Series("p99", stepped([(p.elapsed, p.p99_us) for p in pts])),
         Series("p99.9", stepped([(p.elapsed, p.p999_us) for p in pts])),
-    )
+    ]
+    hiccups = [(p.elapsed, p.hiccup_max_us) for p in pts if p.hiccup_max_us is not None]
+    if hiccups:
+        out.append(Series("hiccup max", stepped([(t, max(v, 1.0)) for t, v in hiccups])))
+    return tuple(out)
 
 
 def curve_series(name: str, curve: list[tuple[float, float]]) -> Series:
@@ -203,6 +212,7 @@ def counter_rows(step: StepView | None) -> list[Row]:
         ("bytes in", format_bytes(t.bytes_in)),
         ("bytes out", format_bytes(t.bytes_out)),
         ("clients", f"{step.clients} on {step.workers} worker(s)"),
+        *hiccup_rows(t.hiccups),
     ]
     if t.published:
         rows += [("published", format_count(t.published)), ("lost", format_count(s.lost))]

@@ -1,0 +1,130 @@
+"""Issue 35 item 2: the verdict tells a machine stall from a server stall, with real causes,
+in both engines.
+
+A managed redis-server pinned to one CPU, an open loop at a steady rate, and either
+- a real-time busy loop (SCHED_FIFO) pinned to the server's CPU in short bursts: the
+  machine takes the server's CPU, every wait is as long as a burst, and the hiccup meter's
+  thread on that CPU wakes as late: the verdict must be "machine stalled", naming the CPU;
+- the server stopped (SIGSTOP) for far longer than any hiccup, then resumed: "server
+  stalled", whatever the machine's own hiccups meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench import session
+from workbench.events import Event, Interval, StepStarted
+from workbench.live import RunView
+from workbench.spec.steps import load_spec
+from workbench.store import Store
+from workbench.verdict import MACHINE_STALLED, SERVER_STALLED
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
+ENGINES = {"python": ("multiplexed", 2000), "native": ("native", 5000)}
+BURST, EVERY, BURSTS = 0.08, 0.5, 5  # the busy loop: 80 ms of every 500 ms, five times
+SERVER_STOP = 1.0
+# The busy loop: pinned, real-time, sleeping between bursts, ending itself after BURSTS.
+BUSY = """
+import os, sys, time
+cpu, burst, every, count, delay = int(sys.argv[1]), *map(float, sys.argv[2:5]), float(sys.argv[5])
+os.sched_setaffinity(0, {cpu})
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+except PermissionError:
+    sys.exit(77)
+time.sleep(delay)
+for _ in range(int(count)):
+    end = time.monotonic() + burst
+    while time.monotonic() < end:
+        pass
+    time.sleep(every - burst)
+"""
+
+
+def _server_cpu() -> int:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs: one for the server and the busy loop, one for the rest")
+    return cpus[-1]
+
+
+async def _run(tmp_path: Path, engine: str, cause: str) -> RunView:
+    strategy, rate = ENGINES[engine]
+    spec = load_spec(
+        None,
+        [
+            "target.system=redis",
+            "target.managed=true",
+            f"strategy.name={strategy}",
+            "workload.mix={get=1}",
+            "workload.keys=100",
+            "load.concurrency=16",
+            "load.workers=1",
+            f"load.rate={rate}",
+            "load.duration=3",
+            "load.warmup=0.5",
+            "load.interval=0.5",
+        ],
+    )
+    cpu = _server_cpu()
+    view, busy = RunView(), []
+    stopped: list[int] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, StepStarted):
+            pid = int(event.server["pid"])
+            os.sched_setaffinity(pid, {cpu})  # the server's CPU is known: pinned
+            if cause == "machine":
+                argv = [sys.executable, "-c", BUSY, str(cpu), str(BURST), str(EVERY)]
+                busy.append(subprocess.Popen([*argv, str(BURSTS), "0.7"]))
+        elif isinstance(event, Interval) and event.index == 1 and cause == "server" and not stopped:
+            pid = int(view.steps[0].server["pid"])
+            stopped.append(pid)
+            os.kill(pid, signal.SIGSTOP)
+            asyncio.get_running_loop().call_later(SERVER_STOP, os.kill, pid, signal.SIGCONT)
+
+    try:
+        async for event in session.run(spec, Store(tmp_path / "runs.sqlite")):
+            view = view.apply(event)
+            on_event(event)
+    finally:
+        for proc in busy:
+            if proc.wait(timeout=10) == 77:
+                pytest.skip("cannot make a real-time task here (SCHED_FIFO needs CAP_SYS_NICE)")
+    return view
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+async def test_a_real_time_task_on_the_servers_cpu_reads_machine_stalled(
+    engine: str, tmp_path: Path
+) -> None:
+    view = await _run(tmp_path, engine, "machine")
+    step = view.steps[0]
+    verdict = step.verdict
+    assert verdict.kind == MACHINE_STALLED, (engine, verdict.line)
+    cpu = str(_server_cpu())
+    assert f"CPU {cpu} lost" in verdict.evidence, verdict.line
+    assert "server stalled" not in verdict.line
+    hiccups = step.totals.hiccups
+    assert hiccups is not None and hiccups.cpus[cpu][2] >= BURSTS - 1  # each burst seen
+    longest = max(e.length_ns for e in hiccups.events if e.cpu == cpu)
+    assert 0.8 * BURST * 1e9 <= longest <= 3 * BURST * 1e9, longest
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+async def test_a_stopped_server_still_reads_server_stalled(engine: str, tmp_path: Path) -> None:
+    view = await _run(tmp_path, engine, "server")
+    step = view.steps[0]
+    verdict = step.verdict
+    assert verdict.kind == SERVER_STALLED, (engine, verdict.line)
+    assert step.summary is not None and step.summary.max_us >= 0.8 * SERVER_STOP * 1e6
+    assert step.totals.hiccups is not None  # measured, and not what explains the waits
+    assert step.usage.machine.unexplained_ns >= 0.8 * SERVER_STOP * 1e9

@@ -1,0 +1,278 @@
+"""The hiccup meter of the load machine, run beside the workers for the whole run.
+
+The coordinator starts one meter process on its machine (`workbench-native --hiccup`, or
+``python -m workbench.engine.hiccup_fallback`` when the binary is absent), tells it which
+processes to watch (the managed server, the local workers) and lays the slices it writes
+(every 50 ms, in wall-clock time) on each interval: `SliceBook.take` gives the interval's
+`workbench.hiccups.Hiccups`. A slice belongs to the interval its middle falls in, so an
+interval's histogram is exact to half a slice; hiccups carry their own start and are
+exact. An interval waits for the meter's slice that covers its end (`SliceBook.through`),
+at most `MAX_WAIT` s, so a meter that died or hangs never holds a run.
+
+Why a process and not a thread of the coordinator or the workers: docs/frames.md ("The
+hiccup meter").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from workbench.engine.wire import pack, read_frame
+from workbench.hiccups import STARVED_SHARE, Hiccup, Hiccups
+from workbench.native_build import binary_path
+
+MAX_WAIT = 0.5  # seconds past an interval's end its figures may wait for the meter
+START_TIMEOUT = 10.0
+KEEP_SLICES = 2400  # two minutes of 50 ms slices not yet taken (between steps, say)
+DEFAULT_TICK = 0.001
+DEFAULT_THRESHOLD = 0.001
+
+
+class SliceBook:
+    """The meter's slices as they arrive, taken interval by interval. Pure: no process."""
+
+    def __init__(self, ready: dict[str, Any], prefix: str = "") -> None:
+        self.meter = _meter_name(ready)
+        self.tick_ns = int(ready.get("tick_ns", 0))
+        self.threshold_ns = int(ready.get("threshold_ns", 0))
+        self.prefix = prefix  # "10.77.0.3/" for the CPUs of another load machine
+        self.slices: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEEP_SLICES)
+        self.covered = 0.0  # wall-clock seconds up to which slices have arrived
+        self.ended = False  # the meter's output ended
+
+    def add(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") != "slice":
+            return
+        self.slices.append(frame)
+        self.covered = max(self.covered, frame["end"] / 1e9)
+
+    def through(self, wall: float, now: float | None = None) -> bool:
+        """Whether the figures up to `wall` are in (or will not come: the meter ended, or
+        `MAX_WAIT` s have passed)."""
+        if self.ended or self.covered >= wall:
+            return True
+        return (time.time() if now is None else now) >= wall + MAX_WAIT
+
+    def take(self, start: float, end: float, origin: float) -> Hiccups | None:
+        """The figures of the interval from `start` to `end` (wall s), hiccups placed in
+        seconds since `origin` (the measured phase's start). Slices before `start` are
+        dropped; None when no slice fell in the interval."""
+        out = Hiccups(self.meter, self.tick_ns, self.threshold_ns)
+        seen: dict[str, set[str]] = {}
+        spells = Spells()
+        taken = 0
+        while self.slices and _middle(self.slices[0]) < end:
+            s = self.slices.popleft()
+            events = [_hiccup(e, origin, self.prefix) for e in s.get("events", [])]
+            if _middle(s) < start:
+                # Warm-up or between steps: only a hiccup still going at the start counts.
+                events = [e for e in events if origin + e.at + e.length_ns / 1e9 > start]
+                out.add_events(events)
+                continue
+            taken += 1
+            _add_slice(out, s, self.prefix)
+            out.add_events(events)
+            for name, cpu in s.get("seen", {}).items():
+                seen.setdefault(name, set()).add(f"{self.prefix}{cpu}")
+            spells.add(s)
+        if not taken:
+            return None
+        out.seen = {name: sorted(cpus) for name, cpus in seen.items()}
+        out.waited, out.starved = spells.waited, spells.longest
+        return out
+
+
+class Spells:
+    """Each watched process's waits for a CPU over consecutive slices: the sum, and the
+    longest spell (slices in which it waited at least `STARVED_SHARE` of the slice)."""
+
+    def __init__(self) -> None:
+        self.waited: dict[str, int] = {}
+        self.longest: dict[str, int] = {}
+        self.current: dict[str, int] = {}
+
+    def add(self, s: dict[str, Any]) -> None:
+        length = s["end"] - s["start"]
+        for name, ns in s.get("waited", {}).items():
+            self.waited[name] = self.waited.get(name, 0) + ns
+            spell = self.current.get(name, 0) + ns if ns >= STARVED_SHARE * length else 0
+            self.current[name] = spell
+            self.longest[name] = max(self.longest.get(name, 0), spell)
+
+
+def _meter_name(ready: dict[str, Any]) -> str:
+    name = str(ready.get("meter", ""))
+    resolution = ready.get("resolution_ns")
+    if resolution:
+        return f"{name}, resolution {resolution / 1e6:.2f}ms"
+    return name
+
+
+def _middle(s: dict[str, Any]) -> float:
+    return (s["start"] + s["end"]) / 2e9
+
+
+def _hiccup(event: list[Any], origin: float, prefix: str) -> Hiccup:
+    cpu, at_ns, length, on = event
+    return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, int(length), tuple(on))
+
+
+def _add_slice(out: Hiccups, s: dict[str, Any], prefix: str) -> None:
+    for value, count in s.get("hist", []):
+        if 0 < value <= out.hist.highest_trackable_value:
+            out.hist.record_value(value, count)
+    for cpu, (wakes, longest, over, lost) in s.get("cpus", {}).items():
+        mine = out.cpus.setdefault(f"{prefix}{cpu}", [0, 0, 0, 0])
+        mine[0] += wakes
+        mine[1] = max(mine[1], longest)
+        mine[2] += over
+        mine[3] += lost
+
+
+def meter_command(tick: float, threshold: float) -> list[str]:
+    """The meter's argv: the native binary's ``--hiccup`` mode, else the Python stand-in."""
+    args = ["--tick-us", str(max(1, round(tick * 1e6)))]
+    args += ["--threshold-us", str(max(1, round(threshold * 1e6)))]
+    binary = binary_path()
+    if binary is not None:
+        return [str(binary), "--hiccup", *args]
+    return [sys.executable, "-m", "workbench.engine.hiccup_fallback", *args]
+
+
+class MeterProcess:
+    """A running meter: its frames read into a `SliceBook` in the background."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, book: SliceBook) -> None:
+        self.proc = proc
+        self.book = book
+        self.on_slice: Callable[[], None] | None = None  # called as each slice arrives
+        self.task = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(
+        cls, tick: float = DEFAULT_TICK, threshold: float = DEFAULT_THRESHOLD
+    ) -> MeterProcess | None:
+        """A meter on this machine, or None when neither meter would start."""
+        for command in _commands(tick, threshold):
+            meter = await _started(command)
+            if meter is not None:
+                return meter
+        return None
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while (frame := await read_frame(self.proc.stdout)) is not None:
+                self.book.add(frame)
+                if self.on_slice is not None:
+                    self.on_slice()
+        except (ValueError, OSError):
+            pass
+        finally:
+            self.book.ended = True
+            if self.on_slice is not None:
+                self.on_slice()
+
+    async def watch(self, pids: dict[str, int]) -> None:
+        """Watch these processes (by name: "server", "worker 0") from now on."""
+        if self.proc.stdin is None or self.proc.stdin.is_closing():
+            return
+        with contextlib.suppress(OSError, ConnectionError):
+            self.proc.stdin.write(pack({"type": "watch", "pids": pids}))
+            await self.proc.stdin.drain()
+
+    async def close(self) -> None:
+        """End the meter (its input closes) and wait for it, briefly; then kill it."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout=2.0)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.task.cancel()
+
+
+def _commands(tick: float, threshold: float) -> list[list[str]]:
+    """The native meter first (when built), then the Python stand-in."""
+    first = meter_command(tick, threshold)
+    fallback = [sys.executable, "-m", "workbench.engine.hiccup_fallback", *first[-4:]]
+    return [first] if first[0] == sys.executable else [first, fallback]
+
+
+async def _started(command: list[str]) -> MeterProcess | None:
+    """The meter of `command` once it said it is ready, or None if it would not start."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            limit=2**24,
+        )
+    except OSError:
+        return None
+    assert proc.stdout is not None
+    try:
+        ready = await asyncio.wait_for(read_frame(proc.stdout), timeout=START_TIMEOUT)
+    except (TimeoutError, ValueError):
+        ready = None
+    if not ready or ready.get("type") != "ready":
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return None
+    return MeterProcess(proc, SliceBook(ready))
+
+
+class StepHiccups:
+    """One step's side of the meter: where its measured phase began (wall s), and the
+    hiccups of its last interval (a stall just before an interval still delays it)."""
+
+    def __init__(self, book: SliceBook, remote_server: bool) -> None:
+        self.book = book
+        self.remote_server = remote_server
+        self.origin: float | None = None  # wall-clock start of the measured phase
+        self.start = 0.0  # the end of the last interval attached, s into the phase
+        self.before: tuple[Hiccup, ...] = ()
+
+    def begins(self, wall: float) -> None:
+        if self.origin is None:
+            self.origin = wall
+
+    def ready(self, elapsed: float) -> bool:
+        """Whether the meter has reported up to the end of the interval ending `elapsed`
+        s into the phase (or never will)."""
+        return self.origin is None or self.book.through(self.origin + elapsed)
+
+    def attach(self, stats: Any, elapsed: float) -> None:
+        """The interval ending `elapsed` s into the phase gets its hiccups (`Stats.hiccups`)
+        and its own facts (`stalls.mark_interval`)."""
+        from workbench.stalls import counts, mark_interval
+
+        start, self.start = self.start, elapsed
+        if self.origin is None:
+            return
+        h = self.book.take(self.origin + start, self.origin + elapsed, self.origin)
+        if h is None:
+            self.before = ()
+            return
+        h.remote_server = self.remote_server
+        stats.hiccups = h
+        mark_interval(stats, self.before, start)
+        self.before = tuple(counts(h))
