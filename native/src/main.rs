@@ -7,38 +7,25 @@
 //!   workbench-native --order-version  the version of the compiled step order it reads
 //!   workbench-native --hiccup   the load machine's hiccup meter (hiccup/mod.rs)
 
-mod alloc;
-mod batch;
-mod client;
+mod addr;
 mod cluster;
-mod codec;
-mod counts;
 mod frames;
 mod hiccup;
-mod http;
-mod io;
-mod issue;
-mod memcache;
-mod meta;
+mod net;
 mod order;
+mod os;
 mod pacing;
 mod probe;
-mod proto;
+mod protocols;
 mod pubsub;
-mod readahead;
 mod record;
-mod replay;
-mod report;
-mod resp;
-mod rng;
-mod slotmap;
-mod step;
+mod run;
+mod text;
 mod tls;
 mod trace;
-mod tracefile;
 mod workload;
-mod zstd;
 
+use run::engine::Engine;
 use serde_json::json;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -59,7 +46,7 @@ fn main() {
         }
         "--hiccup" => {
             let rest: Vec<String> = std::env::args().skip(2).collect();
-            std::process::exit(hiccup::run(&rest));
+            std::process::exit(hiccup::run(&rest, VERSION));
         }
         "" => {}
         other => {
@@ -70,14 +57,14 @@ fn main() {
             std::process::exit(2);
         }
     }
-    let parent = die_with_parent();
+    let parent = os::parent::die_with_parent();
     // A fixed mmap threshold: large blocks (a histogram, a wide interval's frame) always
     // come as fresh zero pages and go back on free. With glibc's sliding threshold they
     // would come from the heap after the first free, and the heap would keep a stall's
-    // high-water mark (alloc.rs).
-    alloc::map_large_blocks();
+    // high-water mark (os/alloc.rs).
+    os::alloc::map_large_blocks();
     let out = frames::Out::private_stdout();
-    let mut eng = io::Engine::new(out);
+    let mut eng = Engine::new(out);
     eng.out.send(&json!({
         "type": "ready",
         "pid": std::process::id(),
@@ -85,7 +72,7 @@ fn main() {
     }));
     loop {
         if let Some(order) = eng.orders.pop_front() {
-            let status = eng.run_step(&order);
+            let status = run::run_step(&mut eng, &order);
             eng.out
                 .send(&json!({"type": "step_done", "status": status}));
             continue;
@@ -100,24 +87,4 @@ fn main() {
             std::process::exit(3);
         }
     }
-}
-
-/// Ask the kernel to kill this process when its parent dies (and exit now if it already
-/// has); the parent's pid, for the idle loop's own check.
-pub fn die_with_parent() -> u32 {
-    let parent = std::os::unix::process::parent_id();
-    // SAFETY: asks the kernel to kill us when the parent dies; a plain prctl.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
-    if std::os::unix::process::parent_id() != parent {
-        std::process::exit(3);
-    }
-    parent
 }

@@ -14,57 +14,19 @@
 //! and length, and on which CPU each watched process (the managed server, the workers)
 //! was seen. docs/frames.md ("The hiccup meter") is the protocol.
 
+mod settings;
 mod slice;
 mod tick;
 mod watch;
 
 use crate::frames::Out;
 use serde_json::json;
+use settings::settings;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// The meter's settings, from its arguments.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Settings {
-    pub tick_ns: u64,
-    pub threshold_ns: u64,
-    pub slice_ns: u64,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            tick_ns: 1_000_000,
-            threshold_ns: 1_000_000,
-            slice_ns: 50_000_000,
-        }
-    }
-}
-
-/// `--tick-us N`, `--threshold-us N`, `--slice-ms N` (after `--hiccup`).
-pub fn settings(args: &[String]) -> Result<Settings, String> {
-    let mut s = Settings::default();
-    let mut it = args.iter();
-    while let Some(name) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{} needs a value", name))?;
-        let n: u64 = value
-            .parse()
-            .map_err(|_| format!("{} expects a whole number; got {:?}", name, value))?;
-        if n == 0 {
-            return Err(format!("{} expects a number above 0", name));
-        }
-        match name.as_str() {
-            "--tick-us" => s.tick_ns = n * 1_000,
-            "--threshold-us" => s.threshold_ns = n * 1_000,
-            "--slice-ms" => s.slice_ns = n * 1_000_000,
-            other => return Err(format!("unknown option {:?}", other)),
-        }
-    }
-    Ok(s)
-}
-
 /// Run the meter until stdin closes (the coordinator is done) or the parent dies.
-pub fn run(args: &[String]) -> i32 {
+pub fn run(args: &[String], version: &str) -> i32 {
     let settings = match settings(args) {
         Ok(s) => s,
         Err(e) => {
@@ -72,7 +34,7 @@ pub fn run(args: &[String]) -> i32 {
             return 2;
         }
     };
-    crate::die_with_parent();
+    crate::os::parent::die_with_parent();
     let mut out = Out::private_stdout();
     let cpus = tick::allowed_cpus();
     let watched = watch::Watched::default();
@@ -86,7 +48,7 @@ pub fn run(args: &[String]) -> i32 {
         "type": "ready",
         "pid": std::process::id(),
         "meter": "native",
-        "version": crate::VERSION,
+        "version": version,
         "cpus": cpus,
         "tick_ns": settings.tick_ns,
         "threshold_ns": settings.threshold_ns,

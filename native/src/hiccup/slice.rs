@@ -2,9 +2,9 @@
 //! written as one frame, in wall-clock time so that the coordinator, which may run on
 //! another machine, can lay slices and hiccups on its steps' intervals.
 
+use super::settings::Settings;
 use super::tick::{sleep_ns, Cpu, Taken};
 use super::watch::Watched;
-use super::Settings;
 use crate::pacing::now_ns;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;

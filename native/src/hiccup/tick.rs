@@ -2,8 +2,8 @@
 //! and records how late it woke. A normal-priority thread is woken as promptly as the
 //! load's own threads are: what delays it (the CPU taken by something else) delays them.
 
+use super::settings::Settings;
 use super::watch::Watched;
-use super::Settings;
 use crate::pacing::now_ns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
