@@ -372,12 +372,7 @@ class Usage:
                 cpus = int(figure.get("cpus") or 0)
                 hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
             out = replace(out, hosts=hosts)
-        busy = any(
-            (float(v) - float(polled.get(w, 0.0) if isinstance(polled, Mapping) else 0.0)) / d
-            >= WORKER_BUSY
-            for w, v in stats.cpu.items()
-        )
-        return replace(out, machine=out.machine.plus(stats.hiccups, d, busy))
+        return replace(out, machine=out.machine.plus(stats.hiccups, d, _busy(stats, polled)))
 
     @classmethod
     def of(cls, intervals: Iterable[Stats]) -> Usage:
@@ -441,6 +436,15 @@ class Usage:
             if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
                 return name
         return None
+
+
+def _busy(stats: Stats, polled: Any) -> bool:
+    """Whether a worker used a full core in this interval (its idle polling left out)."""
+    polls = polled if isinstance(polled, Mapping) else {}
+    d = stats.duration
+    return any(
+        (float(v) - float(polls.get(w, 0.0))) / d >= WORKER_BUSY for w, v in stats.cpu.items()
+    )
 
 
 def _number(value: Any) -> bool:

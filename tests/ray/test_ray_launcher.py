@@ -47,6 +47,13 @@ async def test_a_run_across_two_nodes_stores_every_interval_and_op(
     (step,) = finished(events)
     assert step.status == "completed"
     assert merged([i.stats for i in intervals], concurrent=False).ops == step.stats.ops > 0
+    # Each node's hiccup meter runs on that node, beside the coordinator's: the step's
+    # figures name the CPUs of every node ("ADDRESS/0"), and the workers where they ran.
+    hiccups = step.stats.hiccups
+    assert hiccups is not None
+    hosts = {n["host"] for n in started.nodes}
+    assert {c.split("/")[0] for c in hiccups.cpus if "/" in c} == hosts, hiccups.cpus
+    assert {"worker 0", "worker 1"} <= set(hiccups.seen), hiccups.seen
     stored = store.load(events[0].run_id)  # type: ignore[attr-defined]
     assert stored.status == "completed"
     assert len(stored.steps[0].intervals) == 4

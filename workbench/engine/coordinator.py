@@ -31,9 +31,10 @@ from workbench.adapter import ManagedServer
 from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
-from workbench.engine.hiccup_meter import MeterProcess, StepHiccups
+from workbench.engine.hiccup_meter import StepHiccups
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
+from workbench.engine.machine_watch import MachineWatch
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.engine.trace_feed import UNREADABLE
@@ -41,8 +42,7 @@ from workbench.errors import TargetError
 from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
 from workbench.metrics import Stats, merged
 from workbench.oracle_trace import merge_parts, part_path, warmup_path
-from workbench.remote import addresses, is_loopback
-from workbench.spec.model import MachineSpec, spec_to_dict
+from workbench.spec.model import spec_to_dict
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
 
@@ -159,9 +159,8 @@ class Coordinator:
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
         self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
-        self.meter: MeterProcess | None = None  # this machine's hiccup meter, once started
-        self._meter_tried = False
-        self._meter_waiting = False  # an interval waits for the meter's next slice
+        # The hiccup meters (this machine's, the Ray nodes'): a slice wakes the loop.
+        self.machine = MachineWatch(lambda: self.inbox.put_nowait((TICK, None)))
         self.status = "completed"
         self.dead: set[int] = set()
         map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
@@ -194,12 +193,7 @@ class Coordinator:
     async def _shutdown(self, *, abandon: bool) -> None:
         """Close the workers; abandoned (cancelled, second Ctrl-C): kill them at once."""
         self._stop_server()
-        if self.meter is not None:
-            if abandon:
-                self.meter.kill()
-            else:
-                await self.meter.close()
-            self.meter = None
+        await self.machine.close(abandon=abandon)
         if abandon:
             for h in self.handles:
                 h.kill()
@@ -246,10 +240,17 @@ class Coordinator:
             )
             self._watch_hosts(step, started)
             tally = _StepTally(live={h.index for h in self.handles[:n]})
-            tally.hiccups = await self._watch_machine(step, resolved, n)
+            local = [h for h in self.handles[:n] if not _remote(h)]
+            tally.hiccups = await self.machine.step(step.spec, resolved, self.server, local)
+            handles = self.handles[:n]
+            read = (lambda: launcher.hiccups(handles)) if started.nodes else None
+            self.machine.watch_nodes(tally.hiccups, read)
             await self._order(step, resolved, n)
-            async for event in self._collect(step, tally, monitor):
-                yield event
+            try:
+                async for event in self._collect(step, tally, monitor):
+                    yield event
+            finally:
+                self.machine.step_ended()
             final_figures = await monitor.refresh()
             if trace := step.spec.workload.trace_out:
                 parts = [part_path(trace, i) for i in range(n)]
@@ -342,49 +343,6 @@ class Coordinator:
         )
         self.hosts.start()
 
-    async def _watch_machine(
-        self, step: Step, resolved: ResolvedStep, workers: int
-    ) -> StepHiccups | None:
-        """This machine's hiccup meter (started with the run's first step, unless its
-        `machine.hiccup_tick` is 0) watching this step's server and local workers."""
-        settings = step.spec.machine or MachineSpec()
-        if not self._meter_tried and settings.hiccup_tick > 0:
-            self._meter_tried = True
-            self.meter = await MeterProcess.start(settings.hiccup_tick, settings.hiccup_threshold)
-            if self.meter is not None:
-                self.meter.on_slice = self._meter_wake
-        if self.meter is None:
-            return None
-        pids: dict[str, int] = {}
-        if self.server is not None:
-            nodes = getattr(self.server, "nodes", ())
-            for node in nodes:
-                pids[f"server {node.address}"] = node.pid
-            if not nodes:
-                pids["server"] = self.server.pid
-        for h in self.handles[:workers]:
-            if not _remote(h):
-                pids[f"worker {h.index}"] = getattr(h, "worker_pid", None) or h.pid
-        await self.meter.watch(pids)
-        remote = not resolved.managed and any(
-            not is_loopback(host) for _, _, host in addresses(resolved.system_options)
-        )
-        return StepHiccups(self.meter.book, remote)
-
-    def _meter_wake(self) -> None:
-        """A slice came in: wake the collecting loop if an interval waits for one."""
-        if self._meter_waiting:
-            self._meter_waiting = False
-            self.inbox.put_nowait((TICK, None))
-
-    async def _meter_through(self, tally: _StepTally) -> None:
-        """Wait (bounded by the meter's own `MAX_WAIT`) until the meter has reported up to
-        the end of the last pending interval."""
-        assert tally.hiccups is not None
-        last = max(tally.elapsed.values(), default=0.0)
-        while not tally.hiccups.ready(last):
-            await asyncio.sleep(0.02)
-
     async def _launcher(self, step: Step) -> Launcher:
         if self.launcher is None:
             self.launcher = await open_launcher(step.spec.load, self.launcher_log)
@@ -447,8 +405,8 @@ class Coordinator:
                     tally.hiccups.begins(start + load.warmup)
             for event in self._complete_intervals(step, tally, monitor):
                 yield event
-        if tally.pending and tally.hiccups is not None:  # the meter's last slice, briefly
-            await self._meter_through(tally)
+        if tally.pending and tally.hiccups is not None:  # the meters' last slices, briefly
+            await self.machine.through(tally.hiccups, list(tally.elapsed.values()))
         for event in self._complete_intervals(step, tally, monitor, force=True):
             yield event
 
@@ -677,7 +635,7 @@ class Coordinator:
                 break
             meter = tally.hiccups
             if not force and meter is not None and not meter.ready(tally.elapsed[index]):
-                self._meter_waiting = True  # its next slice wakes the loop
+                self.machine.waiting = True  # its next slice wakes the loop
                 break
             stats = merged(parts.values(), concurrent=True)
             stats.server = {**stats.server, **monitor.sample()}

@@ -20,14 +20,16 @@ import collections
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
-from workbench.hiccups import STARVED_SHARE, Hiccup, Hiccups
+from workbench.hiccups import STARVED_SHARE, Hiccup, Hiccups, merged
 from workbench.native_build import binary_path
 
 MAX_WAIT = 0.5  # seconds past an interval's end its figures may wait for the meter
+# ...for the meter of another load machine (a Ray node), whose slices come through Ray
+REMOTE_WAIT = 1.5
 START_TIMEOUT = 10.0
 KEEP_SLICES = 2400  # two minutes of 50 ms slices not yet taken (between steps, say)
 DEFAULT_TICK = 0.001
@@ -37,7 +39,9 @@ DEFAULT_THRESHOLD = 0.001
 class SliceBook:
     """The meter's slices as they arrive, taken interval by interval. Pure: no process."""
 
-    def __init__(self, ready: dict[str, Any], prefix: str = "") -> None:
+    def __init__(self, ready: dict[str, Any], prefix: str = "", wait: float = MAX_WAIT) -> None:
+        self.ready = ready
+        self.wait = wait
         self.meter = _meter_name(ready)
         self.tick_ns = int(ready.get("tick_ns", 0))
         self.threshold_ns = int(ready.get("threshold_ns", 0))
@@ -57,7 +61,7 @@ class SliceBook:
         `MAX_WAIT` s have passed)."""
         if self.ended or self.covered >= wall:
             return True
-        return (time.time() if now is None else now) >= wall + MAX_WAIT
+        return (time.time() if now is None else now) >= wall + self.wait
 
     def take(self, start: float, end: float, origin: float) -> Hiccups | None:
         """The figures of the interval from `start` to `end` (wall s), hiccups placed in
@@ -247,6 +251,8 @@ class StepHiccups:
     def __init__(self, book: SliceBook, remote_server: bool) -> None:
         self.book = book
         self.remote_server = remote_server
+        # The meters of the other load machines (Ray nodes), by host, as they come in.
+        self.others: dict[str, SliceBook] = {}
         self.origin: float | None = None  # wall-clock start of the measured phase
         self.start = 0.0  # the end of the last interval attached, s into the phase
         self.before: tuple[Hiccup, ...] = ()
@@ -258,7 +264,10 @@ class StepHiccups:
     def ready(self, elapsed: float) -> bool:
         """Whether the meter has reported up to the end of the interval ending `elapsed`
         s into the phase (or never will)."""
-        return self.origin is None or self.book.through(self.origin + elapsed)
+        if self.origin is None:
+            return True
+        books = [self.book, *self.others.values()]
+        return all(b.through(self.origin + elapsed) for b in books)
 
     def attach(self, stats: Any, elapsed: float) -> None:
         """The interval ending `elapsed` s into the phase gets its hiccups (`Stats.hiccups`)
@@ -268,7 +277,9 @@ class StepHiccups:
         start, self.start = self.start, elapsed
         if self.origin is None:
             return
-        h = self.book.take(self.origin + start, self.origin + elapsed, self.origin)
+        span = (self.origin + start, self.origin + elapsed, self.origin)
+        parts = [b.take(*span) for b in (self.book, *self.others.values())]
+        h = merged([p for p in parts if p is not None])
         if h is None:
             self.before = ()
             return
@@ -276,3 +287,29 @@ class StepHiccups:
         stats.hiccups = h
         mark_interval(stats, self.before, start)
         self.before = tuple(counts(h))
+
+    def add_remote(self, host: str, ready: dict[str, Any], slices: list[dict[str, Any]]) -> None:
+        """Slices of the meter on load machine `host` (its CPUs named "host/cpu")."""
+        book = self.others.get(host)
+        if book is None:
+            book = self.others[host] = SliceBook(ready, prefix=f"{host}/", wait=REMOTE_WAIT)
+        for s in slices:
+            book.add(s)
+
+
+NODE_POLL = 0.25  # seconds between asks for the other load machines' slices
+
+
+async def poll_nodes(
+    read: Callable[[], Awaitable[dict[str, Any]]],
+    side: StepHiccups,
+    wake: Callable[[], None],
+) -> None:
+    """Bring the other load machines' slices (a Ray launcher's `hiccups`) to `side`, until
+    cancelled; `wake` the collecting loop as they come."""
+    while True:
+        with contextlib.suppress(Exception):  # a node that does not answer: no figures
+            for host, (ready, slices) in (await read()).items():
+                side.add_remote(host, ready, slices)
+            wake()
+        await asyncio.sleep(NODE_POLL)

@@ -75,16 +75,7 @@ def charts(runs: Sequence[RunData]) -> list[Chart]:
         ),
     ]
     if measured := chart_steps(runs):
-        out.append(
-            Chart(
-                "hiccups-over-time",
-                "The machine's hiccups beside p99",
-                "p99 latency (solid) and the load machine's longest hiccup (dashed: how late a "
-                "thread pinned to a CPU woke) in each interval: where both rise together, the "
-                "tail was the machine's, not the server's.",
-                lambda ax: _draw_hiccups(ax, measured, several),
-            )
-        )
+        out.append(_hiccup_chart(measured, several))
     if len(steps) > 1:
         out.append(
             Chart(
@@ -211,6 +202,17 @@ def _draw_over_time(
     else:
         _latency_axis(ax)
     _legend(ax, len(steps))
+
+
+def _hiccup_chart(steps: Sequence[StepData], several: bool) -> Chart:
+    return Chart(
+        "hiccups-over-time",
+        "The machine's hiccups beside p99",
+        "p99 latency (solid) and the load machine's longest hiccup (dashed: how late a "
+        "thread pinned to a CPU woke) in each interval: where both rise together, the "
+        "tail was the machine's, not the server's.",
+        lambda ax: _draw_hiccups(ax, steps, several),
+    )
 
 
 def _draw_hiccups(ax: Any, steps: Sequence[StepData], several: bool) -> None:

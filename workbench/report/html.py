@@ -13,6 +13,7 @@ from typing import Any
 
 from workbench.report import simulated
 from workbench.report.charts import charts, svg
+from workbench.report.machine import measured
 from workbench.report.markdown import (
     describe_environment,
     describe_load,
@@ -23,6 +24,7 @@ from workbench.report.markdown import (
 )
 from workbench.report.model import STATUS_WORDS, RunData, all_steps
 from workbench.report.table import COLUMNS
+from workbench.self_checks import failed_line
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
@@ -154,9 +156,12 @@ def _figures_table(runs: Sequence[RunData]) -> list[str]:
         rows.append(f"<tr><td>{escape(step.name(with_run=several))}{status}</td>{cells}</tr>")
     out = ["<h2>Figures</h2>", f"<table><tr><th>step</th>{head}</tr>", *rows, "</table>"]
     judged = [
-        f"<li><b>{escape(step.name(with_run=several))}</b>: {escape(verdict.line)}</li>"
+        f"<li><b>{escape(step.name(with_run=several))}</b>: {escape(verdict.line)}"
+        + (f" <b>Self-check failed:</b> {escape(failed)}" if failed else "")
+        + "</li>"
         for step in steps
         if step.started and (verdict := step.view.verdict).known
+        for failed in [failed_line(step.view.self_checks)]
     ]
     if judged:
         out += [
@@ -165,6 +170,20 @@ def _figures_table(runs: Sequence[RunData]) -> list[str]:
             "the schedule kept.</p>",
             '<ul class="verdicts">',
             *judged,
+            "</ul>",
+        ]
+    machine = [
+        f"<li><b>{escape(step.name(with_run=several))}</b>: {escape(h.summary())}</li>"
+        for step in steps
+        if step.started and (h := measured(step)) is not None
+    ]
+    if machine:
+        out += [
+            "<h2>The load machine's hiccups</h2>",
+            "<p>How late a thread pinned to each CPU woke, beside each step: a CPU taken "
+            "from everyone shows here (the chart below lays them beside p99).</p>",
+            '<ul class="hiccups">',
+            *machine,
             "</ul>",
         ]
     return out

@@ -87,13 +87,7 @@ def search_section(run: RunData) -> list[str]:
         )
     else:
         lines.append("- Highest passing rate: none; no probed rate met the target")
-    server = search.server_knee
-    if server is not None and (best is None or server.rate > best.rate):
-        lines.append(
-            f"- Server's knee: **{server.rate:,.0f} ops/s**, the highest rate at which the server "
-            "met the target in the intervals with no machine stall (the rates between were "
-            "failed by this machine's stalls, not the server's)"
-        )
+    lines += _server_knee(search)
     if failing is not None:
         lines.append(
             f"- First failing rate: {failing.rate:,.0f} ops/s ({escape_cell(describe(failing))}): "
@@ -128,6 +122,18 @@ def search_section(run: RunData) -> list[str]:
         "",
     ]
     return lines
+
+
+def _server_knee(search: Search) -> list[str]:
+    """The server's knee, when it is above the machine's (`Search.server_knee`)."""
+    best, server = search.best, search.server_knee
+    if server is None or (best is not None and server.rate <= best.rate):
+        return []
+    return [
+        f"- Server's knee: **{server.rate:,.0f} ops/s**, the highest rate at which the server "
+        "met the target in the intervals with no machine stall (the rates between were "
+        "failed by this machine's stalls, not the server's)"
+    ]
 
 
 def reproduce(run: RunData) -> list[str]:

@@ -66,6 +66,13 @@ class Launcher(Protocol):
         name `nodes` gives it; {} for this host (the coordinator reads its own)."""
         ...
 
+    async def hiccups(
+        self, handles: list[Any]
+    ) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """The hiccup meter of each machine the handles run on: its ready frame and its new
+        slices, by the name `nodes` gives it; {} for this host (the coordinator's own)."""
+        ...
+
     async def close(self) -> None: ...
 
 

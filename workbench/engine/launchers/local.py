@@ -144,5 +144,8 @@ class LocalLauncher:
     async def host_times(self, handles: list[Any]) -> dict[str, tuple[int, int, int]]:
         return {}
 
+    async def hiccups(self, handles: list[Any]) -> dict[str, Any]:
+        return {}  # this machine's meter is the coordinator's own
+
     async def close(self) -> None:
         return None

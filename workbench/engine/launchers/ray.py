@@ -64,6 +64,7 @@ class WorkerActor:
         self.ended = False
         self.task: asyncio.Task[None] | None = None
         self.child: asyncio.subprocess.Process | None = None
+        self.meter: Any = None  # this node's hiccup meter, once asked for it
 
     async def start(self, command: list[str] | None) -> dict[str, Any]:
         """Begin serving; `command` runs a separate worker program instead of the loop here.
@@ -88,6 +89,24 @@ class WorkerActor:
         as the coordinator reads its own (`serverstats.host_times`)."""
         times = machine_times()
         return None if times is None else (*times, os.cpu_count() or 1)
+
+    async def hiccups(
+        self, pids: dict[str, int]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """This node's hiccup meter (started at the first call, on the node: one per node,
+        in the actor the launcher asks), watching `pids`: its ready frame and the slices
+        it wrote since the last call; None when no meter would start."""
+        from workbench.engine.hiccup_meter import MeterProcess
+
+        if self.meter is None:
+            self.meter = await MeterProcess.start()
+            if self.meter is None:
+                return None
+        await self.meter.watch(pids)
+        book = self.meter.book
+        slices = list(book.slices)
+        book.slices.clear()
+        return book.ready, slices
 
     def _emit(self, data: bytes) -> None:
         self.out += data
@@ -507,6 +526,25 @@ class RayLauncher:
                 times = await asyncio.wait_for(ask, timeout=HOST_TIMES_TIMEOUT)
                 if times:
                     out[name] = tuple(times)  # type: ignore[assignment]
+        return out
+
+    async def hiccups(
+        self, handles: list[Any]
+    ) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Each node's hiccup meter's new slices, asked of one live worker actor on it (which
+        starts the node's meter at the first ask), by the name `nodes` gives the node."""
+        per_node = _per_node([h for h in handles if not (h.lost or h.ended)])
+        names = _node_names(per_node)
+        asks = {
+            names[n]: hs[0].actor.hiccups.remote({f"worker {h.index}": h.worker_pid for h in hs})
+            for n, hs in per_node.items()
+        }
+        out: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        for name, ask in asks.items():
+            with contextlib.suppress(RayError, TimeoutError):
+                found = await asyncio.wait_for(ask, timeout=HOST_TIMES_TIMEOUT)
+                if found:
+                    out[name] = found
         return out
 
     async def close(self) -> None:
