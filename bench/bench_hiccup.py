@@ -2,7 +2,8 @@
 
 - The meter's own CPU, as a share of one core per CPU it watches (target: under 1%):
   `workbench-native --hiccup` and its Python stand-in, each for SECONDS on the machine as
-  it is and beside a closed loop of native GETs, read from /proc/PID/stat.
+  it is and beside a closed loop of native GETs, from its threads' schedstat (the time
+  each was on a CPU, to the ns).
 - Instructions per op of the load path (valgrind, user space) with the meter running
   beside it and without, A B A B: a native worker's pipelined GETs (bench_native's
   measure: 50k against 250k ops, the difference per op). The meter is a process of its
@@ -37,14 +38,17 @@ from workbench.native_build import binary_path
 from workbench.spec.steps import load_spec
 from workbench.store import Store
 
-_TICK = os.sysconf("SC_CLK_TCK")
 FALLBACK = [sys.executable, "-m", "workbench.engine.hiccup_fallback"]
 
 
 def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    """CPU seconds of every thread of `pid`, to the ns (/proc/PID/task/*/schedstat: the
+    time each was on a CPU; /proc/PID/stat counts in whole ticks of 10 ms)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
 
 
 def meter_share(argv: list[str], seconds: float) -> float:

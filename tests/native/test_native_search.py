@@ -1,4 +1,5 @@
-"""Issue 20 item 5: a search with the native engine finds the knee, not its own pacing.
+"""Issue 20 item 5: a search with the native engine finds the knee, not its own pacing;
+issue 35: and says what failed each probe, the machine's stalls never read as the server's.
 
 On a quiet redis-server (16 clients, one worker, p99<1ms) the highest passing rate must be
 at least half of what the same 16 clients reach in closed loop: below that knee the
@@ -13,10 +14,12 @@ import pytest
 from support import collect, finished
 from workbench_redis.server import start_redis
 
+from workbench.search_causes import CAUSES
 from workbench.search_rules import search_spec
 from workbench.search_session import SearchRun
 from workbench.spec.steps import load_spec
 from workbench.store import Store
+from workbench.verdict import SERVER_STALLED
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
 COMMON = [
@@ -77,3 +80,10 @@ async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_lo
     # What this guards is that the search's first probe (1/16) or a higher one passes: a
     # search that measured its own pacing failed every probe from 125 ops/s up.
     assert search.best.rate >= throughput / 20, (throughput, search.conclusion())
+    # Issue 35: the server did not stall (nothing stopped it), so no probe may say it did;
+    # each failing probe names its cause, and the server's knee (read from the intervals
+    # no machine stall touched) is never below the machine's.
+    said = [(p.rate, p.verdict.line) for p in search.probes if p.verdict.kind == SERVER_STALLED]
+    assert not said, said
+    assert all(p.cause in CAUSES for p in search.probes if not p.passed), search.probes
+    assert search.server_knee is not None and search.server_knee.rate >= search.best.rate
