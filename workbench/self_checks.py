@@ -88,7 +88,7 @@ def _poisson_distance(recorded: Recorded, gap_ns: float) -> tuple[float, int]:
     """The least bound δ/m + 2·P(lag > δ) over δ at the lag's percentiles, and that δ."""
     best = (math.inf, 0)
     total = recorded.total
-    ticks = (50.0, 90.0, 99.0, 99.9, 99.99, 100.0)
+    ticks = (50.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.99, 100.0)
     for delta in recorded.values_at(ticks).values():
         beyond = _share_above(recorded, delta, total)
         bound = delta / gap_ns + 2 * beyond
