@@ -71,6 +71,7 @@ from workbench.sdk import (
     tls_settings,
 )
 from workbench_memcached.protocol import (
+    KEYS,
     Address,
     Links,
     MultiplexedClient,
@@ -503,4 +504,5 @@ plugin = CacheSystem(
         start=start_server,
     ),
     check=check_target,
+    keys=KEYS,
 )
