@@ -101,7 +101,7 @@ def table(comparisons: Sequence[Comparison], heading: str = "###") -> list[str]:
             continue
         lines += [f"{heading} {title(comparison)}", ""]
         if comparison.steps and not any(s.estimate.method for s in comparison.steps):
-            lines += [f"{len(comparison.steps)} step(s) matched; {_refusals(comparison)[0]}", ""]
+            lines += [f"{len(comparison.steps)} step(s) matched; {refusals(comparison)[0]}", ""]
         elif comparison.steps:
             labels = [f.metric.label for f in comparison.steps[0].figures]
             lines += [
@@ -114,12 +114,12 @@ def table(comparisons: Sequence[Comparison], heading: str = "###") -> list[str]:
                 cells += [verdict_cell(f) if judged else "-" for f in step.figures]
                 lines.append("| " + " | ".join(cells) + " |")
             lines.append("")
-            lines += _refusals(comparison)
+            lines += refusals(comparison)
         lines += [*explain(comparison), ""]
     return lines
 
 
-def _refusals(comparison: Comparison) -> list[str]:
+def refusals(comparison: Comparison) -> list[str]:
     """What each side had, for the steps too short for any verdict (once per reason)."""
     reasons = dict.fromkeys(s.estimate.refused for s in comparison.steps if not s.estimate.method)
     return [f"No verdict, {reason}." for reason in reasons] + ([""] if reasons else [])
