@@ -23,8 +23,9 @@ SENTENCES = {
 
 
 def change_number(value: float, *, points: bool) -> str:
-    """A relative change as +2.05%, a share's as +2.05 (points)."""
-    return f"{value * 100:+.2f}" + ("" if points else "%")
+    """A relative change as +2.05%, a share's as +2.05 (points); never "-0.00"."""
+    shown = round(value * 100, 2) or 0.0
+    return f"{shown:+.2f}" + ("" if points else "%")
 
 
 def three(change: Change) -> str:
