@@ -24,6 +24,7 @@ BENCH_STORE=path keeps the runs (else they go with a temporary directory).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from pathlib import Path
 from workbench_redis.server import start_redis
 
 from workbench import session
-from workbench.report.changes import Comparison, compare_runs
+from workbench.report.changes import Comparison, compare_runs, within_run
 from workbench.report.model import read_run
 from workbench.spec.steps import load_spec
 from workbench.stats.change import NO_CHANGE, REGRESSED
@@ -42,8 +43,8 @@ from workbench.store import Store
 
 REPEATS = 3
 INTERVAL = 0.2
-QUIET = 0.7  # idle share of the machine a pair waits for before it starts
-WAIT_S = 300.0  # and for at most this long
+QUIET = 0.5  # idle share of the machine a round waits for before it starts
+WAIT_S = 60.0  # and for at most this long
 # system -> (its overrides, A's, B's, what B changes, the figure that must regress)
 DESIGNS = {
     "embedded": (
@@ -115,47 +116,81 @@ def show(kind: str, n: int, found: dict[str, str], passed: bool) -> None:
     print(f"  {kind} pair {n:>2}: {'pass' if passed else 'FAIL'}  {shown}", flush=True)
 
 
+def interleaved(shared: list[str], a: list[str], b: list[str] | None) -> list[str]:
+    """One run whose sweep holds both sides, so their repeats interleave (A B A B A B): B's
+    settings, or for an A/A the same settings under a second label."""
+    path, first = a[0].split("=", 1)
+    second = b[0].split("=", 1)[1] if b else first
+    values = ", ".join(json.dumps(_value(v)) for v in (first, second))
+    return [*shared, f'sweep=[{{path="{path}", values=[{values}], labels=["A", "B"]}}]']
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def measure(system: str, url: str, pairs: int, seconds: float, store: Store) -> None:
     shared, a, b, what, _ = DESIGNS[system]
     base = [*common(seconds), *shared] + ([f"target.options.url={url}"] if url else [])
     print(f"{system}: A/A same profile twice; A/B {what}; {REPEATS} repeats of {seconds} s")
     for n in range(1, pairs + 1):
+        idle = wait_quiet()
         for kind, second in (("aa", a), ("ab", b)):
-            idle = wait_quiet()
             asyncio.run(one_run(store, [*base, *a], f"{system}-{kind}{n}-a"))
             asyncio.run(one_run(store, [*base, *second], f"{system}-{kind}{n}-b"))
-            print(
-                f"  {system} {kind} pair {n} measured (machine {idle:.0%} idle before it, "
-                f"load average {os.getloadavg()[0]:.1f} after)",
-                flush=True,
-            )
+        asyncio.run(one_run(store, interleaved(base, a, None), f"{system}-iaa{n}"))
+        asyncio.run(one_run(store, interleaved(base, a, b), f"{system}-iab{n}"))
+        print(
+            f"  {system} round {n} measured (machine {idle:.0%} idle before it, load "
+            f"average {os.getloadavg()[0]:.1f} after)",
+            flush=True,
+        )
 
 
-def tally(store: Store, system: str) -> str:
-    """Each stored pair compared again: the counts the issue asks for."""
+def pair_verdicts(
+    store: Store, runs: dict[str, str], system: str, kind: str, n: int
+) -> dict[str, str]:
+    """The verdicts of one pair: two runs compared, or one interleaved run's B against A."""
+    if kind.startswith("i"):
+        found = within_run(read_run(store.load(runs[f"{system}-{kind}{n}"])))
+        assert found is not None
+        return verdicts(found)
+    a, b = (read_run(store.load(runs[f"{system}-{kind}{n}-{x}"])) for x in "ab")
+    return verdicts(compare_runs(a, b))
+
+
+def tally(store: Store, system: str) -> list[str]:
+    """Each stored pair compared again: the counts the issue asks for, for pairs of runs
+    and for interleaved pairs."""
     *_, what, must = DESIGNS[system]
     runs = {r.name: r.id for r in store.list_runs(limit=100_000)}
-    passed = {"aa": 0, "ab": 0}
-    alarms: Counter[str] = Counter()
-    n = 0
-    while f"{system}-ab{n + 1}-b" in runs:
-        n += 1
-        for kind in ("aa", "ab"):
-            a, b = (read_run(store.load(runs[f"{system}-{kind}{n}-{x}"])) for x in "ab")
-            found = verdicts(compare_runs(a, b))
-            if kind == "aa":
-                ok = all(v == NO_CHANGE for v in found.values())
-                alarms.update(k for k, v in found.items() if v != NO_CHANGE)
-            else:
-                ok = found[must] == REGRESSED
-            passed[kind] += ok
-            show("A/A" if kind == "aa" else "A/B", n, found, ok)
-    others = ", ".join(f"{k} {c}" for k, c in alarms.most_common()) or "none"
-    return (
-        f"{system}: A/A said no change for every figure in {passed['aa']} of {n} pairs "
-        f"(figures that did not: {others}); A/B ({what}) found {must} regressed in "
-        f"{passed['ab']} of {n} pairs"
-    )
+    rounds = 0
+    while f"{system}-iab{rounds + 1}" in runs:
+        rounds += 1
+    lines = []
+    for design, aa, ab in (("two runs", "aa", "ab"), ("interleaved", "iaa", "iab")):
+        passed = {aa: 0, ab: 0}
+        alarms: Counter[str] = Counter()
+        for n in range(1, rounds + 1):
+            for kind in (aa, ab):
+                found = pair_verdicts(store, runs, system, kind, n)
+                if kind == aa:
+                    ok = all(v == NO_CHANGE for v in found.values())
+                    alarms.update(k for k, v in found.items() if v != NO_CHANGE)
+                else:
+                    ok = found[must] == REGRESSED
+                passed[kind] += ok
+                show(f"{design} {'A/A' if kind == aa else 'A/B'}", n, found, ok)
+        others = ", ".join(f"{k} {c}" for k, c in alarms.most_common()) or "none"
+        lines.append(
+            f"{system}, {design}: A/A said no change for every figure in {passed[aa]} of "
+            f"{rounds} pairs (figures that did not: {others}); A/B ({what}) found {must} "
+            f"regressed in {passed[ab]} of {rounds} pairs"
+        )
+    return lines
 
 
 def run_system(system: str, pairs: int, seconds: float, store: Store) -> str:
@@ -174,7 +209,7 @@ def run_system(system: str, pairs: int, seconds: float, store: Store) -> str:
 def main() -> None:
     if sys.argv[1:2] == ["--tally"]:
         store = Store(sys.argv[2], read_only=True)
-        print("\n".join(tally(store, system) for system in DESIGNS))
+        print("\n".join(line for system in DESIGNS for line in tally(store, system)))
         return
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
@@ -183,7 +218,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(os.environ.get("BENCH_STORE") or Path(tmp) / "bench.sqlite")
         timing = [run_system(system, pairs, seconds, store) for system in systems]
-        print("\n".join([*timing, *(tally(store, system) for system in systems)]))
+        print("\n".join([*timing, *(line for system in systems for line in tally(store, system))]))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ def known(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = Store(path)
     build(store, "c-0001", overrides=[*AB, "name=base"], seed=1, intervals=12)
     build(store, "c-0002", overrides=[*AB, "name=slower"], seed=2, intervals=12, slow=1.5)
+    sweep = [*AB, "name=ab", 'strategy.name=["direct", "threads"]', "load.repeat=3"]
+    build(store, "c-0003", overrides=sweep, seed=3, intervals=4)
     return path
 
 
@@ -77,3 +79,26 @@ def test_run_with_a_baseline_file_runs_and_compares_in_one_step(tmp_path: Path) 
                 store)  # fmt: skip
     assert short.returncode == 3, short.stdout + short.stderr
     assert "p50:+100000% not judged: too few samples" in short.stdout
+
+
+def test_one_run_that_swept_is_its_own_ab_and_lists_by_swept_value(known: Path) -> None:
+    """Issue 36 item 4: an A/B's both sides are in `runs list` (a row per swept value, the
+    median of its repeats) and `workbench compare RUN` judges one against the other."""
+    res = cli(["compare", "ab"], known)
+    assert res.returncode == 0, res.stderr
+    assert "A/B: each strategy.name against the first" in res.stdout
+    assert "change: against name=direct; bootstrap over repeats: base 3 repeats" in res.stdout
+    assert "thrpt:" in res.stdout and "Performance has regressed." in res.stdout
+    listing = cli(["runs", "list"], known).stdout.splitlines()
+    stored = Store(known).load("ab")
+    for name in ("direct", "threads"):
+        (row,) = [ln for ln in listing if ln.strip().startswith(f"name={name} (3 repeats)")]
+        rates = sorted(s.stats.ops / s.stats.duration for s in stored.steps
+                       if s.label["strategy.name"] == name)  # fmt: skip
+        assert f" {rates[1]:,.0f} " in row  # the median repeat
+    rows = json.loads(cli(["runs", "list", "--json"], known).stdout)
+    (ab,) = [r for r in rows if r["name"] == "ab"]
+    assert [(g["title"], g["repeats"]) for g in ab["groups"]] == [
+        ("name=direct", 3),
+        ("name=threads", 3),
+    ]

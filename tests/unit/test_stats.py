@@ -27,13 +27,16 @@ def test_weights_are_the_same_for_the_same_seed_and_differ_for_another() -> None
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
-def test_over_repeats_takes_each_drawn_repeat_whole() -> None:
-    w = bootstrap.weights([4, 6, 5], over_repeats=True, replicates=300)
+def test_over_repeats_draws_repeats_then_their_intervals() -> None:
+    lengths = [4, 6, 5]
+    w = bootstrap.weights(lengths, over_repeats=True, replicates=300)
     parts = np.split(w, [4, 10], axis=1)
-    for part in parts:  # every interval of a repeat weighs what the repeat was drawn
-        assert np.all(part == part[:, :1])
-    copies = np.stack([p[:, 0] for p in parts], axis=1)
-    assert np.all(copies.sum(axis=1) == 3)
+    # Each repeat's weights add up to its intervals times how often it was drawn.
+    copies = np.stack([p.sum(axis=1) / n for p, n in zip(parts, lengths, strict=True)], axis=1)
+    assert np.all(copies == np.round(copies)) and np.all(copies.sum(axis=1) == 3)
+    assert np.any(copies == 0) and np.any(copies >= 2)  # some left out, some drawn twice
+    drawn_once = parts[0][copies[:, 0] == 1]
+    assert not np.all(drawn_once == 1)  # inside a drawn repeat, blocks of its intervals
     assert bootstrap.units([4, 6, 5], over_repeats=True) == 3
     assert bootstrap.units([8, 27], over_repeats=False) == 4 + 9
 

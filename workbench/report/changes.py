@@ -6,8 +6,8 @@ share and hit rate, the change with its 95% interval and a verdict
 Steps are matched by their swept values, a step's repeats counting as one step; a step
 that matches nothing on the other side is named. The estimate is:
 
-- with at least 3 measured repeats a side, a bootstrap over the repeats, each taken
-  whole: what differs from run to run is in it;
+- with at least 3 measured repeats a side, a bootstrap over the repeats and, within each
+  drawn repeat, over blocks of its intervals: what differs from run to run is in it;
 - else, with at least 10 intervals a side, a block bootstrap over the intervals: it sees
   only what varies within a run, and says so;
 - else no verdict: "too few samples", never a guess.

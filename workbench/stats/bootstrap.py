@@ -3,9 +3,12 @@
 A replicate is a row of weights over one side's intervals, laid out repeat after repeat.
 Two schemes (`weights`):
 
-- over repeats: the repeats drawn with replacement, each taken whole. The repeats carry
-  what changes from one run to the next (a warmer machine, a neighbour's load), which a
-  run's intervals alone cannot show.
+- over repeats: the repeats drawn with replacement, then within each drawn repeat its
+  intervals drawn in blocks (a two-level bootstrap). The repeats carry what changes from
+  one run to the next (a warmer machine, a neighbour's load), which a run's intervals
+  alone cannot show; the intervals keep a spread where three repeats happen to agree
+  (counts that come in whole batches can make them equal), so no interval is ever
+  narrower than the measurement.
 - over intervals: every repeat kept once, its intervals drawn in blocks. Blocks rather
   than single intervals, because an interval's figures lean on its neighbours' (a slow
   second tends to follow a slow second): the circular moving-block bootstrap (Politis and
@@ -62,15 +65,23 @@ def weights(
     seed: int = SEED,
 ) -> np.ndarray:
     """(replicates, sum(lengths)) weights over the intervals of repeats of `lengths`
-    intervals each: the repeats drawn with replacement and taken whole when
-    `over_repeats`, else every repeat once with its intervals drawn in blocks."""
+    intervals each: the repeats drawn with replacement when `over_repeats`, else each kept
+    once; within every drawn copy of a repeat, its intervals drawn in blocks."""
     if not lengths or min(lengths) < 1:
         raise ValueError(f"every repeat needs an interval; got lengths {list(lengths)}")
     rng = np.random.default_rng(seed)
     if over_repeats:
-        copies = repeat_copies(rng, len(lengths), replicates).astype(np.float64)
-        return np.repeat(copies, list(lengths), axis=1)
-    return np.concatenate([block_weights(rng, n, replicates) for n in lengths], axis=1)
+        copies = repeat_copies(rng, len(lengths), replicates)
+    else:
+        copies = np.ones((replicates, len(lengths)), dtype=np.int64)
+    parts = []
+    for r, n in enumerate(lengths):
+        part = np.zeros((replicates, n))
+        for copy in range(int(copies[:, r].max())):
+            drawn = copies[:, r] > copy  # the replicates that drew this repeat again
+            part += block_weights(rng, n, replicates) * drawn[:, None]
+        parts.append(part)
+    return np.concatenate(parts, axis=1)
 
 
 def units(lengths: Sequence[int], *, over_repeats: bool) -> int:
