@@ -230,3 +230,19 @@ def test_an_ab_with_repeats_reads_by_swept_value(runs: dict[str, list[StoredRun]
     colors = {tuple(round(c, 3) for c in line.get_color()) if not isinstance(line.get_color(), str)
               else line.get_color() for line in changes.get_lines()}  # fmt: skip
     assert VERDICT_COLORS["regressed"] in colors
+
+
+def test_the_page_groups_repeats_and_colours_each_verdict(
+    runs: dict[str, list[StoredRun]],
+) -> None:
+    """Issue 36 items 2 and 4: the html page has the repeats' median [min max] (hit rates of
+    hot and cold keys too), and the A/B table with a class, hence a colour, per verdict."""
+    (ab,) = runs["ab"]
+    page = render(ab, "html")
+    assert "<h2>Repeats: median [min max]</h2>" in page
+    assert "<th>hot keys</th><th>cold keys</th>" in page  # in the figures, step by step
+    assert "<h2>A/B: each strategy.name against the first</h2>" in page
+    cells = re.findall(r'<td class="change (\w+)">([^<]*)<br>', page)
+    assert [c for c, _ in cells] == ["regressed"] * 4 + ["nochange"] * 2
+    assert cells[0][1] == "-28.59%"  # thrpt, as the table report gives it
+    assert "-28.59% [-36.69% -19.45%] **regressed**" in render(ab, "table")

@@ -45,7 +45,9 @@ def sentence(change: Change) -> str:
 
 
 def p_text(change: Change) -> str:
-    return f"(p = {change.p:.2f} {'<' if change.significant else '>'} {SIGNIFICANCE:.2f})"
+    """criterion's "(p = 0.00 < 0.05)", with a third digit where two would read 0.05."""
+    shown = f"{change.p:.2f}" if round(change.p, 2) != SIGNIFICANCE else f"{change.p:.3f}"
+    return f"(p = {shown} {'<' if change.significant else '>'} {SIGNIFICANCE:.2f})"
 
 
 def figure_line(figure: Figure) -> str:

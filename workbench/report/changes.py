@@ -172,37 +172,55 @@ def _have(ev: Evidence) -> str:
 
 
 def compare_groups(
-    title: str, base: RepeatGroup, new: RepeatGroup, noise: float = NOISE
+    title: str,
+    base: RepeatGroup,
+    new: RepeatGroup,
+    noise: float = NOISE,
+    read: dict[int, Evidence] | None = None,
 ) -> StepChange:
-    """Every metric of `new` against `base`."""
-    how = choose_estimate(evidence(base.steps), evidence(new.steps))
+    """Every metric of `new` against `base` (`read`: the evidence already read, by group,
+    as a sweep compares one base with several)."""
+    known = {} if read is None else read
+    for group in (base, new):
+        if id(group) not in known:
+            known[id(group)] = evidence(group.steps)
+    how = choose_estimate(known[id(base)], known[id(new)])
+    sides = (how.base, how.new)
+    draws = _draws(how)
     figures = []
     for metric in METRICS:
-        points = [_point(metric, ev) for ev in (how.base, how.new)]
+        points = [_point(metric, ev) for ev in sides]
         short = metric.shortage(how.base) or metric.shortage(how.new)
-        if short or not how.method:
+        if short or not draws:
             refused = f"too few samples: {short}" if short and short != "no gets" else short
             figures.append(Figure(metric, *points, None, refused or how.refused))
             continue
-        sides = [
-            _side(metric, ev, point, how.method == "repeats", seed)
-            for ev, point, seed in zip(
-                (how.base, how.new), points, (bootstrap.SEED, bootstrap.SEED + 1), strict=True
-            )
-        ]
-        change = compare(
-            *sides, points=metric.points, higher_better=metric.higher_better, noise=noise
+        base_side, new_side = (
+            Side(math.nan if p is None else p, metric.figure(ev, w), units)
+            for ev, p, (w, units) in zip(sides, points, draws, strict=True)
         )
+        change = compare(
+            base_side, new_side, points=metric.points, higher_better=metric.higher_better,
+            noise=noise,
+        )  # fmt: skip
         figures.append(Figure(metric, *points, change, "" if change else "nothing to compare"))
     machine = machine_note(base.measured, new.measured)
     return StepChange(title, base, new, how, tuple(figures), machine)
 
 
-def _side(metric: Metric, ev: Evidence, point: float | None, over: bool, seed: int) -> Side:
-    """A side's figure and replicates (each side drawn with its own seed: independently)."""
-    w = bootstrap.weights(ev.lengths, over_repeats=over, seed=seed)
-    units = bootstrap.units(ev.lengths, over_repeats=over)
-    return Side(point if point is not None else math.nan, metric.figure(ev, w), units)
+def _draws(how: Estimate) -> list[tuple[np.ndarray, int]]:
+    """Each side's resampling weights and the pieces they were drawn from; each side with
+    its own seed, so that the two are drawn independently ([] when refused)."""
+    if not how.method:
+        return []
+    over = how.method == "repeats"
+    return [
+        (
+            bootstrap.weights(ev.lengths, over_repeats=over, seed=seed),
+            bootstrap.units(ev.lengths, over_repeats=over),
+        )
+        for ev, seed in ((how.base, bootstrap.SEED), (how.new, bootstrap.SEED + 1))
+    ]
 
 
 def _point(metric: Metric, ev: Evidence) -> float | None:
@@ -256,8 +274,9 @@ def compare_runs(base: RunData, new: RunData, noise: float = NOISE) -> Compariso
         [g for g in groups(base, every=True) if g.measured],
         [g for g in groups(new, every=True) if g.measured],
     )
+    read: dict[int, Evidence] = {}
     steps = tuple(
-        compare_groups(n.title if n.label else n.name(with_run=False), b, n, noise)
+        compare_groups(n.title if n.label else n.name(with_run=False), b, n, noise, read)
         for b, n in pairs
     )
     return Comparison(
@@ -294,6 +313,8 @@ def within_run(run: RunData, noise: float = NOISE) -> Comparison | None:
     def rest(group: RepeatGroup) -> dict[str, str]:
         return {k: v for k, v in group.label.items() if k != axis}
 
+    read: dict[int, Evidence] = {}  # a base is read once for all the values against it
+
     steps = []
     for group in found:
         if group.label.get(axis) == first:
@@ -304,7 +325,8 @@ def within_run(run: RunData, noise: float = NOISE) -> Comparison | None:
         base = bases[0]
         others = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in rest(group).items())
         title = f"{name}={group.label.get(axis)} against {name}={first}"
-        steps.append(compare_groups(f"{title}, {others}" if others else title, base, group, noise))
+        full = f"{title}, {others}" if others else title
+        steps.append(compare_groups(full, base, group, noise, read))
     return Comparison(run, run, tuple(steps), (), (), noise, axis)
 
 
