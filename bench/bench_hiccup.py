@@ -32,11 +32,11 @@ from workbench_redis.server import start_redis
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_native import instructions, loadavg  # a sibling script, not a package
 
-from workbench import session
 from workbench.engine.hiccup_meter import meter_command
-from workbench.native_build import binary_path
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.spec.native_binary import binary_path
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 FALLBACK = [sys.executable, "-m", "workbench.engine.hiccup_fallback"]
 

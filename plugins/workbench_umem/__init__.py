@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import CacheSystem, ServerLauncher, Strategy, per_client
-from workbench.options import Option, OptionSet
+from workbench.sdk import CacheSystem, Option, OptionSet, ServerLauncher, Strategy, per_client
 from workbench_umem.protocol import (
+    KEYS,
     Link,
     UmemClient,
     check_target,
@@ -175,4 +175,5 @@ plugin = CacheSystem(
         start=start_umem,
     ),
     check=check_target,
+    keys=KEYS,
 )

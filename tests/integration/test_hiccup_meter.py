@@ -14,7 +14,7 @@ import pytest
 from support import collect, finished
 
 from workbench.engine.hiccup_meter import MeterProcess, _started, meter_command
-from workbench.store import Store
+from workbench.results.store import Store
 
 FALLBACK = [sys.executable, "-m", "workbench.engine.hiccup_fallback"]
 ARGS = ["--tick-us", "1000", "--threshold-us", "1000"]

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench import session
-from workbench.events import Event, Interval, StepStarted
-from workbench.live import RunView
+from workbench.results.events import Event, Interval, StepStarted
+from workbench.results.live import RunView
+from workbench.results.store import Store
+from workbench.results.verdict import MACHINE_STALLED, SERVER_STALLED
+from workbench.run import session
 from workbench.spec.steps import load_spec
-from workbench.store import Store
-from workbench.verdict import MACHINE_STALLED, SERVER_STALLED
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
 ENGINES = {"python": ("multiplexed", 2000), "native": ("native", 5000)}

@@ -1,5 +1,5 @@
 """The hiccup meter's figures: slices laid on intervals, merged, stored, read back; which
-hiccups count for a step and which long waits they explain (workbench.hiccups, stalls)."""
+hiccups count for a step and which long waits they explain (workbench.results.hiccups, stalls)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench import store as store_module
 from workbench.engine.hiccup_meter import SliceBook, StepHiccups
-from workbench.events import Interval, RunStarted, StepFinished, StepStarted
-from workbench.hiccups import Hiccup, Hiccups, lines
-from workbench.metrics import Stats, merged, new_histogram
-from workbench.stalls import MachineUsage, clean, counts, explained
-from workbench.store import Store, StoredIntervals
+from workbench.results import store as store_module
+from workbench.results.events import Interval, RunStarted, StepFinished, StepStarted
+from workbench.results.hiccups import Hiccup, Hiccups, lines
+from workbench.results.metrics import Stats, merged, new_histogram
+from workbench.results.stalls import MachineUsage, clean, counts, explained
+from workbench.results.store import Store, StoredIntervals
 
 READY = {"type": "ready", "meter": "native", "tick_ns": 1_000_000, "threshold_ns": 1_000_000}
 S = 1_000_000_000  # ns per second

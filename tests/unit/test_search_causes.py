@@ -8,16 +8,15 @@ from dataclasses import replace
 
 from test_search import probe
 
-from workbench.search_causes import (
+from workbench.results.search_causes import (
     FEW_SAMPLES,
     GENERATOR,
     MACHINE,
     SERVER,
     cause_of,
 )
-from workbench.search_rules import Search
-from workbench.spec.model import SearchSpec
-from workbench.verdict import (
+from workbench.results.search_rules import Search
+from workbench.results.verdict import (
     FELL_BEHIND,
     MACHINE_BOUND,
     MACHINE_STALLED,
@@ -25,6 +24,7 @@ from workbench.verdict import (
     SERVER_STALLED,
     Verdict,
 )
+from workbench.spec.model import SearchSpec
 
 STALLS = "CPU 1 lost 33.00ms at 0.4 s; 14 hiccups over 1.00ms"
 

@@ -1,9 +1,9 @@
-"""Issue 35 item 3: self-checks before a figure is trusted (workbench.self_checks)."""
+"""Issue 35 item 3: self-checks before a figure is trusted (workbench.results.self_checks)."""
 
 from __future__ import annotations
 
-from workbench.metrics import Stats, new_histogram
-from workbench.self_checks import (
+from workbench.results.metrics import Stats, new_histogram
+from workbench.results.self_checks import (
     checks,
     failed_line,
     mann_kendall,
@@ -12,8 +12,8 @@ from workbench.self_checks import (
     schedule,
     stationarity,
 )
-from workbench.timeline import Point
-from workbench.verdict import Context
+from workbench.results.timeline import Point
+from workbench.results.verdict import Context
 
 OPEN = Context(open_loop=True, clients=16)
 

@@ -3,7 +3,7 @@
 Every verdict of a grid of recorded figures (busy and idle workers, servers and machines,
 schedules kept or not, sends on time or late, long waits or none, unanswered ops, the
 machine's stalls explaining the waits or not, few clients or many, open and closed loop)
-is held to the claims `workbench.verdict_rules` lists for its kind.
+is held to the claims `workbench.results.verdict_rules` lists for its kind.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import itertools
 
 from test_verdict import interval
 
-from workbench.hiccups import Hiccup, Hiccups
-from workbench.metrics import Stats
-from workbench.verdict import (
+from workbench.results.hiccups import Hiccup, Hiccups
+from workbench.results.metrics import Stats
+from workbench.results.verdict import (
     KINDS,
     MACHINE_STALLED,
     ON_SCHEDULE,
@@ -24,7 +24,7 @@ from workbench.verdict import (
     Context,
     verdict_of,
 )
-from workbench.verdict_rules import CLAIMS, contradictions, figure_stands
+from workbench.results.verdict_rules import CLAIMS, contradictions, figure_stands
 
 
 def _with_hiccups(stats: Stats, stall_ns: int) -> Stats:

@@ -19,10 +19,10 @@ from typing import Annotated
 
 import typer
 
-from workbench.checks import parse_check
 from workbench.cli.common import one_line_errors, out
 from workbench.cli.doctor_machine import cannot_judge, hiccup_text, idle_states, judgeable, measure
-from workbench.errors import SpecError
+from workbench.results.checks import parse_check
+from workbench.sdk.errors import SpecError
 
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
@@ -56,7 +56,7 @@ def _program(name: str, argv: list[str], needed_for: str) -> Item:
 
 def _native() -> Item:
     from workbench.engine.native import version
-    from workbench.native_build import binary_path, missing_reason
+    from workbench.spec.native_binary import binary_path, missing_reason
 
     needed = "the native strategies: the default of redis, memcached and http (measures the server)"
     path = binary_path()

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from workbench.engine.hiccup_meter import MeterProcess
-from workbench.hiccups import Hiccups, meter_text
-from workbench.metrics import format_us
+from workbench.results.hiccups import Hiccups, meter_text
+from workbench.results.metrics import format_us
 
 CPUIDLE = Path("/sys/devices/system/cpu/cpuidle")
 HALTPOLL = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")

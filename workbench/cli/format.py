@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.events import StepStarted
-from workbench.hiccups import Hiccups
-from workbench.hiccups import lines as hiccup_lines
-from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
-from workbench.refusals import refusals
-from workbench.self_checks import failed_line
+from workbench.results.events import StepStarted
+from workbench.results.hiccups import Hiccups
+from workbench.results.hiccups import lines as hiccup_lines
+from workbench.results.live import StepView
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
+from workbench.results.refusals import refusals
+from workbench.results.self_checks import failed_line
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0, hiccups: Hiccups | None = None) -> str:

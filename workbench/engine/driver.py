@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
@@ -26,11 +25,11 @@ from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscr
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
-from workbench.metrics import Stats
-from workbench.oracle_trace import triples, warmup_path, write_part
-from workbench.workload import (
-    PUBLISH,
-    SET,
+from workbench.engine.trace_keys import TraceKeys
+from workbench.results.metrics import Stats
+from workbench.sdk.adapter import Connection
+from workbench.sdk.ops import PUBLISH, SET
+from workbench.workload.generator import (
     ValueBuffer,
     format_key,
     max_value_size,
@@ -39,6 +38,7 @@ from workbench.workload import (
     parse_value_size,
     share,
 )
+from workbench.workload.oracle_trace import triples, warmup_path, write_part
 
 Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end
@@ -137,6 +137,7 @@ class StepRun:
             [p.client_id for p in self.plans],
             self.ctx.spec.load.concurrency,  # workload.groups are refused with a trace
             frozenset(resolved.strategy.operations),
+            TraceKeys.of(resolved.system.keys),
             skipped,
             done,
             warm_over,

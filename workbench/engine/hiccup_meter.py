@@ -4,7 +4,7 @@ The coordinator starts one meter process on its machine (`workbench-native --hic
 ``python -m workbench.engine.hiccup_fallback`` when the binary is absent), tells it which
 processes to watch (the managed server, the local workers) and lays the slices it writes
 (every 50 ms, in wall-clock time) on each interval: `SliceBook.take` gives the interval's
-`workbench.hiccups.Hiccups`. A slice belongs to the interval its middle falls in, so an
+`workbench.results.hiccups.Hiccups`. A slice belongs to the interval its middle falls in, so an
 interval's histogram is exact to half a slice; hiccups carry their own start and are
 exact. An interval waits for the meter's slice that covers its end (`SliceBook.through`),
 at most `MAX_WAIT` s, so a meter that died or hangs never holds a run.
@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
-from workbench.hiccups import STARVED_SHARE, Hiccup, Hiccups, merged
-from workbench.native_build import binary_path
+from workbench.results.hiccups import STARVED_SHARE, Hiccup, Hiccups, merged
+from workbench.spec.native_binary import binary_path
 
 MAX_WAIT = 0.5  # seconds past an interval's end its figures may wait for the meter
 # ...for the meter of another load machine (a Ray node), whose slices come through Ray
@@ -272,7 +272,7 @@ class StepHiccups:
     def attach(self, stats: Any, elapsed: float) -> None:
         """The interval ending `elapsed` s into the phase gets its hiccups (`Stats.hiccups`)
         and its own facts (`stalls.mark_interval`)."""
-        from workbench.stalls import counts, mark_interval
+        from workbench.results.stalls import counts, mark_interval
 
         start, self.start = self.start, elapsed
         if self.origin is None:

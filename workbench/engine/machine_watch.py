@@ -8,9 +8,9 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.adapter import ManagedServer
 from workbench.engine.hiccup_meter import MeterProcess, StepHiccups, poll_nodes
-from workbench.remote import addresses, is_loopback
+from workbench.sdk.adapter import ManagedServer
+from workbench.sdk.remote import addresses, is_loopback
 from workbench.spec.model import MachineSpec, Spec
 from workbench.spec.resolve import ResolvedStep
 

@@ -1,15 +1,15 @@
 """The load machine's hiccups in reports: a table for the markdown formats, a dict for
-json, and the chart the html and svg reports draw (`workbench.hiccups` is what they read).
-"""
+json, and the chart the html and svg reports draw (`workbench.results.hiccups` is what they
+read)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.hiccups import Hiccups, meter_text
-from workbench.metrics import format_us
 from workbench.report.model import RunData, StepData, all_steps
+from workbench.results.hiccups import Hiccups, meter_text
+from workbench.results.metrics import format_us
 
 
 def measured(step: StepData) -> Hiccups | None:
@@ -75,10 +75,6 @@ def hiccup_dict(h: Hiccups | None) -> dict[str, Any] | None:
     }
 
 
-def chart_steps(runs: Sequence[RunData]) -> list[StepData]:
+def chart_steps(steps: Sequence[StepData]) -> list[StepData]:
     """The steps whose intervals carry hiccups (the chart is drawn when there are any)."""
-    return [
-        s
-        for s in all_steps(runs)
-        if s.has_data and any(p.hiccup_max_us is not None for p in s.points)
-    ]
+    return [s for s in steps if any(p.hiccup_max_us is not None for p in s.points)]

@@ -21,7 +21,7 @@ from workbench.report.model import (
     target_options,
     target_version,
 )
-from workbench.self_checks import failed_line
+from workbench.results.self_checks import failed_line
 from workbench.spec.load import SWEEPABLE, spec_from_data
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.save import spec_to_toml
@@ -245,7 +245,7 @@ def header(runs: Sequence[RunData], title: str) -> list[str]:
 
 
 def verdict_notes(runs: Sequence[RunData]) -> list[str]:
-    """What limited each step (`workbench.verdict`), one line each; none for old runs."""
+    """What limited each step (`workbench.results.verdict`), one line each; none for old runs."""
     several = len(runs) > 1
     lines = [
         f"- {escape_cell(step.name(with_run=several))}: {verdict.line}" + _self_check_note(step)
@@ -267,7 +267,7 @@ def verdict_notes(runs: Sequence[RunData]) -> list[str]:
 
 
 def _self_check_note(step: StepData) -> str:
-    """The step's failed self-checks (`workbench.self_checks`), "" when none failed."""
+    """The step's failed self-checks (`workbench.results.self_checks`), "" when none failed."""
     failed = failed_line(step.view.self_checks)
     return f" **Self-check failed:** {failed}" if failed else ""
 

@@ -7,8 +7,8 @@ import math
 
 from rich.text import Text
 
-from workbench.hiccups import Hiccups
-from workbench.metrics import format_us, hot_cold_rates
+from workbench.results.hiccups import Hiccups
+from workbench.results.metrics import format_us, hot_cold_rates
 
 __all__ = [
     "axis_us",
@@ -83,8 +83,8 @@ def axis_us(us: float) -> str:
 
 
 def hiccup_rows(h: Hiccups | None) -> list[tuple[str, Text]]:
-    """The machine's hiccups (`workbench.hiccups`): how many over the threshold, the longest,
-    and the meter's p99.9; none where no meter ran."""
+    """The machine's hiccups (`workbench.results.hiccups`): how many over the threshold, the
+    longest, and the meter's p99.9; none where no meter ran."""
     if h is None or not h.hist.get_total_count():
         return []
     threshold = format_us(h.threshold_ns / 1000)
