@@ -15,6 +15,7 @@ from workbench.report.model import read_run
 from workbench.report.repeats import groups
 from workbench.results.metrics import format_us
 from workbench.results.store import Store
+from workbench.results.verdict_rules import figure_stands
 from workbench.sdk.errors import SpecError
 from workbench.spec.model import spec_to_dict
 from workbench.spec.steps import load_spec, plan
@@ -92,7 +93,17 @@ def test_reports_give_median_min_max_across_repeats(repeated_run: tuple[Store, s
     assert "repeat=" not in conclusions
     medians = [sorted(g.steps, key=lambda s: s.summary.ops_per_s)[1] for g in found]
     peak = max(medians, key=lambda s: s.summary.ops_per_s)
-    assert conclusions.count("embedded/direct: throughput peaks") == 1
+    left_out = [s for s in medians if not figure_stands(s.view.verdict)]
+    if not left_out:  # each named once: the median repeat's figure
+        peaks = (
+            f"embedded/direct: throughput peaks at concurrency {peak.clients} "
+            f"({peak.summary.ops_per_s:,.0f} ops/s)"
+        )
+        assert conclusions.count("embedded/direct: throughput peaks") == 1
+        assert peaks in conclusions
+    else:  # a machine busy with others (shared): those figures are named, not compared
+        assert "throughput peaks" not in conclusions
+        assert all(s.view.verdict.kind in conclusions for s in left_out)
     # Go benchmark lines repeat the name, as `go test -count 3` does, for benchstat.
     gobench = render(stored, "gobench").splitlines()
     names = [ln.split()[0] for ln in gobench if ln.startswith("Benchmark")]
@@ -105,10 +116,6 @@ def test_reports_give_median_min_max_across_repeats(repeated_run: tuple[Store, s
     row = next(ln for ln in hitrate.splitlines() if ln.startswith(first))
     spread = f"{statistics.median(rates):.2f}% [{min(rates):.2f}% {max(rates):.2f}%]"
     assert row.split(" | ")[2] == spread
-    assert (
-        f"embedded/direct: throughput peaks at concurrency {peak.clients} "
-        f"({peak.summary.ops_per_s:,.0f} ops/s)"
-    ) in conclusions
 
 
 def test_a_run_without_repeats_has_no_repeat_sections(tmp_path: Path) -> None:
