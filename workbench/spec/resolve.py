@@ -51,6 +51,11 @@ class ResolvedStep:
         return self.strategy.protocol_for(self.system_options, self.strategy_options)
 
     @property
+    def facts(self) -> dict[str, Any]:
+        """What readers of the stored step need of its system (`CacheSystem.facts`)."""
+        return self.system.facts(self.server_options, self.managed)
+
+    @property
     def blocking(self) -> bool:
         return self.strategy.blocking
 
