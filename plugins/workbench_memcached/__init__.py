@@ -73,6 +73,7 @@ from workbench.sdk import (
 )
 from workbench_memcached import facts
 from workbench_memcached.protocol import (
+    KEYS,
     Address,
     Links,
     MultiplexedClient,
@@ -515,4 +516,5 @@ plugin = CacheSystem(
     figures=facts.FIGURES,
     refusals=facts.REFUSALS,
     libraries=facts.LIBRARIES,
+    keys=KEYS,
 )

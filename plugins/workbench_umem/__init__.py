@@ -41,6 +41,7 @@ from workbench.sdk import (
     per_client,
 )
 from workbench_umem.protocol import (
+    KEYS,
     Link,
     UmemClient,
     check_target,
@@ -187,4 +188,5 @@ plugin = CacheSystem(
     check=check_target,
     cache_size=CacheSize("memory"),  # compiled in (MEM_LIMIT)
     figures=ServerFigures(limit_bytes="limit_bytes"),
+    keys=KEYS,
 )

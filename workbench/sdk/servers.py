@@ -356,6 +356,14 @@ def listen_address(options: Mapping[str, Any]) -> tuple[str, int]:
     return str(options.get(LISTEN_HOST) or LOOPBACK), int(options.get(LISTEN_PORT) or 0)
 
 
+def python_module(module: str, *args: str) -> list[str]:
+    """The argv of a child process running `module` in this Python, with nothing of the
+    current directory importable: ``python -m`` puts it first on sys.path, so a
+    `zstandard.py` or `uvloop.py` lying there ran inside every worker and server. -P
+    (Python 3.11) leaves it out; the environment (PYTHONPATH) still counts."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 def start_python_server(
     module: str,
     args: Sequence[str] = (),
@@ -368,7 +376,7 @@ def start_python_server(
     """A Python server module run as ``python -m module --host H --port P ARGS``; `scratch`
     as for `launch`."""
     port = port or free_port(host)
-    argv = [sys.executable, "-m", module, "--host", host, "--port", str(port), *args]
+    argv = python_module(module, "--host", host, "--port", str(port), *args)
     return launch(
         module.rsplit(".", 1)[-1],
         argv,
