@@ -24,7 +24,7 @@ from workbench.sdk import discovery
 from workbench.simulate.limits import cache_limit
 from workbench.spec.load import spec_from_data
 from workbench.spec.resolve import resolve_step
-from workbench.workload.generator import parse_value_size
+from workbench.workload.forms import parse_value_size
 
 NAME = "toyredis"
 # redis-server under another name, spoken to with redis-py: a plugin of a RESP server.

@@ -10,7 +10,7 @@ from workbench.sdk import load_plugin
 from workbench.sdk.errors import SpecError
 from workbench.simulate.limits import Limit, cache_limit
 from workbench.simulate.policies import POLICIES, parse_policies
-from workbench.workload.generator import parse_value_size
+from workbench.workload.forms import parse_value_size
 from workbench.workload.oracle_trace import (
     RECORD,
     merge_parts,

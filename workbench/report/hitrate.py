@@ -26,12 +26,8 @@ from workbench.report.model import (
     system_facts,
     target_options,
 )
-from workbench.workload.generator import (
-    DEFAULT_HOT_SHARE,
-    mean_value_size,
-    parse_key_distribution,
-    parse_value_size,
-)
+from workbench.workload.forms import mean_value_size, parse_key_distribution, parse_value_size
+from workbench.workload.keys import DEFAULT_HOT_SHARE
 
 RULE = "=" * 55
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.workload.generator import Dist, mean_value_size
+from workbench.workload.forms import Dist, mean_value_size
 
 MiB = 1024**2
 

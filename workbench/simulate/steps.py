@@ -12,7 +12,8 @@ from typing import Any
 
 from workbench.simulate.limits import cache_limit
 from workbench.simulate.runner import simulate
-from workbench.workload.generator import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+from workbench.workload.forms import parse_key_distribution, parse_value_size
+from workbench.workload.keys import DEFAULT_HOT_SHARE
 from workbench.workload.oracle_trace import warmup_path
 
 
