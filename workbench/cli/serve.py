@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
+from workbench.cli import stop_signals
 from workbench.cli.common import ExitStatus, fail, one_line_errors, out
 from workbench.sdk.adapter import CacheSystem, ManagedServer
 from workbench.sdk.discovery import plugin_statuses
@@ -29,9 +30,9 @@ from workbench.sdk.errors import SpecError
 from workbench.sdk.remote import require_loopback
 from workbench.sdk.servers import LISTEN_HOST, LISTEN_PORT, LOOPBACK
 
-# A closed terminal (SIGHUP) stops the servers as Ctrl-C does. Should this process die
-# without stopping them (SIGKILL), they die with it (`workbench.sdk.servers.launch`).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# A closed terminal (SIGHUP, unless under nohup) stops the servers as Ctrl-C does. Should
+# this process die without stopping them (SIGKILL), they die with it
+# (`workbench.sdk.servers.launch`).
 
 
 class _Stop(Exception):
@@ -55,7 +56,7 @@ def _alive(server: ManagedServer) -> bool:
 
 def _foreground(server: ManagedServer, lines: list[str]) -> None:
     """Print what runs, wait until a signal or the server's death, stop it."""
-    previous = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
+    previous = {s: signal.signal(s, _raise_stop) for s in stop_signals.handled()}
     try:
         for line in lines:
             out(line)
