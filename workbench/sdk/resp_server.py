@@ -55,7 +55,8 @@ def start_resp_server(
     `tls_auth_clients` makes it require a client certificate (mutual TLS)."""
     port = port or free_port(host)
     scratch = Path(tempfile.mkdtemp(prefix=f"workbench-{name}-"))  # removed when it stops
-    scheme, client, listen = schemes[0], {}, ["--port", str(port)]
+    client: dict[str, Any] = {}
+    scheme, listen = schemes[0], ["--port", str(port)]
     if tls:
         listen, client = _tls_argv(port, scratch, tls_auth_clients)
         scheme = schemes[1]
