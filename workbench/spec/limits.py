@@ -35,8 +35,10 @@ MAX_STEPS = 1_000
 
 
 def check_ranges(spec: Spec) -> None:
-    """The numbers of one step within the limits above."""
+    """The numbers of one step within the limits above (and a key space of one key at least)."""
     check_whole_numbers(spec_to_dict(spec))
+    if spec.workload.keys < 1:
+        raise SpecError(f"expected at least 1 key; got {spec.workload.keys}", "workload.keys")
     check_seed(spec.seed)
     check_seconds(spec.load.duration, "load.duration")
     check_seconds(spec.load.warmup, "load.warmup")

@@ -162,8 +162,6 @@ def check_step(spec: Spec) -> ResolvedStep:
                 )
     else:
         parse_mix(wl.mix)
-    if wl.keys < 1:
-        raise SpecError(f"expected at least 1 key; got {wl.keys}", "workload.keys")
     if wl.key_length < 1 or wl.key_length > 250:
         raise SpecError(f"expected 1 to 250 characters; got {wl.key_length}", "workload.key_length")
     if ld.concurrency < 1:
