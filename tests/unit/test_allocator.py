@@ -20,10 +20,6 @@ from workbench.results.metrics import new_histogram
 PROBE = """
 import ctypes, json, sys
 from workbench.engine.allocator import map_large_blocks
-# Fixed before the workbench's other imports: a hole they leave in the heap takes the next
-# histogram whatever the threshold (it did once the metrics imported the hiccups), and what
-# is measured here is the threshold, not the heap a given set of imports leaves.
-fixed = map_large_blocks() if sys.argv[1] == "fixed" else None
 from workbench.results.metrics import new_histogram
 
 class MallInfo2(ctypes.Structure):
@@ -33,6 +29,13 @@ class MallInfo2(ctypes.Structure):
 
 mallinfo2 = ctypes.CDLL(None).mallinfo2
 mallinfo2.restype = MallInfo2
+fixed = map_large_blocks() if sys.argv[1] == "fixed" else None
+# Holes the imports left in the heap, large enough for a histogram, would take one of
+# them whatever the threshold: fill them (until a block that size is mapped) and keep them.
+holes = []
+while not holes or mallinfo2().hblks == mapped:
+    mapped = mallinfo2().hblks
+    holes.append(ctypes.create_string_buffer(300_000))
 # Dropped histograms first: they are what raises glibc's own threshold past their size.
 dropped = [new_histogram() for _ in range(4)]
 del dropped

@@ -91,6 +91,7 @@ class StepView:
     simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
     reason: str = ""  # why the step failed, in one line
     connections: str = ""  # how its clients map to connections (workbench.engine.connections)
+    facts: dict[str, Any] = field(default_factory=dict)  # what its system declared (StepStarted)
 
     @property
     def points(self) -> tuple[Point, ...]:
@@ -154,11 +155,12 @@ class RunView:
                 server=dict(event.server),
                 context=context_for(
                     event.spec,
-                    getattr(event, "server_options", None),
+                    event.facts,
                     str((event.engine or {}).get("name", "")),
                     (event.engine or {}).get("native_available"),
                 ),
                 connections=event.connections,
+                facts=dict(event.facts),
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):

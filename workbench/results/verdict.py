@@ -223,9 +223,10 @@ class Context:
     single_threaded: bool = False
     clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
     native: bool = False  # run by the native engine (the advice then cannot offer it)
+    in_process: bool = False  # the cache lives in the workers: no server CPU to record
     native_available: bool = True  # the system has a native strategy to offer
-    # What the self-checks need (`workbench.results.self_checks`): how arrivals were drawn, a trace
-    # replayed on its own timing, and the percentiles a target or check asks for.
+    # What the self-checks need (`workbench.results.self_checks`): how arrivals were drawn,
+    # a trace replayed on its own timing, and the percentiles a target or check asks for.
     arrivals: str = "uniform"
     replay: bool = False
     percentiles: tuple[float, ...] = ()
@@ -233,28 +234,19 @@ class Context:
 
 def context_for(
     spec: Mapping[str, Any],
-    server_options: Mapping[str, Any] | None = None,
+    facts: Mapping[str, Any] | None = None,
     engine: str = "",
     native_available: bool | None = None,
 ) -> Context:
-    """The context of a step from its stored spec (and the resolved managed-server options,
-    the name of the engine its workers said they run, and whether its system has a native
-    strategy: unknown in older runs, where only the in-process cache is known to have none)."""
-    target = spec.get("target", {})
-    system = str(target.get("system", ""))
-    managed = bool(target.get("managed"))
-    options = {**target.get("server", {}), **(server_options or {})}
-    cores: float | None = None
-    single = False
-    if system == "redis":
-        threads = _positive(options.get("io_threads")) if managed else None
-        cores = threads or 1.0
-        single = cores == 1.0
-    elif system == "memcached" and managed:
-        cores = _positive(options.get("threads")) or 4.0  # memcached's own default
-    elif system == "http" and managed:
-        # The managed HTTP servers (caching proxy, key-value store) are one asyncio process.
-        cores, single = 1.0, True
+    """The context of a step from its stored spec, what its system declared (the stored
+    step's `facts`: the cores its server may use), the name of the engine its workers said
+    they run, and whether its system has a native strategy (unknown in older runs, where
+    only an in-process cache is known to have none)."""
+    facts = facts or {}
+    system = str(spec.get("target", {}).get("system", ""))
+    in_process = bool(facts.get("in_process"))
+    if native_available is None:
+        native_available = not in_process and system != "embedded"
     load = spec.get("load", {})
     groups = spec.get("workload", {}).get("groups") or []
     clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
@@ -262,11 +254,12 @@ def context_for(
     return Context(
         system,
         bool(load.get("rate")),
-        cores,
-        single,
+        _positive(facts.get("server_cores")),
+        bool(facts.get("single_threaded")),
         clients if _positive(clients) else None,
         native=engine == "native",
-        native_available=system != "embedded" if native_available is None else native_available,
+        in_process=in_process,
+        native_available=native_available,
         arrivals=str(load.get("arrivals") or "uniform"),
         replay=bool(_positive(trace.get("speed"))),
         percentiles=_asked(spec),
@@ -782,7 +775,7 @@ def _cpu_text(
         parts.append(text)
     elif server_used is not None:
         parts.append(f"server {server_used:.0%} of a core")
-    elif context.system != "embedded":
+    elif not context.in_process:
         parts.append("server CPU not recorded")
     machine = usage.machine_share()
     if machine is not None and usage.host_cpus:
