@@ -153,12 +153,7 @@ class RunView:
                 workers=event.workers,
                 clients=event.clients,
                 server=dict(event.server),
-                context=context_for(
-                    event.spec,
-                    event.facts,
-                    str((event.engine or {}).get("name", "")),
-                    (event.engine or {}).get("native_available"),
-                ),
+                context=context_for(event.spec, event.facts, *_engine_of(event)),
                 connections=event.connections,
                 facts=dict(event.facts),
             )
@@ -245,6 +240,13 @@ def point(event: Interval, summary: Summary | None = None) -> Point:
         at.get(99.9),
         h.max_us if h is not None else None,
     )
+
+
+def _engine_of(event: StepStarted) -> tuple[str, bool | None]:
+    """The engine a step's workers said they run, and whether its system has a native
+    strategy (None in runs stored before it was said)."""
+    engine = event.engine or {}
+    return str(engine.get("name", "")), engine.get("native_available")
 
 
 def _put(steps: tuple[StepView, ...], step: StepView) -> tuple[StepView, ...]:
