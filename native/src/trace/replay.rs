@@ -20,8 +20,10 @@
 //! (`run/turn.rs`) wakes, sends and records send lag as it does for `load.rate`. How the
 //! step's clients take the requests is `run/replay.rs`; the state they take them from is here.
 
-use super::file::{self as tracefile, Format, TraceReader};
-use super::keys::{crc32, key_index, key_text, IndexKeys, Present};
+use super::file::{Format, OpNames, TraceReader};
+use super::keys::{key_index, key_text, IndexKeys, Present};
+use crate::hash::crc32;
+use crate::order::{Action, Ops};
 use crate::protocols::wire::Req;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -50,6 +52,9 @@ pub struct TraceOrder {
     pub supports: [bool; 3],
     /// Larger values are skipped and named (the value buffer's size).
     pub max_value: u32,
+    /// Each op name a trace may hold and its op code (the op registry's trace names); a
+    /// request is sent as the op its code is in the order's table, or skipped by its name.
+    pub op_codes: Vec<(String, u8)>,
 }
 
 impl TraceOrder {
@@ -80,8 +85,27 @@ impl TraceOrder {
                 supported.contains(&"delete"),
             ],
             max_value: num("max_value")? as u32,
+            op_codes: op_codes(&t["op_codes"]).ok_or_else(|| bad("op_codes"))?,
         }))
     }
+}
+
+/// The trace's op names and their codes, from the order's table `{name: code}`.
+fn op_codes(v: &Value) -> Option<Vec<(String, u8)>> {
+    v.as_object()?
+        .iter()
+        .map(|(name, code)| {
+            let code = code.as_u64().filter(|&c| c <= u8::MAX as u64)?;
+            Some((name.clone(), code as u8))
+        })
+        .collect()
+}
+
+/// Why a request read is not sent: its op (by its index in the order's op names), or its
+/// value is larger than the buffer.
+enum Skip {
+    Op(u8),
+    LargeValue,
 }
 
 /// A request of this worker, read and not yet sent.
@@ -197,17 +221,22 @@ pub struct Replay {
     reported: bool,
     present: Present,
     /// Requests read and not replayed, not yet moved into the step's recorder.
-    skipped: Vec<(&'static str, u64)>,
+    skipped: Vec<(String, u64)>,
+    /// What each trace op (by its index in `order.op_codes`) is sent as.
+    sent_as: Vec<Option<Action>>,
 }
 
 impl Replay {
     pub fn new(
         order: TraceOrder,
+        ops: &Ops,
         client_ids: &[i64],
-        prefix: &str,
-        length: usize,
+        keys: (&str, usize),
     ) -> Result<Replay, String> {
-        let reader = TraceReader::open(&order.path, order.format)?;
+        let (prefix, length) = keys;
+        let names = order.op_codes.iter().map(|(n, _)| n.clone()).collect();
+        let reader = TraceReader::open(&order.path, order.format, OpNames::new(names)?)?;
+        let sent_as = order.op_codes.iter().map(|&(_, c)| ops.action(c)).collect();
         let mut local = vec![u32::MAX; order.all_clients as usize];
         for (i, &id) in client_ids.iter().enumerate() {
             if id >= 0 && (id as u64) < order.all_clients {
@@ -243,6 +272,7 @@ impl Replay {
             reported: false,
             present: Present::new(),
             skipped: Vec::new(),
+            sent_as,
         })
     }
 
@@ -296,10 +326,14 @@ impl Replay {
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
         let (req, aside) = match self.replayed(r.op, r.value_size) {
             Ok(sent_as) => sent_as,
-            Err(what) => {
+            Err(skip) => {
+                let what = match skip {
+                    Skip::Op(op) => self.order.op_codes[op as usize].0.as_str(),
+                    Skip::LargeValue => LARGE_VALUE,
+                };
                 match self.skipped.iter_mut().find(|s| s.0 == what) {
                     Some(s) => s.1 += 1,
-                    None => self.skipped.push((what, 1)),
+                    None => self.skipped.push((what.to_string(), 1)),
                 }
                 return;
             }
@@ -383,16 +417,15 @@ impl Replay {
 
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
     /// its op, or `LARGE_VALUE`.
-    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), &'static str> {
+    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), Skip> {
         let s = &self.order.supports;
-        let name = tracefile::OPS[op as usize];
         let (req, aside) = if !self.order.as_recorded {
             (Req::Get, true)
         } else {
-            match op {
-                tracefile::GET | tracefile::GETS => (Req::Get, false),
-                tracefile::SET => (Req::Set, false),
-                tracefile::DELETE => (Req::Delete, false),
+            match self.sent_as[op as usize] {
+                Some(Action::Get) => (Req::Get, false),
+                Some(Action::Set) => (Req::Set, false),
+                Some(Action::Delete) => (Req::Delete, false),
                 _ => (Req::Hello, false), // no such request: skipped below
             }
         };
@@ -403,10 +436,10 @@ impl Replay {
             _ => false,
         };
         if !able {
-            return Err(name);
+            return Err(Skip::Op(op));
         }
         if value_size > self.order.max_value && (req == Req::Set || aside) {
-            return Err(LARGE_VALUE);
+            return Err(Skip::LargeValue);
         }
         Ok((req, aside))
     }
@@ -423,7 +456,7 @@ impl Replay {
             mine,
         });
         for (what, n) in self.skipped.drain(..) {
-            skip(what, n);
+            skip(&what, n);
         }
         next
     }
