@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.connections import describe as describe_connections
-from workbench.events import (
+from workbench.engine.connections import describe as describe_connections
+from workbench.results.events import (
     Event,
     Interval,
     Notice,
@@ -24,12 +24,12 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.metrics import Stats, fold, merged, new_histogram
-from workbench.plugins import load_plugin
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.store import Store, StoredRun
+from workbench.sdk.discovery import load_plugin
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
 from workbench.spec.steps import Step, plan, resolve_strategy
-from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0
 ENVIRONMENT: dict[str, Any] = {

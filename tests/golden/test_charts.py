@@ -16,7 +16,7 @@ from golden_runs import scenarios
 from workbench.report import ReportError, render
 from workbench.report.charts import charts
 from workbench.report.model import read_runs
-from workbench.store import StoredRun
+from workbench.results.store import StoredRun
 
 SWEEP_CHARTS = [
     "percentiles",

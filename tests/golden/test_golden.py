@@ -18,9 +18,9 @@ import pytest
 from golden_runs import scenarios
 from hdrh.log import HistogramLogReader
 
-from workbench.metrics import format_us, new_histogram, summarise
 from workbench.report import CHARTS, FORMATS, render
-from workbench.store import StoredRun
+from workbench.results.metrics import format_us, new_histogram, summarise
+from workbench.results.store import StoredRun
 
 HERE = Path(__file__).parent
 EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog"}

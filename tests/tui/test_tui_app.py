@@ -11,9 +11,9 @@ from textual.widget import Widget
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
 from tui_data import synthetic_events, view_of
 
-from workbench.errors import SpecError
+from workbench.results.store import Store
+from workbench.sdk.errors import SpecError
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.commands import WorkbenchCommands, key_name
 from workbench.tui.messages import ExportRuns

@@ -10,14 +10,14 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
-from workbench.errors import SpecError
-from workbench.mrc import measure, simulated_curves
-from workbench.options import parse_size
-from workbench.profile_files import find_profile
 from workbench.report import mrc as mrc_report
+from workbench.run.mrc import measure, simulated_curves
+from workbench.sdk.errors import SpecError
+from workbench.sdk.options import parse_size
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.simulate.runner import require
 from workbench.spec.load import read_profile
+from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
 
 

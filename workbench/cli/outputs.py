@@ -10,9 +10,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.errors import SpecError
 from workbench.report import FORMATS, render
-from workbench.store import StoredRun
+from workbench.results.store import StoredRun
+from workbench.sdk.errors import SpecError
 
 
 @dataclass(frozen=True)

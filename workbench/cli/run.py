@@ -14,7 +14,6 @@ from typing import Annotated, TextIO
 
 import typer
 
-from workbench import session
 from workbench.cli import flags as f
 from workbench.cli import outputs
 from workbench.cli.check import FailOnOption, checks_for, judge_steps, with_fail_on
@@ -30,7 +29,7 @@ from workbench.cli.common import (
 )
 from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
 from workbench.cli.waits import show_waits
-from workbench.events import (
+from workbench.results.events import (
     Event,
     Interval,
     Notice,
@@ -40,11 +39,12 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.live import RunView
-from workbench.profile_files import find_profile
+from workbench.results.live import RunView
+from workbench.run import session
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
 from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
 

@@ -20,8 +20,8 @@ from workbench.cli.common import (
     read_store,
 )
 from workbench.cli.format import step_summary
-from workbench.metrics import format_us
-from workbench.store import default_path
+from workbench.results.metrics import format_us
+from workbench.results.store import default_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for scripts")]
 

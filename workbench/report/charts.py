@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.metrics import percentile_curve
 from workbench.report.model import CONCURRENCY, RunData, StepData, all_steps
+from workbench.results.metrics import percentile_curve
 
 # Percentiles marked on the 1/(1-p) axis of the distribution chart.
 PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)

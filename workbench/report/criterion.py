@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import DOC_TICKS, format_us
 from workbench.report import repeats
 from workbench.report.markdown import footer, header
 from workbench.report.model import RunData, StepData, cumulative_share
@@ -32,6 +31,7 @@ from workbench.report.units import (
     criterion_time,
     latency,
 )
+from workbench.results.metrics import DOC_TICKS, format_us
 
 INDENT = " " * 24
 TICKS = (*DOC_TICKS, 99.9)

@@ -10,9 +10,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import Stats, Summary, summarise
 from workbench.report import repeats, simulated
 from workbench.report.model import RunData, StepData
+from workbench.results.metrics import Stats, Summary, summarise
 
 FORMAT = "cache-workbench/runs"
 VERSION = 1

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.metrics import format_us
 from workbench.report.model import REPEAT, RunData, StepData
+from workbench.results.metrics import format_us
 
 # name, figure of one repeat, text of one figure
 FIGURES: list[tuple[str, Callable[[StepData], float], Callable[[float], str]]] = [
@@ -61,7 +61,7 @@ class RepeatGroup:
         return spread_of([get(s) for s in self.measured])
 
     def verdicts(self) -> str:
-        """What limited the repeats (`workbench.verdict`): one badge when they agree, else
+        """What limited the repeats (`workbench.results.verdict`): one badge when they agree, else
         each with its count, most frequent first; "" when none was judged."""
         badges = [s.view.verdict.badge for s in self.measured if s.view.verdict.known]
         counts = Counter(badges).most_common()

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.metrics import SUMMARY_TICKS, format_us, redirects_text
 from workbench.report import repeats, simulated
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
+from workbench.results.metrics import SUMMARY_TICKS, format_us, redirects_text
 
 
 def _hit_rate(s: StepData) -> float | None:

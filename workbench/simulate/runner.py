@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import SpecError, WorkbenchError
+from workbench.sdk.errors import SpecError, WorkbenchError
 from workbench.simulate.policies import INSTALL
 
 MODULE = "workbench_libcachesim"

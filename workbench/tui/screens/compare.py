@@ -13,10 +13,10 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from workbench.errors import StoreError
-from workbench.live import StepView
-from workbench.metrics import Summary
-from workbench.store import Store
+from workbench.results.live import StepView
+from workbench.results.metrics import Summary
+from workbench.results.store import Store
+from workbench.sdk.errors import StoreError
 from workbench.tui.context import ScreenContext
 from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
 from workbench.tui.messages import ExportRuns

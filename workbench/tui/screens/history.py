@@ -14,9 +14,9 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from workbench.errors import StoreError
-from workbench.live import RunView
-from workbench.store import RunRow, StoredRun
+from workbench.results.live import RunView
+from workbench.results.store import RunRow, StoredRun
+from workbench.sdk.errors import StoreError
 from workbench.tui.context import ScreenContext
 from workbench.tui.figures import format_pct, format_rate, format_us, format_when
 from workbench.tui.messages import CompareRuns, DeleteRun, ExportRuns, RenameRun
