@@ -70,7 +70,7 @@ from workbench.sdk import (
     runs_in_native_engine,
 )
 from workbench_http.client import connect_keep_alive, connect_new
-from workbench_http.config import check_target
+from workbench_http.config import check_target, endpoints
 from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
@@ -157,4 +157,5 @@ plugin = CacheSystem(
     default_strategy="keep-alive",
     server=ServerLauncher(options=SERVER_OPTIONS, start=start_server),
     check=check_target,
+    endpoints=endpoints,
 )

@@ -49,8 +49,6 @@ from pymemcache.exceptions import (
 )
 
 from workbench.sdk import (
-    MEMCACHE_META,
-    MEMCACHE_TEXT,
     TLS_OPTIONS,
     AdapterError,
     CacheSystem,
@@ -70,6 +68,7 @@ from workbench.sdk import (
     tls_error,
     tls_settings,
 )
+from workbench_memcached.endpoints import endpoints, native_protocol, placement
 from workbench_memcached.protocol import (
     Address,
     Links,
@@ -367,17 +366,6 @@ def _on_each_server(count: ConnectionCount) -> ConnectionCount:
     return each
 
 
-def _native_protocol(system: Mapping[str, Any], strategy: Mapping[str, Any]) -> str:
-    """The native strategy's `protocol` option names the wire protocol it speaks."""
-    return MEMCACHE_META if strategy["protocol"] == "meta" else MEMCACHE_TEXT
-
-
-def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
-    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
-    servers = parse_servers(system["servers"], options=system)
-    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
-
-
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -401,7 +389,8 @@ plugin = CacheSystem(
             *TLS_OPTIONS,
         )
     ),
-    placement=_placement,
+    placement=placement,
+    endpoints=endpoints,
     strategies=(
         Strategy(
             "multiplexed",
@@ -471,7 +460,7 @@ plugin = CacheSystem(
             ),
             engine="native",
             connections=_on_each_server(per_client),
-            protocol=_native_protocol,
+            protocol=native_protocol,
         ),
     ),
     default_strategy="multiplexed",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import re
 import socket
 import time
 import zlib
@@ -52,6 +53,8 @@ _END = b"\r\nEND\r\n"
 _MASK = 0xFFFFFFFF
 
 Address = tuple[str, int]
+# A host name, an IPv4 address or an IPv6 one (from inside its brackets): nothing else.
+_HOST = re.compile(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
 
 
 def parse_servers(
@@ -81,7 +84,9 @@ def parse_servers(
             raise TargetError(
                 f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
             ) from None
-        require_loopback(host or text, where, options)
+        if not _HOST.fullmatch(host):
+            raise TargetError(f"expected host:port such as 127.0.0.1:11211; got {text!r}", where)
+        require_loopback(host, where, options)
         out.append((host, port))
     return out
 

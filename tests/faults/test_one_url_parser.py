@@ -17,8 +17,8 @@ import redis
 from faults_support import WORKBENCH, cli
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 
 @pytest.fixture

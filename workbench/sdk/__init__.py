@@ -12,6 +12,7 @@ import-linter contract checks both). What is here:
 - `protocols`: the wire protocols the native engine speaks, for `Strategy.protocol`
 - `servers`: managed servers (free port, start, wait, memory, stop by pid)
 - `remote`: the loopback guard and the remote-target opt-in
+- `endpoints`: where a system's servers are (`Endpoints`), and the strict URL reader
 - `tls`, `tls_certs`: TLS options, contexts, error lines, throw-away certificates
 - `discovery`: plugins by entry point; `scaffold`: ``workbench plugins new``
 """
@@ -39,6 +40,7 @@ from workbench.sdk.adapter import (
     runs_in_native_engine,
 )
 from workbench.sdk.discovery import load_plugin, plugin_names
+from workbench.sdk.endpoints import Endpoints, Login, Url, read_url
 from workbench.sdk.errors import PluginError, SpecError, TargetError, WorkbenchError
 from workbench.sdk.ops import OPERATIONS, OpKind
 from workbench.sdk.options import Option, OptionSet, parse_duration, parse_size
@@ -81,6 +83,8 @@ __all__ = [
     "ConnectFn",
     "Connection",
     "ConnectionCount",
+    "Endpoints",
+    "Login",
     "ManagedServer",
     "OpKind",
     "Option",
@@ -94,6 +98,7 @@ __all__ = [
     "TargetError",
     "TlsFiles",
     "TlsSettings",
+    "Url",
     "WireCheck",
     "WireProtocol",
     "WorkbenchError",
@@ -118,6 +123,7 @@ __all__ = [
     "process_memory",
     "program_version",
     "protocols",
+    "read_url",
     "require_loopback",
     "require_program",
     "runs_in_native_engine",

@@ -31,11 +31,13 @@ impl Action {
     }
 }
 
-/// The order's op table: each code's name, and what it does here (None: an op this
-/// engine does not run).
+/// The order's op table: what each code does here (None: an op this engine does not run,
+/// or no op), and each code's name.
 #[derive(Clone, Debug, Default)]
 pub struct Ops {
-    by_code: Vec<Option<(String, Option<Action>)>>,
+    /// Looked up for every op sent: a dense table of actions by code.
+    actions: Vec<Option<Action>>,
+    names: Vec<Option<String>>,
 }
 
 impl Ops {
@@ -51,13 +53,15 @@ impl Ops {
                 .filter(|&c| c <= u8::MAX as u64)
                 .ok_or_else(|| format!("step order: op {:?} has no code from 0 to 255", name))?
                 as usize;
-            if ops.by_code.len() <= code {
-                ops.by_code.resize(code + 1, None);
+            if ops.names.len() <= code {
+                ops.names.resize(code + 1, None);
+                ops.actions.resize(code + 1, None);
             }
-            if ops.by_code[code].is_some() {
+            if ops.names[code].is_some() {
                 return Err(format!("step order: op code {} is given twice", code));
             }
-            ops.by_code[code] = Some((name.clone(), Action::named(name)));
+            ops.names[code] = Some(name.clone());
+            ops.actions[code] = Action::named(name);
         }
         Ok(ops)
     }
@@ -65,22 +69,23 @@ impl Ops {
     /// What code `code` does (None: not an op this engine runs).
     #[inline]
     pub fn action(&self, code: u8) -> Option<Action> {
-        self.by_code.get(code as usize)?.as_ref()?.1
+        *self.actions.get(code as usize)?
     }
 
     /// The code of an action, if the order's table has it.
     pub fn code_of(&self, action: Action) -> Option<u8> {
-        self.by_code
+        self.actions
             .iter()
-            .position(|e| e.as_ref().and_then(|e| e.1) == Some(action))
+            .position(|&a| a == Some(action))
             .map(|c| c as u8)
     }
 
     /// A code a client's mix weighs: one the table names, of an op this engine runs.
     pub fn mixed(&self, code: u8) -> Read<u8> {
-        match self.by_code.get(code as usize) {
-            Some(Some((_, Some(_)))) => Ok(code),
-            Some(Some((name, None))) => Err(format!(
+        let name = self.names.get(code as usize).and_then(|n| n.as_ref());
+        match (name, self.action(code)) {
+            (Some(_), Some(_)) => Ok(code),
+            (Some(name), None) => Err(format!(
                 "workload.mix: the native engine does not run {:?} operations",
                 name
             )),
