@@ -70,6 +70,7 @@ from workbench.sdk import (
 )
 from workbench_memcached.endpoints import endpoints, native_protocol, placement
 from workbench_memcached.protocol import (
+    KEYS,
     Address,
     Links,
     MultiplexedClient,
@@ -492,4 +493,5 @@ plugin = CacheSystem(
         start=start_server,
     ),
     check=check_target,
+    keys=KEYS,
 )

@@ -32,6 +32,7 @@ from typing import Any
 
 from workbench.sdk import CacheSystem, Option, OptionSet, ServerLauncher, Strategy, per_client
 from workbench_umem.protocol import (
+    KEYS,
     Link,
     UmemClient,
     check_target,
@@ -174,4 +175,5 @@ plugin = CacheSystem(
         start=start_umem,
     ),
     check=check_target,
+    keys=KEYS,
 )

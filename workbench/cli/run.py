@@ -29,6 +29,7 @@ from workbench.cli.common import (
 )
 from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
 from workbench.cli.waits import show_waits
+from workbench.files.output_files import protect_database
 from workbench.results.events import (
     Event,
     Interval,
@@ -40,6 +41,7 @@ from workbench.results.events import (
     StepStarted,
 )
 from workbench.results.live import RunView
+from workbench.results.store import default_path
 from workbench.run import session
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
@@ -155,6 +157,7 @@ def run_command(
     """
     if print_id:
         only_result_on_stdout()
+    protect_database(store or default_path())  # no output (--json-out, --trace-out) over it
     remote = ["target.allow_remote=true"] if allow_remote else []
     remote += simulation_overrides(trace_out, simulate)
     if name is not None:

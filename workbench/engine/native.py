@@ -20,7 +20,6 @@ import contextlib
 import json
 import struct
 import subprocess
-import sys
 from typing import Any
 
 from workbench.engine.native_order import native_target
@@ -28,6 +27,7 @@ from workbench.engine.serverstats import connect_for_stats
 from workbench.sdk.adapter import AdapterError, CacheSystem, Strategy
 from workbench.sdk.errors import TargetError
 from workbench.sdk.remote import ALLOW_REMOTE
+from workbench.sdk.servers import python_module
 from workbench.spec.native_binary import binary_path, require_binary
 
 _HEADER = struct.Struct(">I")
@@ -46,7 +46,7 @@ def worker_command(engine: str) -> list[str]:
     """The argv of a worker process for `engine` ("python" or "native")."""
     if engine == "native":
         return [str(require_binary())]
-    return [sys.executable, "-m", "workbench.engine.worker"]
+    return python_module("workbench.engine.worker")
 
 
 def _frame(message: dict[str, Any]) -> bytes:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
+from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.errors import TargetError
 from workbench.sdk.ops import KINDS, MIX_CODES, PUBLISH, RECORDED
@@ -100,7 +101,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
-        "trace": _trace(spec, sorted(own.strategy.operations)),
+        "trace": _trace(spec, sorted(own.strategy.operations), TraceKeys.of(system.keys)),
     }
 
 
@@ -219,10 +220,10 @@ def _client(plan: ClientPlan) -> dict[str, Any]:
     }
 
 
-def _trace(spec: Spec, supported: list[str]) -> dict[str, Any] | None:
+def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] | None:
     """The trace to replay: its file, format, speed, ops, limit and trace-time warm-up, the
-    run's client count (a key's client is crc32(key) modulo it), what the strategy does and
-    the largest value sent."""
+    run's client count (a key's client is crc32(key) modulo it), what the strategy does,
+    the largest value sent and which keys are sent."""
     tr = spec.workload.trace
     if tr is None:
         return None
@@ -238,6 +239,7 @@ def _trace(spec: Spec, supported: list[str]) -> dict[str, Any] | None:
         "max_value": MAX_TRACE_VALUE,
         # Each op name a trace may hold, with its kind's code (the op registry's).
         "op_codes": {name: k.code for k in KINDS for name in k.trace_names},
+        "keys": keys.order(),
     }
 
 

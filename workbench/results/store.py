@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.files.output_files import protect_database
+from workbench.files.run_owner import runner_gone
 from workbench.results.events import (
     Event,
     Interval,
@@ -36,7 +38,6 @@ from workbench.results.events import (
 )
 from workbench.results.live import RunView, point
 from workbench.results.metrics import Stats, merged, summarise
-from workbench.results.run_owner import runner_gone
 from workbench.results.timeline import Point
 from workbench.sdk.errors import RunActiveError, RunRefError, StoreError
 from workbench.spec.model import check_name
@@ -357,6 +358,7 @@ class Store:
 
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         self.path = Path(path) if path else default_path()
+        protect_database(self.path)
         self.read_only = read_only
         self._gone: set[str] = set()  # read-only: runs whose process is gone (not marked)
         if read_only:

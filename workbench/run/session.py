@@ -23,6 +23,7 @@ from typing import Any
 from workbench import __version__
 from workbench.engine.coordinator import Coordinator, NextStep
 from workbench.engine.limits import check_limits
+from workbench.files.run_owner import this_runner
 from workbench.results.events import (
     Event,
     Notice,
@@ -32,7 +33,6 @@ from workbench.results.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.results.run_owner import this_runner
 from workbench.results.store import Store, StoredRun
 from workbench.sdk.discovery import load_plugin
 from workbench.sdk.errors import WorkbenchError

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from workbench.files.output_files import check_output
 from workbench.sdk.adapter import Strategy
 from workbench.sdk.errors import SpecError
 from workbench.simulate.policies import parse_policies
@@ -213,11 +214,8 @@ def check_step(spec: Spec) -> ResolvedStep:
         )
     if spec.simulate is not None:
         parse_policies(spec.simulate.policies)
-    if wl.trace_out and spec.load.launcher != "local":
-        raise SpecError(
-            'traces are written by workers on this machine: use load.launcher = "local"',
-            "workload.trace_out",
-        )
+    if wl.trace_out:
+        check_trace_out(spec)
     if wl.trace is not None:
         check_trace(spec)
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
@@ -226,6 +224,16 @@ def check_step(spec: Spec) -> ResolvedStep:
             "workload.ttl",
         )
     return resolved
+
+
+def check_trace_out(spec: Spec) -> None:
+    """workload.trace_out can be written by this machine's workers without harm."""
+    if spec.load.launcher != "local":
+        raise SpecError(
+            'traces are written by workers on this machine: use load.launcher = "local"',
+            "workload.trace_out",
+        )
+    check_output(spec.workload.trace_out, "workload.trace_out")
 
 
 def check_trace(spec: Spec) -> None:

@@ -20,7 +20,7 @@
 //! (`run/turn.rs`) wakes, sends and records send lag as it does for `load.rate`. How the
 //! step's clients take the requests is `run/replay.rs`; the state they take them from is here.
 
-use super::file::{Format, OpNames, TraceReader};
+use super::file::{Format, Key, OpNames, TraceReader};
 use super::keys::{key_index, key_text, IndexKeys, Present};
 use crate::hash::crc32;
 use crate::order::{Action, Ops};
@@ -55,6 +55,12 @@ pub struct TraceOrder {
     /// Each op name a trace may hold and its op code (the op registry's trace names); a
     /// request is sent as the op its code is in the order's table, or skipped by its name.
     pub op_codes: Vec<(String, u8)>,
+    /// Which keys go on the wire (`trace_keys.TraceKeys`): longer ones, or with a space or
+    /// control character when `key_text`, are skipped under the names the order gives.
+    pub key_max: usize,
+    pub key_text: bool,
+    pub key_too_long: String,
+    pub key_not_text: String,
 }
 
 impl TraceOrder {
@@ -86,6 +92,14 @@ impl TraceOrder {
             ],
             max_value: num("max_value")? as u32,
             op_codes: op_codes(&t["op_codes"]).ok_or_else(|| bad("op_codes"))?,
+            key_max: t["keys"]["max_bytes"]
+                .as_u64()
+                .ok_or_else(|| bad("keys.max_bytes"))? as usize,
+            key_text: t["keys"]["text"]
+                .as_bool()
+                .ok_or_else(|| bad("keys.text"))?,
+            key_too_long: text(&t["keys"]["too_long"]).ok_or_else(|| bad("keys.too_long"))?,
+            key_not_text: text(&t["keys"]["not_text"]).ok_or_else(|| bad("keys.not_text"))?,
         }))
     }
 }
@@ -101,11 +115,17 @@ fn op_codes(v: &Value) -> Option<Vec<(String, u8)>> {
         .collect()
 }
 
-/// Why a request read is not sent: its op (by its index in the order's op names), or its
-/// value is larger than the buffer.
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+/// Why a request read is not sent: its op (by its index in the order's op names), its
+/// value is larger than the buffer, or its key breaks the protocol's rule.
 enum Skip {
     Op(u8),
     LargeValue,
+    KeyTooLong,
+    KeyNotText,
 }
 
 /// A request of this worker, read and not yet sent.
@@ -324,12 +344,17 @@ impl Replay {
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
-        let (req, aside) = match self.replayed(r.op, r.value_size) {
+        let sent_as = self
+            .replayed(r.op, r.value_size)
+            .and_then(|s| self.refused_key(&r.key, r.key_size).map_or(Ok(s), Err));
+        let (req, aside) = match sent_as {
             Ok(sent_as) => sent_as,
             Err(skip) => {
                 let what = match skip {
                     Skip::Op(op) => self.order.op_codes[op as usize].0.as_str(),
                     Skip::LargeValue => LARGE_VALUE,
+                    Skip::KeyTooLong => self.order.key_too_long.as_str(),
+                    Skip::KeyNotText => self.order.key_not_text.as_str(),
                 };
                 match self.skipped.iter_mut().find(|s| s.0 == what) {
                     Some(s) => s.1 += 1,
@@ -442,6 +467,21 @@ impl Replay {
             return Err(Skip::LargeValue);
         }
         Ok((req, aside))
+    }
+
+    /// Why a key is not sent (`trace_keys.TraceKeys.refusal`): the prefix, the trace's
+    /// key and its padding too long, or a byte a text protocol cannot carry.
+    fn refused_key(&self, key: &Key, key_size: u32) -> Option<Skip> {
+        let mut buf = [0u8; 20];
+        let body = key_text(key, &mut buf);
+        let len = self.prefix.len() + body.len().max(key_size as usize);
+        if len > self.order.key_max {
+            return Some(Skip::KeyTooLong);
+        }
+        if self.order.key_text && body.iter().any(|&b| b <= 0x20 || b == 0x7F) {
+            return Some(Skip::KeyNotText);
+        }
+        None
     }
 
     /// The front request of client `ci`'s share (`front`), as the step weighs it; the
