@@ -352,6 +352,22 @@ class RunRow:
     clients: int | None = None
 
 
+@dataclass(frozen=True)
+class StepFigures:
+    """One stored step's figures, as a run listing reads them (no histograms)."""
+
+    run_id: str
+    index: int
+    label: dict[str, str]
+    clients: int
+    status: str
+    ops_per_s: float | None
+    p50_us: float | None
+    p99_us: float | None
+    hit_rate: float | None
+    errors: int
+
+
 class Store:
     """The results store. `read_only`: for commands that only read (list, show, report):
     it is opened without write access, never created, and changes nothing."""
@@ -692,6 +708,21 @@ class Store:
                 )
             )
         return out
+
+    def step_figures(self, run_ids: list[str]) -> list[StepFigures]:
+        """The stored figures of every step of these runs, in run and step order."""
+        if not run_ids:
+            return []
+        marks = ", ".join("?" * len(run_ids))
+        rows = self.db.execute(
+            "SELECT run_id, idx, label, clients, status, ops_per_s, p50_us, p99_us, hit_rate, "
+            f"errors FROM steps WHERE run_id IN ({marks}) ORDER BY run_id, idx",
+            run_ids,
+        )
+        return [
+            StepFigures(rid, idx, json.loads(label), clients, status, ops, p50, p99, hr, errs or 0)
+            for rid, idx, label, clients, status, ops, p50, p99, hr, errs in rows
+        ]
 
     def _strategies_ran(self, run_ids: list[str]) -> dict[str, list[str]]:
         """The strategy each started step recorded, per run, in step order."""
