@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers on free loopback ports, each stopped by its pid."""
+"""Shared fixtures: real servers on free loopback ports, each stopped by its pid; how the
+parallel pass groups tests (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,27 @@ from workbench.servers import ServerProcess
 def _need(program: str) -> None:
     if shutil.which(program) is None:
         pytest.fail(f"{program} is not installed; `./dev test` installs it")
+
+
+# Started once per xdist worker, cheap: they never pin a module to one worker.
+PER_WORKER = {"redis_server", "memcached_server"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module whose fixtures outlive a test (a TLS server, a Ray cluster, the namespace
+    test bed) runs on one worker, so that they are set up once, not once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = [  # the suite's own (pytest's and plugins' have no baseid)
+            name
+            for name, defs in info.name2fixturedefs.items()
+            if defs[-1].scope != "function" and defs[-1].baseid and name not in PER_WORKER
+        ]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.fixture(scope="session")

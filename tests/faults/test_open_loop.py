@@ -11,6 +11,9 @@ from workbench.metrics import Recorded, Stats
 from workbench.servers import ServerProcess
 from workbench.store import Store
 
+# Latency against a rate kept: another test's load beside it would move both (docs/testing.md).
+pytestmark = pytest.mark.serial
+
 # The contract asks for 20 µs. On this shared 2-core machine an idle worker pays the
 # kernel's wake-up for each reply (about 50 µs when the machine is loaded), which a
 # closed loop, never idle, does not; the test allows that much, and still fails by far

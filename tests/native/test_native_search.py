@@ -18,7 +18,8 @@ from workbench.search_session import SearchRun
 from workbench.spec.steps import load_spec
 from workbench.store import Store
 
-pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
+# A rate found against the closed-loop throughput: run alone (docs/testing.md).
+pytestmark = [pytest.mark.serial, pytest.mark.redis, pytest.mark.timeout(600)]
 COMMON = [
     "target.system=redis",
     "strategy.name=native",
