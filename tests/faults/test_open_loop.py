@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.metrics import Recorded, Stats
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 # Latency against a rate kept: another test's load beside it would move both (docs/testing.md).
 pytestmark = pytest.mark.serial

@@ -13,8 +13,8 @@ import pytest
 from support import collect, finished
 from umem_support import umem_source
 
+from workbench.results.store import Store
 from workbench.spec.steps import check_spec, load_spec, plan
-from workbench.store import Store
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 SHORT = ["load.duration=0.3", "load.warmup=0"]

@@ -7,13 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.format import step_summary
-from workbench.events import Event, Interval, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, fold, merged, new_histogram
 from workbench.report import render
+from workbench.results.events import (
+    Event,
+    Interval,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.store import Store, StoredRun
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.store import Store, StoredRun
 
 
 def stats(ops: int, latency_ns: int, worker: float, server: float, offered: int = 0) -> Stats:
