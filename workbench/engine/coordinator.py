@@ -269,6 +269,8 @@ class Coordinator:
             "version": self.server.version,
             **{k: str(v) for k, v in self.server.target_options.items()},
         }
+        if build := getattr(self.server, "build", ()):  # how it was built, for reports
+            info["build"] = list(build)
         return resolved.with_server(self.server.target_options), info
 
     def _started(
@@ -302,6 +304,7 @@ class Coordinator:
                 workers,
                 resolved.system_options,
             ),
+            facts=resolved.facts,
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:

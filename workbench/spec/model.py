@@ -20,9 +20,13 @@ from workbench.sdk.errors import SpecError
 ARRIVALS = ("uniform", "poisson")
 
 
+# The system a spec that names none runs: the in-process cache, which needs no server.
+DEFAULT_SYSTEM = "embedded"
+
+
 @dataclass(frozen=True)
 class TargetSpec:
-    system: str = "embedded"
+    system: str = DEFAULT_SYSTEM
     options: Mapping[str, Any] = field(default_factory=dict)
     # Start the system's own server on a free loopback port for the run, and stop it after.
     managed: bool = False
