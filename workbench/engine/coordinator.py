@@ -35,7 +35,14 @@ from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.engine.trace_feed import UNREADABLE
-from workbench.results.events import Event, Interval, Notice, StepFinished, StepStarted
+from workbench.results.events import (
+    Event,
+    Interval,
+    Notice,
+    RunStatus,
+    StepFinished,
+    StepStarted,
+)
 from workbench.results.metrics import Stats, merged
 from workbench.sdk.adapter import ManagedServer
 from workbench.sdk.errors import TargetError
@@ -156,7 +163,7 @@ class Coordinator:
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
         self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
-        self.status = "completed"
+        self.status: RunStatus = "completed"
         self.dead: set[int] = set()
         map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
 

@@ -12,6 +12,9 @@ import-linter contract checks both). What is here:
 - `protocols`: the wire protocols the native engine speaks, for `Strategy.protocol`
 - `facts`: what a system declares so the core never matches its name (URLs, cache size...)
 - `servers`: managed servers (free port, start, wait, memory, stop by pid)
+- `resp_server`, `builds`, `origin` (imported by name, not re-exported here): the recipe of
+  a Redis-compatible managed server, a server built once from its source, and the reference
+  HTTP origin an HTTP cache is put in front of
 - `remote`: the loopback guard and the remote-target opt-in
 - `tls`, `tls_certs`: TLS options, contexts, error lines, throw-away certificates
 - `discovery`: plugins by entry point; `scaffold`: ``workbench plugins new``

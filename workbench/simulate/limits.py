@@ -57,6 +57,6 @@ def cache_limit(
         if size:
             return Limit(size, "bytes")
     reported = (facts.get("figures") or {}).get("limit_bytes")
-    if reported and (size := _int(server_figures.get(reported))):
-        return Limit(size, "bytes")
+    if reported and (figure := _int(server_figures.get(reported))):
+        return Limit(figure, "bytes")
     return None

@@ -230,7 +230,7 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
             except SpecError:
                 continue
         raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
             raise SpecError(f"expected a table; got {value!r}", where)
         return _from_dict(tp, value, where)
@@ -297,4 +297,5 @@ def check_name(name: str, where: str = "name") -> str:
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:
     """Build a Spec from plain data, checking every field's type (not yet its meaning)."""
-    return _from_dict(Spec, data, "")
+    spec: Spec = _from_dict(Spec, data, "")
+    return spec
