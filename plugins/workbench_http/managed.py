@@ -14,6 +14,7 @@ from workbench.sdk import (
     Option,
     OptionSet,
     ServerProcess,
+    listen_address,
     make_tls_files,
     process_memory,
     start_python_server,
@@ -26,10 +27,32 @@ class ProxyServer:
 
     proxy: ServerProcess
     redis: ServerProcess | None
+    backing: str = ""  # the Redis URL behind it
 
     @property
     def pid(self) -> int:
         return self.proxy.pid
+
+    @property
+    def address(self) -> str:
+        return self.proxy.address
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.proxy.log_path
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What `workbench serve` says beside its address."""
+        throw_away = "a throw-away redis on " if self.redis is not None else ""
+        base = self.proxy.target_options.get("base_url", "")
+        return (
+            f"backed by {throw_away}{self.backing}",
+            f"curl '{base}/lookup?key=k' ; curl {base}/stats",
+        )
+
+    def alive(self) -> bool:
+        return self.proxy.alive() and (self.redis is None or self.redis.alive())
 
     @property
     def version(self) -> str:
@@ -84,32 +107,45 @@ class _Tls:
 
 
 def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
-    """Start the reference server `options["kind"]` on a free loopback port."""
-    loop = ["--loop", options["loop"]]
+    """Start the reference server `options["kind"]` on a free loopback port (or where
+    `workbench serve` asks)."""
+    host, port = listen_address(options)
     tls = _Tls(options)
     if options["kind"] == "kv-store":
-        args = [
-            "--mode", options["mode"],
-            "--partitions", str(options["partitions"]),
-            "--expiration", _duration_arg(options["expiration"]),
-            "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
-            *loop,
-            *tls.args,
-        ]  # fmt: skip
-        server = start_python_server(
-            "workbench_http.servers.kv_store",
-            args,
-            version=f"kv-store ({options['mode']})",
-            scratch=tls.scratch,
-        )
-        server.target_options = {
-            **tls.client,
-            "base_url": tls.base_url(server),
-            "get": "GET /?key={key}",
-            "delete": "DELETE /?key={key}",
-            "stats_path": "/stats",
-        }
-        return server
+        return _start_kv_store(options, host, port, tls)
+    return _start_caching_proxy(options, host, port, tls)
+
+
+def _start_kv_store(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ServerProcess:
+    args = [
+        "--mode", options["mode"],
+        "--partitions", str(options["partitions"]),
+        "--expiration", _duration_arg(options["expiration"]),
+        "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
+        "--loop", options["loop"],
+        *tls.args,
+    ]  # fmt: skip
+    server = start_python_server(
+        "workbench_http.servers.kv_store",
+        args,
+        port,
+        host,
+        version=f"kv-store ({options['mode']})",
+        scratch=tls.scratch,
+    )
+    server.target_options = {
+        **tls.client,
+        "base_url": tls.base_url(server),
+        "get": "GET /?key={key}",
+        "delete": "DELETE /?key={key}",
+        "stats_path": "/stats",
+    }
+    base = server.target_options["base_url"]
+    server.notes = (f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',)
+    return server
+
+
+def _start_caching_proxy(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ProxyServer:
     redis: ServerProcess | None = None
     url = options["redis_url"]
     if not url:
@@ -121,13 +157,15 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "--ttl", _duration_arg(options["lru_ttl"]),
         "--rate-limit", f"{options['rate_limit']:g}",
         "--throttle-status", str(options["throttle_status"]),
-        *loop,
+        "--loop", options["loop"],
         *tls.args,
     ]  # fmt: skip
     try:
         proxy = start_python_server(
             "workbench_http.servers.caching_proxy",
             args,
+            port,
+            host,
             version="caching-proxy",
             scratch=tls.scratch,
         )
@@ -143,7 +181,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "delete": "DELETE /lookup?key={key}",
         "stats_path": "/stats",
     }
-    return ProxyServer(proxy, redis)
+    return ProxyServer(proxy, redis, url)
 
 
 SERVER_OPTIONS = OptionSet(

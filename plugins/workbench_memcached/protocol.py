@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 import socket
 import time
 import zlib
@@ -32,6 +31,7 @@ from workbench.sdk import (
     TlsSettings,
     closed_after_handshake,
     plain_port_timeout,
+    read_host_port,
     require_loopback,
     tls_error,
 )
@@ -54,8 +54,6 @@ _END = b"\r\nEND\r\n"
 _MASK = 0xFFFFFFFF
 
 Address = tuple[str, int]
-# A host name, an IPv4 address or an IPv6 one (from inside its brackets): nothing else.
-_HOST = re.compile(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")
 
 
 def parse_servers(
@@ -69,24 +67,12 @@ def parse_servers(
         raise TargetError("expected at least one memcached server such as 127.0.0.1:11211", where)
     out: list[Address] = []
     for text in values:
-        text = text.strip()
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port_text = rest[1:] if rest.startswith(":") else rest
-        elif text.count(":") == 1:
-            host, _, port_text = text.partition(":")
-        else:
-            host, port_text = text, ""
         try:
-            port = int(port_text) if port_text else DEFAULT_PORT
-            if not 0 < port < 65536:
-                raise ValueError
-        except ValueError:
+            host, port = read_host_port(str(text).strip(), DEFAULT_PORT, where)
+        except TargetError:
             raise TargetError(
                 f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
             ) from None
-        if not _HOST.fullmatch(host):
-            raise TargetError(f"expected host:port such as 127.0.0.1:11211; got {text!r}", where)
         require_loopback(host, where, options)
         out.append((host, port))
     return out

@@ -13,7 +13,8 @@ from native_workers import intervals, run_worker, spec, status, total
 from pymemcache.client.base import Client as Memcache
 
 from workbench.sdk.servers import ServerProcess
-from workbench.workload.generator import ValueBuffer, format_key
+from workbench.workload.generator import ValueBuffer
+from workbench.workload.keys import format_key
 
 
 def _target(system: str, server: ServerProcess) -> dict[str, Any]:
@@ -160,6 +161,8 @@ def test_cache_aside_hit_rate_equals_the_python_engines(
         "load.ops": 20_000,
         "load.concurrency": 4,
         "seed": 5,
+        # One interval however long the 20,000 ops take: 5 s was passed on a loaded machine.
+        "load.interval": 120.0,
     }
     native = run_worker("native", _native(system, server, **common))
     python = run_worker(

@@ -10,12 +10,12 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
 from workbench.cli import flags as f
-from workbench.cli import outputs
+from workbench.cli import outputs, stop_signals
 from workbench.cli.check import FailOnOption, checks_for, judge_steps, with_fail_on
 from workbench.cli.common import (
     EXIT_CODES_HELP,
@@ -50,8 +50,6 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # Where a command's events come from, given the stop request: `session.run` unless told.
 EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
@@ -186,6 +184,8 @@ def run_command(
         from workbench.cli.comparing import Baseline  # numpy and the bootstrap: only when asked
 
         against = Baseline.read(baseline, fail_on_regression or [], noise, store)
+    if stop_signals.stop_seen():  # one came where Python dropped its KeyboardInterrupt
+        raise KeyboardInterrupt
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
@@ -203,8 +203,9 @@ def run_command(
         passed = against.judge(st.load(view.run_id)) and passed
     if print_id:
         result(view.run_id)
-    if view.status == "interrupted":
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    if view.status == "interrupted":  # by Ctrl-C: out now, a second one has nothing to wait on
+        st.close()  # its last writes reach the file itself, not only the journal
+        stop_signals.leave(int(ExitStatus.INTERRUPTED))
     if view.status == "failed" or failed_files:
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
     if not passed:
@@ -250,6 +251,29 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
     return any(w.error for w in done)
 
 
+class _Presses:
+    """Stop signals as they come (Ctrl-C, SIGTERM, SIGHUP): the first stops the run and
+    keeps what was measured, the second abandons it (cancels `task`)."""
+
+    def __init__(
+        self, stop: asyncio.Event, task: asyncio.Task[Any] | None, say: Callable[[str], None]
+    ) -> None:
+        self.stop, self.task, self.say = stop, task, say
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.say(
+                "stopping: finishing the current interval and keeping what was measured "
+                "(Ctrl-C again to abandon)"
+            )
+            self.stop.set()
+        elif self.count == 2 and self.task is not None:
+            self.say("abandoning: workers killed, complete intervals kept")
+            self.task.cancel()
+
+
 async def _drive(  # type: ignore[no-untyped-def]
     spec,
     st,
@@ -269,33 +293,20 @@ async def _drive(  # type: ignore[no-untyped-def]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    presses = {"n": 0}
     bar = None
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
         bar = RunProgress(bar_on, ticks)
-
-    def say(text: str) -> None:
-        (bar.print if bar is not None else out)(text)
-
-    def on_signal() -> None:
-        presses["n"] += 1
-        if presses["n"] == 1:
-            say(
-                "stopping: finishing the current interval and keeping what was measured "
-                "(Ctrl-C again to abandon)"
-            )
-            stop.set()
-        elif presses["n"] == 2 and task is not None:
-            say("abandoning: workers killed, complete intervals kept")
-            task.cancel()
-
+    on_signal = _Presses(stop, task, bar.print if bar is not None else out)
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
-    for sig in STOP_SIGNALS:
+    stops = stop_signals.handled()
+    for sig in stops:
         loop.add_signal_handler(sig, on_signal)
     loop.add_signal_handler(signal.SIGUSR1, show_waits)
+    if stop_signals.stop_seen():  # one came before the loop's handlers, and was dropped
+        on_signal()
     view = RunView()
     try:
         events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
@@ -306,15 +317,16 @@ async def _drive(  # type: ignore[no-untyped-def]
             else:
                 (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
     except asyncio.CancelledError:
-        if presses["n"] < 2 or task is None:
+        if on_signal.count < 2 or task is None:
             raise
         task.uncancel()  # our own abandonment: the run is stored, report it
         view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))
     finally:
         if bar is not None:
             bar.close()
-        for sig in (*STOP_SIGNALS, signal.SIGUSR1):
+        for sig in (*stops, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
+        stop_signals.install()  # asyncio left SIGTERM and SIGHUP fatal: the files still to write
     return view
 
 

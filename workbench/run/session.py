@@ -43,7 +43,9 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.resolve import fallback_notice
 from workbench.spec.steps import Step, check_spec, plan
 
-LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
+# The workbench's own libraries whose versions a run records; each system adds its own
+# (`CacheSystem.libraries`: its client libraries).
+LIBRARIES = ("hdrhistogram", "uvloop", "textual")
 
 
 def new_run_id() -> str:
@@ -55,10 +57,18 @@ def launcher_log(store: Store, run_id: str) -> Path:
     return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
-def environment() -> dict[str, Any]:
+def run_libraries(spec: Spec, steps: list[Step]) -> tuple[str, ...]:
+    """The systems' client libraries (every step's, or the spec's for a search that plans
+    as it goes), then the workbench's own."""
+    systems = [s.resolved.system for s in steps if s.resolved] or [load_plugin(spec.target.system)]
+    own = [name for system in systems for name in system.libraries]
+    return tuple(dict.fromkeys([*own, *LIBRARIES]))
+
+
+def environment(libraries: tuple[str, ...] = LIBRARIES) -> dict[str, Any]:
     """The machine and software a run was measured on, for the report's header."""
     libs = {}
-    for name in LIBRARIES:
+    for name in libraries:
         try:
             libs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -86,6 +96,28 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+def _simulation(spec: Spec) -> tuple[Spec, tuple[str, ...], str | None]:
+    """The spec (writing its requests to a scratch trace when it simulates and names no
+    trace of its own), the policies to simulate, and the scratch directory to remove."""
+    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
+    if not policies:
+        return spec, (), None
+    require_simulator()  # one line saying how to install it, before anything runs
+    if spec.workload.trace_out:
+        return spec, policies, None
+    scratch = tempfile.mkdtemp(prefix="workbench-trace-")  # removed after the run
+    trace = os.path.join(scratch, "trace.oracleGeneral")
+    return replace(spec, workload=replace(spec.workload, trace_out=trace)), policies, scratch
+
+
+def _planned(spec: Spec, next_step: NextStep | None) -> tuple[list[Step], NextStep | None]:
+    """The spec's steps (none when asked for in turn), each checked against this machine's
+    limits: here for a planned run, as they come for a search."""
+    steps = check_spec(spec) if next_step is None else []
+    check_limits(steps)
+    return steps, None if next_step is None else _limits_checked(next_step)
+
+
 async def run(
     spec: Spec,
     store: Store,
@@ -100,18 +132,8 @@ async def run(
     given the previous step's StepFinished (None at first), until it returns None.
     """
     check_name(name or spec.name, "name")
-    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
-    scratch = None
-    if policies:
-        require_simulator()  # one line saying how to install it, before anything runs
-        if not spec.workload.trace_out:  # a trace to simulate, removed after the run
-            scratch = tempfile.mkdtemp(prefix="workbench-trace-")
-            trace = os.path.join(scratch, "trace.oracleGeneral")
-            spec = replace(spec, workload=replace(spec.workload, trace_out=trace))
-    steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)  # once per step: here for a planned run, as they come for a search
-    if next_step is not None:
-        next_step = _limits_checked(next_step)
+    spec, policies, scratch = _simulation(spec)
+    steps, next_step = _planned(spec, next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(
@@ -119,7 +141,7 @@ async def run(
         name or spec.name,
         spec_to_dict(spec),
         [{"index": s.index, "label": s.label, "title": s.title} for s in steps],
-        environment(),
+        environment(run_libraries(spec, steps)),
         time.time(),
         this_runner(),
     )

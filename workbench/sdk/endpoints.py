@@ -12,6 +12,7 @@ cannot read exactly: a query, a fragment, a user part holding an ``@``, a port t
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 from workbench.sdk.errors import TargetError
 from workbench.sdk.tls import TlsSettings
 
-__all__ = ["Endpoints", "Login", "Url", "read_url"]
+__all__ = ["Endpoints", "Login", "Url", "read_host_port", "read_url"]
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,7 @@ def read_url(
     if "@" in user:
         raise refuse("a user part holding '@' cannot be read as one user: expected at most one '@'")
     username, colon, password = user.partition(":")
-    hp = _HOST_PORT.fullmatch(hostport)
-    if hp is None:
-        raise refuse(f"expected HOST[:PORT]; got {hostport!r}")
-    host = hp.group("v6") or hp.group("name") or default_host
-    if not host:
-        raise refuse("expected a host")
-    port = _port(hp.group("port"), schemes[scheme], refuse)
+    host, port = _host_port(hostport, schemes[scheme], default_host, refuse)
     return Url(
         scheme=scheme,
         host=host,
@@ -108,6 +103,37 @@ def read_url(
         password=password if colon else None,
         netloc=hostport,
     )
+
+
+def read_host_port(text: str, default_port: int, where: str) -> tuple[str, int]:
+    """``HOST[:PORT]`` read exactly (``[::1]:PORT`` for IPv6, or a bare IPv6 address): a
+    TargetError naming `where` for anything else, such as a port that is not 1-65535 in
+    plain digits or text around the host."""
+
+    def refuse(what: str) -> TargetError:
+        return TargetError(f"{what} in {text!r}", where)
+
+    try:  # a bare IPv6 address: its colons are not a port's
+        return str(ipaddress.IPv6Address(text)), default_port
+    except ValueError:
+        return _host_port(text, default_port, "", refuse)
+
+
+def _host_port(
+    text: str, default_port: int, default_host: str, refuse: Callable[[str], TargetError]
+) -> tuple[str, int]:
+    hp = _HOST_PORT.fullmatch(text)
+    if hp is None:
+        raise refuse(f"expected HOST[:PORT]; got {text!r}")
+    host = hp.group("v6") or hp.group("name") or default_host
+    if not host:
+        raise refuse("expected a host")
+    if hp.group("v6") is not None:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise refuse(f"expected an IPv6 address inside [...]; got {host!r}") from None
+    return host, _port(hp.group("port"), default_port, refuse)
 
 
 def _port(text: str | None, default: int, refuse: Callable[[str], TargetError]) -> int:
