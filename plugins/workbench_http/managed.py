@@ -145,8 +145,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         )
         return server
     redis: ServerProcess | None = None
-    url = options["redis_url"]
-    _require_loopback_redis(url)
+    url = _loopback_redis(options["redis_url"])
     if not url:
         redis = start_redis()
         url = redis.target_options["url"]
@@ -228,11 +227,11 @@ SERVER_OPTIONS = OptionSet(
 )
 
 
-def _require_loopback_redis(url: str) -> None:
+def _loopback_redis(url: str) -> str:
     """The proxy's backing Redis is on this machine: a managed server never sends its
     traffic elsewhere (nothing else in the workbench may either, without --allow-remote)."""
     if not url or url.startswith("unix://"):  # a socket file is on this machine
-        return
+        return url
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
@@ -242,3 +241,4 @@ def _require_loopback_redis(url: str) -> None:
             f"expected a redis:// URL on this machine (127.0.0.1, ::1, localhost); got {url!r}",
             "target.server.redis_url",
         )
+    return url
