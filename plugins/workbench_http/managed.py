@@ -113,37 +113,42 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
     """Start the reference server `options["kind"]` on a free loopback port (or where
     `workbench serve` asks)."""
     host, port = listen_address(options)
-    loop = ["--loop", options["loop"]]
     tls = _Tls(options)
     if options["kind"] == "kv-store":
-        args = [
-            "--mode", options["mode"],
-            "--partitions", str(options["partitions"]),
-            "--expiration", _duration_arg(options["expiration"]),
-            "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
-            *loop,
-            *tls.args,
-        ]  # fmt: skip
-        server = start_python_server(
-            "workbench_http.servers.kv_store",
-            args,
-            port,
-            host,
-            version=f"kv-store ({options['mode']})",
-            scratch=tls.scratch,
-        )
-        server.target_options = {
-            **tls.client,
-            "base_url": tls.base_url(server),
-            "get": "GET /?key={key}",
-            "delete": "DELETE /?key={key}",
-            "stats_path": "/stats",
-        }
-        base = server.target_options["base_url"]
-        server.notes = (
-            f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',
-        )
-        return server
+        return _start_kv_store(options, host, port, tls)
+    return _start_caching_proxy(options, host, port, tls)
+
+
+def _start_kv_store(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ServerProcess:
+    args = [
+        "--mode", options["mode"],
+        "--partitions", str(options["partitions"]),
+        "--expiration", _duration_arg(options["expiration"]),
+        "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
+        "--loop", options["loop"],
+        *tls.args,
+    ]  # fmt: skip
+    server = start_python_server(
+        "workbench_http.servers.kv_store",
+        args,
+        port,
+        host,
+        version=f"kv-store ({options['mode']})",
+        scratch=tls.scratch,
+    )
+    server.target_options = {
+        **tls.client,
+        "base_url": tls.base_url(server),
+        "get": "GET /?key={key}",
+        "delete": "DELETE /?key={key}",
+        "stats_path": "/stats",
+    }
+    base = server.target_options["base_url"]
+    server.notes = (f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',)
+    return server
+
+
+def _start_caching_proxy(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ProxyServer:
     redis: ServerProcess | None = None
     url = _loopback_redis(options["redis_url"])
     if not url:
@@ -155,7 +160,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "--ttl", _duration_arg(options["lru_ttl"]),
         "--rate-limit", f"{options['rate_limit']:g}",
         "--throttle-status", str(options["throttle_status"]),
-        *loop,
+        "--loop", options["loop"],
         *tls.args,
     ]  # fmt: skip
     try:
