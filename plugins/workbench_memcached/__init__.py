@@ -70,6 +70,8 @@ from workbench.sdk import (
     tls_error,
     tls_settings,
 )
+from workbench.sdk.ops import CONDITIONAL
+from workbench_memcached.expiry import exptime
 from workbench_memcached.protocol import (
     KEYS,
     Address,
@@ -78,11 +80,12 @@ from workbench_memcached.protocol import (
     Rendezvous,
     address_text,
     check_target,
-    exptime,
     parse_servers,
     to_stats,
 )
 from workbench_memcached.server import MAX_ITEM_SIZE, MEMORY_MB, THREADS, start_memcached
+
+KV = frozenset({"get", "set", "delete"})
 
 
 def _translate(exc: Exception, server: str) -> AdapterError:
@@ -420,6 +423,7 @@ plugin = CacheSystem(
                 )
             ),
             connections=_on_each_server(count_of("connections")),
+            operations=KV | CONDITIONAL,
         ),
         Strategy(
             "client-per-client",

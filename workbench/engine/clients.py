@@ -23,6 +23,7 @@ from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
+from workbench.engine.conditional import Tokens, issue_async, issue_blocking, sent_bytes
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import TraceEnd, TraceStream, WarmupWait
 from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
@@ -72,6 +73,7 @@ class LoadState:
     # tuples of a list of records would be.
     trace: list[int] | None = None
     warm_trace: list[int] = field(default_factory=list)
+    tokens: Tokens = field(default_factory=Tokens)  # the cas tokens of the worker's gets
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -159,7 +161,7 @@ async def async_client(
     pacer = _pacer(plan, stream, state.start_ns)
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
-    trace, warm_trace = state.trace, state.warm_trace
+    trace, warm_trace, tokens = state.trace, state.warm_trace, state.tokens
     due = last_end = run_began = count = seq = 0
     while state.running:
         try:
@@ -189,7 +191,7 @@ async def async_client(
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)
-        got, sent, expected = None, size, 0
+        got, sent, expected, outcome = None, size, 0, None
         try:
             if code in (GET, CACHE_ASIDE):
                 got = await client.get(key)
@@ -199,14 +201,21 @@ async def async_client(
             elif code == DELETE:
                 await client.delete(key)
                 sent = 0
-            else:
+            elif code == PUBLISH:
                 seq += 1
                 message = stamped(perf(), seq, state.measuring, body)
                 await client.publish(channels[index % len(channels)], message)
                 sent, expected = len(message), subs
+            else:  # a conditional write or a gets
+                off = index % spread
+                v = value[off : off + size]
+                got, outcome = await issue_async(client, code, key, v, ttl, tokens)
+                sent = sent_bytes(code, size)
             last_end = perf()
             if state.phase == phase:
                 _finish(state.buf, code, last_end - t0, got, index < hot_end, sent, expected, lag)
+                if outcome is not None:
+                    state.buf.outcome(code, outcome)
             if got is None and code == CACHE_ASIDE:
                 off = index % spread
                 last_end = await _fill(client, state, phase, key, value[off : off + size], ttl)
@@ -260,17 +269,21 @@ def _finish(
         buf.send_lag.append(lag)
 
 
-def _blocking_call(client: Any, code: int, key: bytes, value: Any, ttl: float | None) -> Any:
-    """Issue one op on a blocking client; a reply for gets, None otherwise."""
+def _blocking_call(
+    client: Any, code: int, key: bytes, value: Any, ttl: float | None, tokens: Tokens
+) -> tuple[Any, str | None]:
+    """Issue one op on a blocking client: (a get's reply, a conditional write's outcome)."""
     if code in (GET, CACHE_ASIDE):
-        return client.get(key)
+        return client.get(key), None
     if code == SET:
         client.set(key, value, ttl)
     elif code == DELETE:
         client.delete(key)
-    else:
+    elif code == PUBLISH:
         raise UnsupportedOp(f"blocking clients cannot issue op code {code}")
-    return None
+    else:
+        return issue_blocking(client, code, key, value, ttl, tokens)
+    return None, None
 
 
 def thread_client(
@@ -282,7 +295,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = _pacer(plan, stream, state.start_ns)
     lock = state.lock
-    trace, warm_trace = state.trace, state.warm_trace
+    trace, warm_trace, tokens = state.trace, state.warm_trace, state.tokens
     due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
@@ -323,9 +336,9 @@ def thread_client(
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         failure: Exception | None = None
         set_ns = -1
-        got = None
+        got = outcome = None
         try:
-            got = _blocking_call(client, code, key, value, ttl)
+            got, outcome = _blocking_call(client, code, key, value, ttl, tokens)
             last_end = perf()
             if got is None and code == CACHE_ASIDE:
                 s0 = perf()
@@ -340,8 +353,10 @@ def thread_client(
                 if failure is not None:
                     buf.error(failure)
                 else:
-                    sent = 0 if code == DELETE else size
+                    sent = sent_bytes(code, size)
                     _finish(buf, code, last_end - t0, got, index < hot_end, sent, 0, lag)
+                    if outcome is not None:
+                        buf.outcome(code, outcome)
                     if set_ns >= 0:
                         record(buf, SET, set_ns, None, False, size, 0)
         if failure is not None:

@@ -27,7 +27,7 @@ from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
 from pyhdrh import encode as encode_varints  # hdrh's own C encoder
 
-from workbench.sdk.ops import RECEIVED
+from workbench.sdk.ops import OUTCOMES, RECEIVED, outcome_text
 
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000  # one hour
@@ -180,6 +180,10 @@ class Stats:
     # ("incr", "cas") or a value too large to send ("value over 4 MiB"). Not errors:
     # nothing was tried. On the wire and in the store only when there are any.
     skipped: dict[str, int] = field(default_factory=dict)
+    # What conditional writes did, by op kind then outcome (`workbench.sdk.ops.OUTCOMES`):
+    # {"add": {"stored": 212, "not_stored": 594}}. On the wire and in the store only when
+    # there are any.
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -219,6 +223,10 @@ class Stats:
         self.ask += other.ask
         for what, n in other.skipped.items():
             self.skipped[what] = self.skipped.get(what, 0) + n
+        for kind, counts in other.outcomes.items():
+            mine = self.outcomes.setdefault(kind, {})
+            for outcome, n in counts.items():
+                mine[outcome] = mine.get(outcome, 0) + n
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -237,6 +245,8 @@ class Stats:
         data = self._fields()
         if self.skipped:
             data["skipped"] = dict(self.skipped)
+        if self.outcomes:
+            data["outcomes"] = {kind: dict(counts) for kind, counts in self.outcomes.items()}
         return data
 
     def _fields(self) -> dict[str, Any]:
@@ -285,6 +295,7 @@ class Stats:
         stats.server = dict(data.get("server", {}))
         stats.cpu = dict(data.get("cpu", {}))
         stats.skipped = dict(data.get("skipped", {}))
+        stats.outcomes = {k: dict(v) for k, v in data.get("outcomes", {}).items()}
         lag = data.get("send_lag")
         stats.send_lag = decode(lag) if lag else None
         return stats
@@ -296,7 +307,7 @@ _STATS_FIELDS = frozenset(f.name for f in dataclass_fields(Stats))
 # The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
 STATS_KEYS = tuple(Stats().to_dict())
 # Keys an interval's statistics hold only when they have something (a trace replay's).
-OPTIONAL_STATS_KEYS = ("skipped",)
+OPTIONAL_STATS_KEYS = ("skipped", "outcomes")
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:
@@ -559,6 +570,22 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
+
+
+def outcomes_text(counts: Mapping[str, int]) -> str:
+    """A conditional write's outcomes as reports write them, in the registry's order:
+    "stored 212, not stored 594"."""
+    order = {o: i for i, o in enumerate(OUTCOMES)}
+    ranked = sorted(counts.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+    return ", ".join(f"{outcome_text(o)} {n:,}" for o, n in ranked)
+
+
+def outcome_lines(stats: Stats) -> list[str]:
+    """Each conditional write's count and outcomes: "add: 806 (stored 212, not stored 594)"."""
+    return [
+        f"{kind}: {sum(counts.values()):,} ({outcomes_text(counts)})"
+        for kind, counts in sorted(stats.outcomes.items())
+    ]
 
 
 def redirects_text(stats: Stats) -> str:
