@@ -20,6 +20,7 @@ import typer
 from workbench_memcached.server import MEMORY_MB, THREADS, start_memcached
 from workbench_redis.server import POLICY, start_redis
 
+from workbench.cli import stop_signals
 from workbench.cli.common import ExitStatus, fail, one_line_errors, out
 from workbench.sdk.servers import LOOPBACK, ServerProcess, start_python_server
 
@@ -37,9 +38,9 @@ LoopOption = Annotated[
 ]
 
 
-# A closed terminal (SIGHUP) stops the servers as Ctrl-C does. Should this process die
-# without stopping them (SIGKILL), they die with it (`workbench.sdk.servers.launch`).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# A closed terminal (SIGHUP, unless under nohup) stops the servers as Ctrl-C does. Should
+# this process die without stopping them (SIGKILL), they die with it
+# (`workbench.sdk.servers.launch`).
 
 
 class _Stop(Exception):
@@ -52,7 +53,7 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 def _foreground(servers: list[ServerProcess], lines: list[str]) -> None:
     """Print what runs, wait until a signal or a server's death, stop them all."""
-    previous = {s: signal.signal(s, _raise_stop) for s in STOP_SIGNALS}
+    previous = {s: signal.signal(s, _raise_stop) for s in stop_signals.handled()}
     try:
         for line in lines:
             out(line)
