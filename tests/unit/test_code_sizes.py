@@ -15,7 +15,6 @@ MAX_FUNCTION_LINES = 60
 # Still over, to be split: path -> lines, "path:function" -> lines (its size today).
 STILL_OVER: dict[str, int] = {
     "plugins/workbench_http/managed.py:start_server": 71,
-    "plugins/workbench_memcached/__init__.py": 520,
     "plugins/workbench_memcached/protocol.py": 567,
     "plugins/workbench_redis/cluster.py:start_cluster": 66,
     "workbench/cli/flags.py": 716,

@@ -7,15 +7,9 @@ from typing import Any
 
 from workbench.results.events import StepStarted
 from workbench.results.live import StepView
-from workbench.results.metrics import (
-    SUMMARY_TICKS,
-    Summary,
-    format_us,
-    outcomes_text,
-    redirects_text,
-    summarise,
-)
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, summarise
 from workbench.results.refusals import refusals
+from workbench.results.step_text import outcomes_text, redirects_text
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:

@@ -12,7 +12,8 @@ import typer
 
 from workbench.cli.common import StoreOption, one_line_errors, out, read_store
 from workbench.files.output_files import check_output
-from workbench.results.metrics import Stats, outcomes_text
+from workbench.results.metrics import Stats
+from workbench.results.step_text import outcomes_text
 from workbench.results.store import StoredRun
 from workbench.sdk.errors import WorkbenchError
 from workbench.simulate import runner
@@ -113,13 +114,12 @@ def info(
     out(f"  working set        distinct objects per {window} requests, from trace time:")
     for row in stats.working_set:
         out(f"    {row['from_s']:>12g} s  {int(row['objects'])}")
-    for r in replays or ():
-        out(f"  replayed in run {r['run']} step {r['step']} ({r['target']}):")
-        out(f"    hits {r['hits']:,}  misses {r['misses']:,}")
-        for op, did in r["ops"].items():
-            out(f"    {op:<9} {did['text']}")
-    if not libcachesim:
-        return
+    _print_replays(replays or [])
+    if libcachesim:
+        _print_libcachesim(lcs)
+
+
+def _print_libcachesim(lcs: dict[str, Any] | None) -> None:
     if lcs is None:
         out(f"  libCacheSim        not installed: {INSTALL}")
         return
@@ -135,6 +135,14 @@ def info(
     if "zipf_alpha" in lcs:  # the analyzer fits none to too few repeated objects
         out(f"    zipf alpha         {lcs['zipf_alpha']} (R² {lcs.get('zipf_r2')})")
     out(f"    mean frequency     {lcs.get('frequency_mean')} requests per object")
+
+
+def _print_replays(replays: list[dict[str, Any]]) -> None:
+    for r in replays:
+        out(f"  replayed in run {r['run']} step {r['step']} ({r['target']}):")
+        out(f"    hits {r['hits']:,}  misses {r['misses']:,}")
+        for op, did in r["ops"].items():
+            out(f"    {op:<9} {did['text']}")
 
 
 def replayed(run: StoredRun) -> list[dict[str, Any]]:

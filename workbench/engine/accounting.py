@@ -88,8 +88,9 @@ def record(
 ) -> None:
     """One completed op: its latency and what it moved. The one recording path of every loop.
 
-    `got` is a get's reply (None: a miss); `sent` the bytes written; `expected` the
-    deliveries a publish should cause.
+    `got` is the reply: a read's value (None: a miss), a conditional write's outcome
+    (`workbench.sdk.ops.OUTCOMES`); `sent` the bytes written; `expected` the deliveries a
+    publish should cause.
     """
     buf.lat[GET if code == CACHE_ASIDE else code].append(ns)
     if code in READS:
@@ -105,6 +106,8 @@ def record(
     if code == PUBLISH:
         buf.published += 1
         buf.expected += expected
+    elif got is not None:  # a conditional write's outcome
+        buf.outcome(code, got)
 
 
 def record_delivery(buf: Buffers, ns: int, size: int) -> None:

@@ -23,10 +23,10 @@ from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
-from workbench.engine.conditional import Tokens, issue_async, issue_blocking, sent_bytes
+from workbench.engine.conditional import Tokens, issue, issue_blocking, sent_bytes
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import TraceEnd, TraceStream, WarmupWait
-from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+from workbench.sdk.ops import CACHE_ASIDE, GET, PUBLISH, SET
 from workbench.workload.generator import OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -191,31 +191,23 @@ async def async_client(
         lag = t0 - due if pacer is not None else -1
         if pacer is not None:
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)
-        got, sent, expected, outcome = None, size, 0, None
+        got, sent, expected = None, size, 0
         try:
             if code in (GET, CACHE_ASIDE):
                 got = await client.get(key)
             elif code == SET:
                 off = index % spread
                 await client.set(key, value[off : off + size], ttl)
-            elif code == DELETE:
-                await client.delete(key)
-                sent = 0
             elif code == PUBLISH:
                 seq += 1
                 message = stamped(perf(), seq, state.measuring, body)
                 await client.publish(channels[index % len(channels)], message)
                 sent, expected = len(message), subs
-            else:  # a conditional write or a gets
-                off = index % spread
-                v = value[off : off + size]
-                got, outcome = await issue_async(client, code, key, v, ttl, tokens)
-                sent = sent_bytes(code, size)
+            else:  # a delete, a gets or a conditional write (whose reply is its outcome)
+                got, sent = await issue(client, code, key, value, index, size, ttl, tokens)
             last_end = perf()
             if state.phase == phase:
                 _finish(state.buf, code, last_end - t0, got, index < hot_end, sent, expected, lag)
-                if outcome is not None:
-                    state.buf.outcome(code, outcome)
             if got is None and code == CACHE_ASIDE:
                 off = index % spread
                 last_end = await _fill(client, state, phase, key, value[off : off + size], ttl)
@@ -271,19 +263,17 @@ def _finish(
 
 def _blocking_call(
     client: Any, code: int, key: bytes, value: Any, ttl: float | None, tokens: Tokens
-) -> tuple[Any, str | None]:
-    """Issue one op on a blocking client: (a get's reply, a conditional write's outcome)."""
+) -> Any:
+    """Issue one op on a blocking client: its reply (a read's value, a conditional write's
+    outcome), None for a set or a delete."""
     if code in (GET, CACHE_ASIDE):
-        return client.get(key), None
+        return client.get(key)
     if code == SET:
         client.set(key, value, ttl)
-    elif code == DELETE:
-        client.delete(key)
-    elif code == PUBLISH:
+        return None
+    if code == PUBLISH:
         raise UnsupportedOp(f"blocking clients cannot issue op code {code}")
-    else:
-        return issue_blocking(client, code, key, value, ttl, tokens)
-    return None, None
+    return issue_blocking(client, code, key, value, ttl, tokens)
 
 
 def thread_client(
@@ -336,9 +326,9 @@ def thread_client(
             t0, run_began = stopwatch_start(due, t0, last_end, run_began)
         failure: Exception | None = None
         set_ns = -1
-        got = outcome = None
+        got = None
         try:
-            got, outcome = _blocking_call(client, code, key, value, ttl, tokens)
+            got = _blocking_call(client, code, key, value, ttl, tokens)
             last_end = perf()
             if got is None and code == CACHE_ASIDE:
                 s0 = perf()
@@ -355,8 +345,6 @@ def thread_client(
                 else:
                     sent = sent_bytes(code, size)
                     _finish(buf, code, last_end - t0, got, index < hot_end, sent, 0, lag)
-                    if outcome is not None:
-                        buf.outcome(code, outcome)
                     if set_ns >= 0:
                         record(buf, SET, set_ns, None, False, size, 0)
         if failure is not None:

@@ -11,7 +11,8 @@ from workbench.report.changes import comparisons_for
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
-from workbench.results.metrics import SUMMARY_TICKS, format_us, outcome_lines, redirects_text
+from workbench.results.metrics import SUMMARY_TICKS, format_us
+from workbench.results.step_text import outcome_lines, redirects_text
 
 
 def _hit_rate(s: StepData) -> float | None:

@@ -27,7 +27,7 @@ from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
 from pyhdrh import encode as encode_varints  # hdrh's own C encoder
 
-from workbench.sdk.ops import OUTCOMES, RECEIVED, outcome_text
+from workbench.sdk.ops import RECEIVED
 
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000  # one hour
@@ -180,9 +180,7 @@ class Stats:
     # ("incr", "cas") or a value too large to send ("value over 4 MiB"). Not errors:
     # nothing was tried. On the wire and in the store only when there are any.
     skipped: dict[str, int] = field(default_factory=dict)
-    # What conditional writes did, by op kind then outcome (`workbench.sdk.ops.OUTCOMES`):
-    # {"add": {"stored": 212, "not_stored": 594}}. On the wire and in the store only when
-    # there are any.
+    # What conditional writes did, by op then outcome (`ops.OUTCOMES`), as `skipped` is kept.
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -224,9 +222,7 @@ class Stats:
         for what, n in other.skipped.items():
             self.skipped[what] = self.skipped.get(what, 0) + n
         for kind, counts in other.outcomes.items():
-            mine = self.outcomes.setdefault(kind, {})
-            for outcome, n in counts.items():
-                mine[outcome] = mine.get(outcome, 0) + n
+            self.outcomes[kind] = dict(Counter(self.outcomes.get(kind, {})) + Counter(counts))
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -570,37 +566,6 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
-
-
-def outcomes_text(counts: Mapping[str, int]) -> str:
-    """A conditional write's outcomes as reports write them, in the registry's order:
-    "stored 212, not stored 594"."""
-    order = {o: i for i, o in enumerate(OUTCOMES)}
-    ranked = sorted(counts.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
-    return ", ".join(f"{outcome_text(o)} {n:,}" for o, n in ranked)
-
-
-def outcome_lines(stats: Stats) -> list[str]:
-    """Each conditional write's count and outcomes: "add: 806 (stored 212, not stored 594)"."""
-    return [
-        f"{kind}: {sum(counts.values()):,} ({outcomes_text(counts)})"
-        for kind, counts in sorted(stats.outcomes.items())
-    ]
-
-
-def redirects_text(stats: Stats) -> str:
-    """Redis Cluster redirections as memtier shows them (MOVED/s, ASK/s); "" when none."""
-    if not (stats.moved or stats.ask):
-        return ""
-    dur = stats.duration or 0.0
-
-    def rate(n: int) -> str:
-        return f" ({n / dur:,.1f}/s)" if dur > 0 else ""
-
-    return (
-        f"redirects: MOVED {stats.moved:,}{rate(stats.moved)}, ASK {stats.ask:,}{rate(stats.ask)}"
-        " (each op sent again and counted once)"
-    )
 
 
 def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:

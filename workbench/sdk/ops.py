@@ -22,7 +22,8 @@ not stored 594)``. A ``gets`` is a get that also brings the cas token a later ca
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 # How reports group op kinds (`OpKind.group`).
@@ -172,7 +173,7 @@ CONDITIONAL: frozenset[str] = frozenset(n for k in KINDS if k.has_outcome for n 
 NEEDS: dict[str, frozenset[str]] = {name: BY_NAME[name].required for name in MIX_CODES}
 
 
-def replay_code(trace_name: str, supported: Collection[str]) -> int | None:
+def replay_code(trace_name: str, supported: AbstractSet[str]) -> int | None:
     """The code a replay `as-recorded` issues for a trace's op name to a strategy that
     declares `supported`: its kind's, else the kind it stands in for; None: skipped."""
     code = AS_RECORDED.get(trace_name)
