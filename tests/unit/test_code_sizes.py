@@ -14,7 +14,6 @@ MAX_FUNCTION_LINES = 60
 
 # Still over, to be split: path -> lines, "path:function" -> lines (its size today).
 STILL_OVER: dict[str, int] = {
-    "plugins/workbench_memcached/__init__.py": 520,
     "plugins/workbench_memcached/protocol.py": 567,
     "workbench/cli/flags.py": 716,
     "workbench/cli/run.py:run_command": 153,
