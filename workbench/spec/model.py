@@ -284,6 +284,8 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
 
 
 # A run's name is shown in every list and stored with the run: a line, not a document.
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 MAX_NAME_CHARS = 200
 
 
