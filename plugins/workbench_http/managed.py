@@ -7,6 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from workbench_redis.server import start_redis
 
@@ -14,6 +15,8 @@ from workbench.sdk import (
     Option,
     OptionSet,
     ServerProcess,
+    SpecError,
+    is_loopback,
     listen_address,
     make_tls_files,
     process_memory,
@@ -147,7 +150,7 @@ def _start_kv_store(options: dict[str, Any], host: str, port: int, tls: _Tls) ->
 
 def _start_caching_proxy(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ProxyServer:
     redis: ServerProcess | None = None
-    url = options["redis_url"]
+    url = _loopback_redis(options["redis_url"])
     if not url:
         redis = start_redis()
         url = redis.target_options["url"]
@@ -227,3 +230,20 @@ SERVER_OPTIONS = OptionSet(
         ),
     )
 )
+
+
+def _loopback_redis(url: str) -> str:
+    """The proxy's backing Redis is on this machine: a managed server never sends its
+    traffic elsewhere (nothing else in the workbench may either, without --allow-remote)."""
+    if not url or url.startswith("unix://"):  # a socket file is on this machine
+        return url
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    if not url.startswith(("redis://", "rediss://")) or not is_loopback(host):
+        raise SpecError(
+            f"expected a redis:// URL on this machine (127.0.0.1, ::1, localhost); got {url!r}",
+            "target.server.redis_url",
+        )
+    return url

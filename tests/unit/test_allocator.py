@@ -18,8 +18,8 @@ from workbench.engine.allocator import MAP_FROM
 from workbench.results.metrics import new_histogram
 
 PROBE = """
-import ctypes, json, sys
-from workbench.engine.allocator import MAP_FROM, map_large_blocks
+import ctypes, gc, json, sys
+from workbench.engine.allocator import map_large_blocks
 from workbench.results.metrics import new_histogram
 
 class MallInfo2(ctypes.Structure):
@@ -32,14 +32,16 @@ mallinfo2.restype = MallInfo2
 fixed = map_large_blocks() if sys.argv[1] == "fixed" else None
 # Holes the imports left in the heap, large enough for a histogram, would take one of
 # them whatever the threshold: fill them (until a block that size is mapped) and keep them.
-# Blocks of the smallest mapped size, so that no hole between it and a histogram's is left.
 holes = []
 while not holes or mallinfo2().hblks == mapped:
     mapped = mallinfo2().hblks
-    holes.append(ctypes.create_string_buffer(MAP_FROM))
+    holes.append(ctypes.create_string_buffer(300_000))
 # Dropped histograms first: they are what raises glibc's own threshold past their size.
 dropped = [new_histogram() for _ in range(4)]
 del dropped
+# Freed now, not by a collection that the allocations below happen to set off (how many
+# objects the imports made decides when that comes).
+gc.collect()
 before = mallinfo2().hblks
 kept = [new_histogram() for _ in range(8)]
 made = mallinfo2().hblks - before

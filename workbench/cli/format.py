@@ -7,8 +7,9 @@ from typing import Any
 
 from workbench.results.events import StepStarted
 from workbench.results.live import StepView
-from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, summarise
 from workbench.results.refusals import refusals
+from workbench.results.step_text import outcomes_text, redirects_text
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:
@@ -51,10 +52,12 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
         f"{step.clients} clients on {step.workers} worker(s)",
         f"hits {s.hits:,}  misses {s.misses:,}  hit rate {hit}  errors {s.errors:,}",
     ]
+    outcomes = step.totals.outcomes
     for kind, (count, rate, p50, p99) in s.per_op.items():
+        did = f"  ({outcomes_text(outcomes[kind])})" if kind in outcomes else ""
         lines.append(
             f"  {kind:<8} {count:>12,}  {rate:>11,.0f}/s  p50 {format_us(p50):>8}  "
-            f"p99 {format_us(p99):>8}"
+            f"p99 {format_us(p99):>8}{did}"
         )
     if step.totals.published:
         lines.append(

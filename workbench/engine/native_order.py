@@ -27,7 +27,7 @@ from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.errors import TargetError
-from workbench.sdk.ops import KINDS, MIX_CODES, PUBLISH, RECORDED
+from workbench.sdk.ops import ADD, BY_NAME, KINDS, MIX_CODES, PUBLISH, RECORDED
 from workbench.sdk.remote import ALLOW_REMOTE
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
@@ -81,8 +81,10 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "allow_remote": own.allow_remote,  # the remote decision, as resolved
         "worker": worker,
         "seed": spec.seed,
-        "operations": dict(MIX_CODES),  # {name: code}: a mix names operations by code
-        "record": list(RECORDED),  # the op kinds a report has histograms for, by name
+        # {name: code}: a mix names operations by code, of those the engine does.
+        "operations": {n: c for n, c in MIX_CODES.items() if c < NATIVE_UNTIL},
+        # The op kinds a report has histograms for, of those the engine does.
+        "record": [name for name in RECORDED if BY_NAME[name].code < NATIVE_UNTIL],
         "keys": keys,
         "value_size": _value_size(value_size),
         "values": {
@@ -104,6 +106,11 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
         "trace": _trace(spec, sorted(own.strategy.operations), TraceKeys.of(system.keys)),
     }
+
+
+# The engine does the kinds below the conditional writes (get to subscribe); no native
+# strategy declares those, so no mix sent to it weighs one and a replay skips them.
+NATIVE_UNTIL = ADD
 
 
 def _ns(seconds: float | None) -> int | None:
