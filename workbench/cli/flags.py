@@ -22,20 +22,25 @@ from workbench.profile_files import find_profile
 from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.steps import load_spec
+from workbench.workload import KEY_DEFAULTS
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
-# workbench's own names; a bare name takes the parameters memtier uses by default.
-KEY_PATTERNS = {
+# workbench's own names; a bare name takes memtier's default parameters (workload.py's).
+KEY_NAMES = {
     "r": "uniform",
     "random": "uniform",
     "uniform": "uniform",
     "s": "sequential",
     "sequential": "sequential",
-    "g": "gaussian(0.5,0.1667)",  # memtier: the middle of the range, stddev range/6
-    "gaussian": "gaussian(0.5,0.1667)",
-    "z": "zipf(0.99)",
-    "zipf": "zipf(0.99)",
-    "hotcold": "hotcold(0.8,0.2)",
+    "g": "gaussian",
+    "gaussian": "gaussian",
+    "z": "zipf",
+    "zipf": "zipf",
+    "hotcold": "hotcold",
+}
+KEY_PATTERNS = {
+    letter: f"{name}({','.join(KEY_DEFAULTS[name])})" if name in KEY_DEFAULTS else name
+    for letter, name in KEY_NAMES.items()
 }
 
 # URL scheme -> the system it names

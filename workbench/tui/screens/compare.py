@@ -27,9 +27,12 @@ from workbench.tui.widgets.dashboard import (
     stepped,
     time_axis,
 )
+from workbench.tui.widgets.fitted import FittedTable
 from workbench.tui.widgets.modebar import ModeBar
 
 MAX_LINES = 6  # series on one chart before it stops being readable
+# Left out in this order where the differences do not fit (80x24).
+DIFF_DROP_ORDER = ("MiB/s", "max", "p99.9", "errors", "p50", "hit rate")
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,12 @@ def difference_cells(entry: Entry, base: Entry | None) -> list[Text]:
 class CompareScreen(Screen[None]):
     """Overlaid percentile curves and throughput, and a table of differences."""
 
+    HELP = (
+        "The runs selected in History side by side: their percentile curves and "
+        "throughput overlaid, and each figure's difference from the baseline (the first "
+        "run selected, or the row you make it), green where it is better."
+    )
+
     BINDINGS = [
         Binding("b", "baseline", "Baseline"),
         Binding("e", "export", "Export"),
@@ -184,7 +193,7 @@ class CompareScreen(Screen[None]):
                 y=Axis(log=True, fmt=axis_us),
                 empty="",
             )
-        yield DataTable(id="diff", cursor_type="row")
+        yield FittedTable(DIFF_DROP_ORDER, id="diff", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -230,13 +239,8 @@ class CompareScreen(Screen[None]):
         more = len(self.entries) - MAX_LINES
         pct.border_title = "Latency by percentile" + (f" (first {MAX_LINES})" if more > 0 else "")
         colors = pct.colors()
-        table = self.query_one("#diff", DataTable)
-        table.clear(columns=True)
-        table.add_column("#", key="mark")
-        table.add_column("result", key="label")
-        for column, _, _ in FIGURES:
-            table.add_column(column, key=column)
         base = self.entries[self.base] if self.entries else None
+        rows = []
         for i, e in enumerate(self.entries):
             mark = Text()
             if i < MAX_LINES:
@@ -246,7 +250,9 @@ class CompareScreen(Screen[None]):
             if i == self.base:
                 label.append(" (base)", style="bold")
             cells = difference_cells(e, None if i == self.base else base)
-            table.add_row(mark, label, *cells, key=str(i))
+            rows.append((str(i), (mark, label, *cells)))
+        columns = ("#", "result", *(column for column, _, _ in FIGURES))
+        self.query_one("#diff", FittedTable).show_rows(columns, rows)
 
     def _show_sweeps(self) -> None:
         """Latency against throughput, when a run swept its load (shown only then)."""

@@ -17,6 +17,7 @@ from workbench.options import Option
 from workbench.spec.fields import SpecField
 from workbench.tui.form import (
     CUSTOM,
+    DISTRIBUTION_DEFAULTS,
     DISTRIBUTION_KINDS,
     FieldKind,
     join_distribution,
@@ -25,6 +26,8 @@ from workbench.tui.form import (
     value_to_text,
 )
 from workbench.workload import OP_CODES
+
+SWEPT = "\x00swept"  # the choice that stands for the profile's sweep of a field
 
 
 def field_id(path: str) -> str:
@@ -63,6 +66,8 @@ class FormField(Vertical):
         self.sweep = sweep
         self.placeholder = placeholder
 
+    swept = ""  # what the field shows while a [[sweep]] of the profile sets its path
+
     def compose(self) -> ComposeResult:
         with Horizontal(classes="field-row"):
             yield Label(self.label, classes="field-label")
@@ -72,7 +77,18 @@ class FormField(Vertical):
     def compose_input(self) -> ComposeResult:
         yield Input(placeholder=self.placeholder, compact=True, tooltip=self.help or None)
 
+    def show_sweep(self, values: list[Any]) -> None:
+        """The profile sweeps this field: show its values (the sweep keeps setting them
+        until the field is given one value)."""
+        self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
+        self.query_one(Input).value = self.swept
+
+    def still_swept(self) -> bool:
+        return bool(self.swept) and self.query_one(Input).value == self.swept
+
     def read(self) -> tuple[bool, Any]:
+        if self.still_swept():
+            return False, None  # the profile's sweep sets it
         return text_to_value(self.kind, self.query_one(Input).value, self.sweep)
 
     def write(self, present: bool, value: Any) -> None:
@@ -124,9 +140,18 @@ class ChoiceField(FormField):
             tooltip=self.help or None,
         )
 
+    def show_sweep(self, values: list[Any]) -> None:
+        self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
+        select = self.query_one(Select)
+        select.set_options([(c, c) for c in self.choices] + [(self.swept, SWEPT)])
+        select.value = SWEPT
+
+    def still_swept(self) -> bool:
+        return bool(self.swept) and self.query_one(Select).value == SWEPT
+
     def read(self) -> tuple[bool, Any]:
         value = self.query_one(Select).value
-        if value is Select.NULL or value is None:
+        if value is Select.NULL or value is None or value == SWEPT:
             return False, None
         if set(self.choices) == {"true", "false"}:
             return True, value == "true"
@@ -153,6 +178,7 @@ class DistributionField(FormField):
         super().__init__(path, label, help, kind="text")
         self.kinds = DISTRIBUTION_KINDS[path]
         self.default = split_distribution(path, default) if default else (CUSTOM, [])
+        self.shown_kind = ""  # the kind shown: a change to another one is the user's
 
     def compose_input(self) -> ComposeResult:
         options = [(k, k) for k in self.kinds] + [("list / other", CUSTOM)]
@@ -171,10 +197,17 @@ class DistributionField(FormField):
     def on_mount(self) -> None:
         if self.default[0] != CUSTOM:
             self.query_one(Select).value = self.default[0]
-        self._arrange(str(self.query_one(Select).value))
+        self.shown_kind = str(self.query_one(Select).value)
+        self._arrange(self.shown_kind)
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        self._arrange(str(event.value))
+        kind = str(event.value)
+        if kind != self.shown_kind:  # picked: the new kind's own parameters, never the last one's
+            self.shown_kind = kind
+            defaults = DISTRIBUTION_DEFAULTS[self.path].get(kind, ())
+            for i, box in enumerate(self.query(".dist-param").results(Input)):
+                box.value = defaults[i] if i < len(defaults) and kind != CUSTOM else ""
+        self._arrange(kind)
 
     def _arrange(self, kind: str) -> None:
         names = (
@@ -202,12 +235,14 @@ class DistributionField(FormField):
         boxes = list(self.query(".dist-param").results(Input))
         if not present:
             kind = self.default[0] if self.default[0] != CUSTOM else next(iter(self.kinds))
+            self.shown_kind = kind
             select.value = kind
             for box in boxes:
                 box.value = ""
             self._arrange(kind)
             return
         kind, params = split_distribution(self.path, value)
+        self.shown_kind = kind
         select.value = kind
         for i, box in enumerate(boxes):
             box.value = params[i] if i < len(params) else ""
