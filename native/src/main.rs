@@ -6,37 +6,24 @@
 //!   workbench-native --probe    one request at a time, for the conformance kit
 //!   workbench-native --order-version  the version of the compiled step order it reads
 
-mod alloc;
-mod batch;
-mod client;
+mod addr;
 mod cluster;
-mod codec;
-mod counts;
 mod frames;
-mod http;
-mod io;
-mod issue;
-mod memcache;
-mod meta;
+mod net;
 mod order;
+mod os;
 mod pacing;
 mod probe;
-mod proto;
+mod protocols;
 mod pubsub;
-mod readahead;
 mod record;
-mod replay;
-mod report;
-mod resp;
-mod rng;
-mod slotmap;
-mod step;
+mod run;
+mod text;
 mod tls;
 mod trace;
-mod tracefile;
 mod workload;
-mod zstd;
 
+use run::engine::Engine;
 use serde_json::json;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -81,10 +68,10 @@ fn main() {
     // A fixed mmap threshold: large blocks (a histogram, a wide interval's frame) always
     // come as fresh zero pages and go back on free. With glibc's sliding threshold they
     // would come from the heap after the first free, and the heap would keep a stall's
-    // high-water mark (alloc.rs).
-    alloc::map_large_blocks();
+    // high-water mark (os/alloc.rs).
+    os::alloc::map_large_blocks();
     let out = frames::Out::private_stdout();
-    let mut eng = io::Engine::new(out);
+    let mut eng = Engine::new(out);
     eng.out.send(&json!({
         "type": "ready",
         "pid": std::process::id(),
@@ -92,7 +79,7 @@ fn main() {
     }));
     loop {
         if let Some(order) = eng.orders.pop_front() {
-            let status = eng.run_step(&order);
+            let status = run::run_step(&mut eng, &order);
             eng.out
                 .send(&json!({"type": "step_done", "status": status}));
             continue;

@@ -16,17 +16,18 @@
 //!   {"op":"place","order":{step order},"indexes":[...]} -> {"servers":[...]}: the server
 //!   each key goes to
 //! Each client id is one blocking connection (per server), opened on first use and after
-//! a loss, as the engine's clients are; over TLS when the target asks for it (tls.rs). A
+//! a loss, as the engine's clients are; over TLS when the target asks for it (`tls/`). A
 //! cluster target (`cluster = true`) reads the slot map first and follows MOVED and ASK
-//! (cluster.rs).
+//! (`cluster/`).
 
-use crate::codec::{codec_for, Codec, Target};
 use crate::frames::{In, Out};
 use crate::order::StepOrder;
 use crate::pacing::Schedule;
-use crate::proto::{Reply, Req};
-use crate::record::{base64, base64_decode};
-use crate::workload::{format_key_into, size_at, ttl_at, OpStream};
+use crate::protocols::wire::{Reply, Req};
+use crate::protocols::{codec_for, Codec, Target};
+use crate::text::{base64, base64_decode};
+use crate::workload::keys::format_key_into;
+use crate::workload::{size_at, ttl_at, OpStream};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -139,7 +140,7 @@ impl Session {
         for _ in 0..5 {
             let mut out = Vec::new();
             if asking {
-                crate::resp::command(&mut out, &[b"ASKING"]);
+                crate::protocols::resp::command(&mut out, &[b"ASKING"]);
             }
             if !self.codec.encode(&mut out, req, &key, &value, ttl) {
                 return fail(
@@ -176,7 +177,7 @@ impl Session {
                 self.conns.remove(&id);
             }
             if let (Reply::Failed(_, m), Some(slots)) = (&reply, self.slots.as_mut()) {
-                if let Some(r) = crate::slotmap::redirect_of(m) {
+                if let Some(r) = crate::cluster::slots::redirect_of(m) {
                     match crate::cluster::follow(slots, &mut self.addrs, &r, self.allow_remote) {
                         Ok(node) => {
                             si = node;

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 DOTTED = re.compile(r"`((?:workbench|workbench_[a-z]+)(?:\.[A-Za-z_]+)*)`")
-PATH = re.compile(r"`((?:workbench|plugins|tests|docs|profiles)/[\w./-]*)`")
+PATH = re.compile(r"`((?:workbench|plugins|tests|docs|profiles|native)/[\w./-]*)`")
 
 
 def exists(dotted: str) -> bool:

@@ -8,7 +8,7 @@ the period, `plans.client_plans`). Then, by ``load.arrivals``:
   users. Gap k is ``int(period * -ln(1 - u_k))`` with ``u_k`` the k-th draw of the client's
   splitmix64 stream (`SplitMix64`), seeded by `client_seed`.
 
-The native engine implements exactly this (`native/src/pacing.rs`, `Schedule`), from the
+The native engine implements exactly this (`native/src/pacing/schedule.rs`, `Schedule`), from the
 period, offset and seed the compiled step order carries, so the same seed gives the same
 intended times, to the ns, in both engines (tests/native/test_schedule.py).
 """

@@ -1,5 +1,5 @@
 """Replaying a trace in the Python engine: one worker's share of the requests, shared by
-its virtual clients as the native engine shares them (`native/src/replay.rs`), so each
+its virtual clients as the native engine shares them (`native/src/trace/replay.rs`), so each
 key's requests keep the trace's order and every client works while requests are left.
 
 Every worker reads the file as a stream (`workbench.traces`) and keeps the requests whose

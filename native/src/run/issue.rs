@@ -1,0 +1,266 @@
+//! What a client sends next and what a reply counts as: the pipeline refilled closed
+//! loop at once or open loop as its schedule allows, each op taken from the phase budget,
+//! each request queued on the connection its key goes to.
+
+use super::{Mode, Run};
+use crate::cluster::node_for;
+use crate::net::conn::Pending;
+use crate::order::Action;
+use crate::protocols::wire::Req;
+use crate::trace::replay::INDEX_KEY;
+use crate::workload::keys::key_of;
+use crate::workload::Op;
+
+impl<'a> Run<'a> {
+    /// Queue one request on the connection its key belongs to (written by `refill`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(
+        &mut self,
+        ci: usize,
+        req: Req,
+        index: u64,
+        size: usize,
+        ttl: Option<f64>,
+        t0: u64,
+        phase: u32,
+        aside: bool,
+        hot: bool,
+    ) {
+        let k = &self.order.keys;
+        let trace = std::mem::take(&mut self.keys.next_trace); // a replayed op (replay.rs)
+        let value = if req == Req::Set {
+            self.keys.values.value(index, size)
+        } else {
+            &[][..]
+        };
+        let (key, value, size) = if req == Req::Publish {
+            // A channel and a message stamped now (pubsub/) in place of key and value.
+            let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
+            (channel, message, message.len())
+        } else if trace > INDEX_KEY {
+            // A replayed key of its own bytes.
+            let own = self.replay.as_ref().expect("a replay step").key_of(trace);
+            (own, value, size)
+        } else if trace == INDEX_KEY {
+            // A replayed key sent under its index: formatted once per slot (trace/keys.rs).
+            let replay = self.replay.as_mut().expect("a replay step");
+            (replay.index_key(index), value, size)
+        } else {
+            let key = &mut self.keys.buf;
+            let key = key_of(&self.keys.table, key, &k.prefix, index, k.length);
+            (key, value, size)
+        };
+        let si = node_for(&self.cluster, &self.codec, key);
+        let k = &mut self.net.clients[ci].conns[si];
+        if !self.codec.encode(&mut k.out, req, key, value, ttl) {
+            // An HTTP delete without a template: counted, never sent.
+            self.net.clients[ci].release(1, t0, self.order.pipeline);
+            if phase == self.phase.index {
+                self.rec.error(
+                    "unsupported",
+                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
+                );
+            }
+            return;
+        }
+        if k.pending.is_empty() {
+            k.progress = t0.max(k.progress);
+        }
+        k.pending.push_back(Pending {
+            req,
+            aside,
+            index,
+            size: size as u32,
+            ttl,
+            t0,
+            phase,
+            hot,
+            trace,
+        });
+    }
+
+    /// Take one op from the phase budget; false: do not issue it.
+    pub fn reserve(&mut self, now: u64) -> bool {
+        match self.phase.remaining.as_mut() {
+            None => true,
+            Some(r) => {
+                *r -= 1;
+                if *r == 0 {
+                    self.phase.over = true;
+                    self.phase.spent_at = now;
+                }
+                *r >= 0 || !self.phase.budget_stops
+            }
+        }
+    }
+
+    /// Fill a client's pipeline: closed loop at once, open loop as the schedule allows.
+    pub fn refill(&mut self, ci: usize, now: u64) {
+        // A pipelined closed loop over a cluster parks every op it draws and writes its
+        // nodes whole batches from their queues once drawn (cluster.rs).
+        let batches = self.cluster_batches();
+        if batches {
+            self.fill_batches(ci, now, false);
+        } else {
+            self.unpark_nodes(ci, now);
+        }
+        let ahead = self.cluster_draws_ahead();
+        // A pipelined closed loop refills once half its pipeline is free, in one write:
+        // refilled after every reply, a fast client's one-request writes reached memcached
+        // while it still wrote that connection's replies, and it took them in (the socket's
+        // backlog) at 0.3-0.6 µs of its CPU per GET (h32's note).
+        // Not over a cluster or a trace, whose ops may wait for their node or key. What is
+        // queued already (a cache-aside miss's set) is written all the same below: held
+        // back, a pipeline of misses waited for its own unsent sets until the phase ended.
+        let depth = self.order.pipeline;
+        let plain = self.cluster.is_none() && self.replay.is_none();
+        let held = depth > 1
+            && plain
+            && !self.order.open_loop
+            && self.net.clients[ci].inflight > depth / 2;
+        loop {
+            let c = &self.net.clients[ci];
+            if held
+                || c.inflight >= self.order.pipeline && !ahead
+                || c.conns.iter().any(|k| !k.connected) && c.conns.len() == 1
+            {
+                break;
+            }
+            let sent = match self.phase.mode {
+                Mode::Idle => false,
+                Mode::Prefill => self.prefill_next(ci, now),
+                Mode::Load => self.load_next(ci, now, batches),
+            };
+            if !sent {
+                break;
+            }
+        }
+        if batches {
+            self.fill_batches(ci, now, true);
+        }
+        // One write per connection for everything queued (a cache-aside set included).
+        for si in 0..self.net.clients[ci].conns.len() {
+            let k = &self.net.clients[ci].conns[si];
+            if k.out.len() > k.out_pos {
+                self.flush(ci, si);
+            }
+        }
+    }
+
+    /// Queue the set of the next key to prefill; false when none is left.
+    fn prefill_next(&mut self, ci: usize, now: u64) -> bool {
+        let index = match self.prefill.queue.pop_front() {
+            Some(i) => i,
+            None => return false,
+        };
+        let size = self
+            .prefill
+            .sizes
+            .as_mut()
+            .map(|s| s.next_size())
+            .unwrap_or(0);
+        self.net.clients[ci].inflight += 1;
+        self.send(ci, Req::Set, index, size, None, now, 0, false, false);
+        true
+    }
+
+    /// Queue the client's next op when its schedule and the budget allow; false if not.
+    fn load_next(&mut self, ci: usize, now: u64, batches: bool) -> bool {
+        if self.cluster_blocked(ci) {
+            return false; // an op waits for its cluster node's place (cluster.rs)
+        }
+        if self.replay.is_some() {
+            return self.replay_next(ci, now); // the trace's next request (replay.rs)
+        }
+        let due_before = self.phase.due_before;
+        let c = &mut self.net.clients[ci];
+        // Open loop: the latency of an op runs from its intended start when the client was
+        // busy then (coordinated omission corrected), but never before its run of
+        // back-to-back ops began; else from the send, which begins a run: a late timer is
+        // the generator's lateness, shown in the send lag (docs/frames.md, "Latency").
+        let (t0, due) = match c.schedule.as_mut() {
+            Some(s) => {
+                if s.next > now || s.next >= due_before {
+                    return false;
+                }
+                let due = s.take();
+                let t0 = if c.free_at > due {
+                    due.max(c.run_began)
+                } else {
+                    c.run_began = now;
+                    now
+                };
+                (t0, due)
+            }
+            None => (now, now),
+        };
+        let op = match c.parked.take() {
+            Some(op) => op,
+            None => {
+                if !self.reserve(now) {
+                    self.phase.mode = Mode::Idle;
+                    return false;
+                }
+                self.net.clients[ci].stream.next_op()
+            }
+        };
+        if batches {
+            // A pipelined closed loop over a cluster: the op waits for its node's batch.
+            return self.park_on_node(ci, op, t0, due);
+        }
+        if self.net.clients[ci].conns.len() > 1 && !self.server_up(ci, &op) {
+            if self.cluster.is_some() {
+                // Its node's connection is full or down: the next op may go to another.
+                return self.park_on_node(ci, op, t0, due);
+            }
+            self.net.clients[ci].parked = Some(op);
+            return false;
+        }
+        let phase = self.phase.index;
+        self.issue_op(ci, op, t0, due, now, phase);
+        true
+    }
+
+    /// Send a drawn op of `phase`: its send lag, its kind, its trace line.
+    pub fn issue_op(&mut self, ci: usize, op: Op, t0: u64, due: u64, now: u64, phase: u32) {
+        let c = &mut self.net.clients[ci];
+        if c.schedule.is_some() {
+            self.rec.lag(now - due);
+        }
+        let hot = op.index < c.stream.hot_end;
+        c.inflight += 1;
+        // A cache-aside op is a get that sets on a miss.
+        let (req, aside) = match self.order.actions[op.code as usize] {
+            Action::Get => (Req::Get, false),
+            Action::CacheAside => (Req::Get, true),
+            Action::Set => (Req::Set, false),
+            Action::Publish => (Req::Publish, false),
+            _ => (Req::Delete, false),
+        };
+        if req != Req::Delete {
+            if let Some(trace) = self.capture.as_mut() {
+                trace.add(self.phase.measuring, now, op.index, op.size as u64);
+            }
+        }
+        self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
+    }
+
+    /// Whether the connection the op's key goes to is up.
+    fn server_up(&mut self, ci: usize, op: &Op) -> bool {
+        let si = self.node_of_index(op.index);
+        self.node_ready(ci, si)
+    }
+
+    /// The connection (server, or cluster node) the key of `index` goes to.
+    pub(super) fn node_of_index(&mut self, index: u64) -> usize {
+        let k = &self.order.keys;
+        let key = key_of(
+            &self.keys.table,
+            &mut self.keys.buf,
+            &k.prefix,
+            index,
+            k.length,
+        );
+        node_for(&self.cluster, &self.codec, key)
+    }
+}
