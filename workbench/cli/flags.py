@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
+from workbench.cli.format import SummaryStyle
 from workbench.errors import SpecError
 from workbench.profile_files import find_profile
 from workbench.spec.load import read_profile, spec_from_data
@@ -75,6 +76,7 @@ class Flags:
     key_minimum: int | None = None
     expiry_range: str | None = None
     print_percentiles: str | None = None
+    hide_histogram: bool | None = None
     threads: str | None = None  # memtier's -t: refused with a hint, never run
     tls: bool | None = None
     cert: str | None = None
@@ -304,6 +306,11 @@ def percentiles(text: str | None) -> tuple[float, ...]:
     return values
 
 
+def summary_style(flags: Flags) -> SummaryStyle:
+    """How the step summaries print: memtier's --print-percentiles and --hide-histogram."""
+    return SummaryStyle(percentiles(flags.print_percentiles), not flags.hide_histogram)
+
+
 # memtier counts clients per thread; `-t` there is workers here.
 THREADS_HINT = (
     "that is memtier's --threads: use -w N (worker processes); -c counts clients in all, "
@@ -496,6 +503,13 @@ PRINT_PERCENTILES = _opt(
     help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
 )
 
+HIDE_HISTOGRAM = _opt(
+    "--hide-histogram",
+    metavar="",
+    help="no percentile ladder in the step summaries (the per-op table stays); "
+    "memtier --hide-histogram",
+)
+
 TLS = _opt(
     "--tls",
     metavar="",
@@ -560,6 +574,7 @@ FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("expiry_range", str | None, EXPIRY_RANGE),
     ("repeat", int | None, REPEAT),
     ("print_percentiles", str | None, PRINT_PERCENTILES),
+    ("hide_histogram", bool | None, HIDE_HISTOGRAM),
     ("tls", bool | None, TLS),
     ("cert", str | None, CERT),
     ("key", str | None, KEY),

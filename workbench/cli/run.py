@@ -8,7 +8,7 @@ import inspect
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -28,7 +28,13 @@ from workbench.cli.common import (
     out,
     result,
 )
-from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
+from workbench.cli.format import (
+    SummaryStyle,
+    live_line,
+    simulated_lines,
+    step_heading,
+    step_summary,
+)
 from workbench.cli.waits import show_waits
 from workbench.events import (
     Event,
@@ -94,7 +100,12 @@ def run_command(
     ] = None,
     json_out: Annotated[
         Path | None,
-        typer.Option(help="the stored run as JSON (--report json:FILE)", rich_help_panel=OUT_PANEL),
+        typer.Option(
+            "--json-out",
+            "--json-out-file",
+            help="the stored run as JSON (--report json:FILE); memtier --json-out-file",
+            rich_help_panel=OUT_PANEL,
+        ),
     ] = None,
     csv_out: Annotated[
         Path | None,
@@ -169,9 +180,7 @@ def run_command(
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
-    view = asyncio.run(
-        _drive(spec, st, name, quiet, bar_on, ticks=f.percentiles(flags.print_percentiles))
-    )
+    view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=f.summary_style(flags)))
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
@@ -236,7 +245,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     bar_on: TextIO | None,
     source: EventSource | None = None,
     show: Callable[[object, RunView, bool], None] | None = None,
-    ticks: Sequence[float] = (),
+    style: SummaryStyle = SummaryStyle(),
 ) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
@@ -252,7 +261,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
-        bar = RunProgress(bar_on, ticks)
+        bar = RunProgress(bar_on, style)
 
     def say(text: str) -> None:
         (bar.print if bar is not None else out)(text)
@@ -282,7 +291,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
+                (show or functools.partial(show_event, style=style))(event, view, quiet)
     except asyncio.CancelledError:
         if presses["n"] < 2 or task is None:
             raise
@@ -296,9 +305,11 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
-    """One event as `workbench run` prints it (the live line only when not quiet; `ticks`:
-    the percentiles a step's summary lists)."""
+def show_event(
+    event: object, view: RunView, quiet: bool, style: SummaryStyle = SummaryStyle()
+) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet; `style`:
+    how a step's summary is printed)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
@@ -310,7 +321,7 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):
-        for line in step_summary(view.steps[event.step], ticks):
+        for line in step_summary(view.steps[event.step], style):
             out(line)
     elif isinstance(event, StepSimulated):
         for line in simulated_lines(event.results):

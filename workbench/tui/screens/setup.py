@@ -220,7 +220,6 @@ class SetupScreen(Screen[None]):
         axes = {a.get("path"): a for a in self.base.get("sweep", []) if isinstance(a, dict)}
         for f in self.fields():
             axis = axes.get(f.path)
-            f.swept = ""
             if axis is not None and not axis.get("along") and isinstance(axis.get("values"), list):
                 f.show_sweep(axis["values"])
 

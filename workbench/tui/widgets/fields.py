@@ -67,6 +67,7 @@ class FormField(Vertical):
         self.placeholder = placeholder
 
     swept = ""  # what the field shows while a [[sweep]] of the profile sets its path
+    under_sweep: tuple[bool, Any] = (False, None)  # what the profile also writes at the path
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="field-row"):
@@ -79,19 +80,24 @@ class FormField(Vertical):
 
     def show_sweep(self, values: list[Any]) -> None:
         """The profile sweeps this field: show its values (the sweep keeps setting them
-        until the field is given one value)."""
+        until the field is given one value); what the profile writes at the path stays."""
+        boxes = list(self.query(Input).results(Input))
+        if len(boxes) != 1:  # a form of several inputs (a distribution, the mix) shows none
+            return
+        self.under_sweep = self.read()
         self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
-        self.query_one(Input).value = self.swept
+        boxes[0].value = self.swept
 
     def still_swept(self) -> bool:
         return bool(self.swept) and self.query_one(Input).value == self.swept
 
     def read(self) -> tuple[bool, Any]:
         if self.still_swept():
-            return False, None  # the profile's sweep sets it
+            return self.under_sweep  # the profile's sweep sets it, step by step
         return text_to_value(self.kind, self.query_one(Input).value, self.sweep)
 
     def write(self, present: bool, value: Any) -> None:
+        self.swept = ""
         self.query_one(Input).value = value_to_text(value) if present else ""
 
     def flag(self, message: str | None) -> None:
@@ -141,6 +147,7 @@ class ChoiceField(FormField):
         )
 
     def show_sweep(self, values: list[Any]) -> None:
+        self.under_sweep = self.read()
         self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
         select = self.query_one(Select)
         select.set_options([(c, c) for c in self.choices] + [(self.swept, SWEPT)])
@@ -151,7 +158,9 @@ class ChoiceField(FormField):
 
     def read(self) -> tuple[bool, Any]:
         value = self.query_one(Select).value
-        if value is Select.NULL or value is None or value == SWEPT:
+        if value == SWEPT:
+            return self.under_sweep
+        if value is Select.NULL or value is None:
             return False, None
         if set(self.choices) == {"true", "false"}:
             return True, value == "true"
@@ -159,6 +168,9 @@ class ChoiceField(FormField):
 
     def write(self, present: bool, value: Any) -> None:
         select = self.query_one(Select)
+        if self.swept:  # another profile: the last one's sweep is no choice of this one
+            self.swept = ""
+            select.set_options([(c, c) for c in self.choices])
         text = value_to_text(value) if present else ""
         if text in self.choices:
             select.value = text
@@ -201,6 +213,8 @@ class DistributionField(FormField):
         self._arrange(self.shown_kind)
 
     def on_select_changed(self, event: Select.Changed) -> None:
+        if event.value != self.query_one(Select).value:
+            return  # an earlier change, already overtaken (a profile loaded after another)
         kind = str(event.value)
         if kind != self.shown_kind:  # picked: the new kind's own parameters, never the last one's
             self.shown_kind = kind
