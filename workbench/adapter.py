@@ -112,6 +112,27 @@ ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
 WireCheck = Callable[[dict[str, Any], bytes], None]
 
 
+@dataclass(frozen=True)
+class KeyRule:
+    """What a key on the system's wire may be, as data: a key prefix is judged by it at
+    spec check (through the system's `check`), and a replayed trace's keys one by one as
+    they are read, by both engines alike (the native engine is sent these two numbers).
+    The default is a binary-safe protocol (RESP, or HTTP with keys percent-encoded)."""
+
+    max_bytes: int = 0  # the protocol's own limit (memcached's 250); 0: none
+    text: bool = False  # True: no space or control character (a text protocol ends keys there)
+
+    def problem(self, key: bytes) -> str | None:
+        """Why `key` cannot travel, to follow "expected keys "; None when it can."""
+        if self.max_bytes and len(key) > self.max_bytes:
+            return f"of at most {self.max_bytes} bytes; the longest would be {len(key)} bytes"
+        if self.text:
+            bad = next((b for b in key if b <= 0x20 or b == 0x7F), None)
+            if bad is not None:
+                return f"without spaces or control characters; got {chr(bad)!r} in {key[:60]!r}"
+        return None
+
+
 async def runs_in_native_engine(
     system_options: dict[str, Any], strategy_options: dict[str, Any]
 ) -> Connection:
@@ -237,6 +258,8 @@ class CacheSystem:
     placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
     # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
     check: WireCheck | None = None
+    # What its keys may be (see KeyRule): a trace's keys that break it are not sent.
+    keys: KeyRule = KeyRule()
 
     def strategy(self, name: str) -> Strategy:
         for s in self.strategies:

@@ -23,6 +23,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from workbench.output_files import open_output
+
 RECORD = struct.Struct("<IQIq")  # time, object id, size, next access: oracleGeneral
 PART = struct.Struct("<QQI")  # send time (perf_counter_ns), key index, size: one worker's part
 NO_NEXT = -1
@@ -96,9 +98,7 @@ def write_trace(out: str, times_ns: array, keys: array, sizes: array) -> None:
         last[key] = i
     origin = times_ns[0] if n else 0
     pack = RECORD.pack
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{out}.tmp"
-    with open(tmp, "wb") as f:
+    with open_output(out) as f:
         chunk = 65536
         for start in range(0, n, chunk):
             f.write(
@@ -107,7 +107,6 @@ def write_trace(out: str, times_ns: array, keys: array, sizes: array) -> None:
                     for i in range(start, min(n, start + chunk))
                 )
             )
-    os.replace(tmp, out)
 
 
 def read_trace(path: str) -> Iterator[tuple[int, int, int, int]]:

@@ -341,6 +341,14 @@ def program_version(argv: Sequence[str]) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def python_module(module: str, *args: str) -> list[str]:
+    """The argv of a child process running `module` in this Python, with nothing of the
+    current directory importable: ``python -m`` puts it first on sys.path, so a
+    `zstandard.py` or `uvloop.py` lying there ran inside every worker and server. -P
+    (Python 3.11) leaves it out; the environment (PYTHONPATH) still counts."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 def start_python_server(
     module: str,
     args: Sequence[str] = (),
@@ -353,7 +361,7 @@ def start_python_server(
     """A Python server module run as ``python -m module --host H --port P ARGS``; `scratch`
     as for `launch`."""
     port = port or free_port(host)
-    argv = [sys.executable, "-m", module, "--host", host, "--port", str(port), *args]
+    argv = python_module(module, "--host", host, "--port", str(port), *args)
     return launch(
         module.rsplit(".", 1)[-1],
         argv,

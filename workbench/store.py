@@ -37,6 +37,7 @@ from workbench.events import (
 )
 from workbench.live import RunView, point
 from workbench.metrics import Stats, merged, summarise
+from workbench.output_files import protect_database
 from workbench.run_owner import runner_gone
 from workbench.spec.model import check_name
 from workbench.timeline import Point
@@ -357,6 +358,7 @@ class Store:
 
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         self.path = Path(path) if path else default_path()
+        protect_database(self.path)
         self.read_only = read_only
         self._gone: set[str] = set()  # read-only: runs whose process is gone (not marked)
         if read_only:

@@ -70,6 +70,7 @@ from workbench.tls import (
     tls_settings,
 )
 from workbench_memcached.protocol import (
+    KEYS,
     Address,
     Links,
     MultiplexedClient,
@@ -496,4 +497,5 @@ plugin = CacheSystem(
         start=start_server,
     ),
     check=check_target,
+    keys=KEYS,
 )

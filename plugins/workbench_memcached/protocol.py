@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.adapter import AdapterError
+from workbench.adapter import AdapterError, KeyRule
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
 from workbench.tls import TlsSettings, closed_after_handshake, plain_port_timeout, tls_error
@@ -82,24 +82,16 @@ def parse_servers(
 
 
 MAX_KEY = 250  # bytes, the text protocol's limit
+# A space or a control character would end a key (or the command) early, so a prefix or a
+# trace's key could inject commands of its own.
+KEYS = KeyRule(max_bytes=MAX_KEY, text=True)
 
 
 def check_key(key: bytes, where: str = "workload.key_prefix") -> None:
-    """A key the text protocol can carry: a space or a control character would end it
-    (or the command) early, so a prefix could inject commands of its own."""
-    if len(key) > MAX_KEY:
-        raise TargetError(
-            f"expected memcached keys of at most {MAX_KEY} bytes; the longest would be "
-            f"{len(key)} bytes",
-            where,
-        )
-    bad = next((b for b in key if b <= 0x20 or b == 0x7F), None)
-    if bad is not None:
-        raise TargetError(
-            "expected a memcached key without spaces or control characters; "
-            f"got {chr(bad)!r} in {key[:60]!r}",
-            where,
-        )
+    """A key the text protocol can carry (`KEYS`)."""
+    problem = KEYS.problem(key)
+    if problem is not None:
+        raise TargetError(f"expected memcached keys {problem}", where)
 
 
 def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from workbench.adapter import CacheSystem, ServerLauncher, Strategy, per_client
 from workbench.options import Option, OptionSet
 from workbench_umem.protocol import (
+    KEYS,
     Link,
     UmemClient,
     check_target,
@@ -175,4 +176,5 @@ plugin = CacheSystem(
         start=start_umem,
     ),
     check=check_target,
+    keys=KEYS,
 )

@@ -30,13 +30,14 @@ from typing import Any
 
 import mmh3
 
-from workbench.adapter import AdapterError
+from workbench.adapter import AdapterError, KeyRule
 from workbench.errors import TargetError
 from workbench.remote import require_loopback
 
 GET_OR_SET, DEL = 0, 1
 SEED = 74
 MAX_KEY = 255
+KEYS = KeyRule(max_bytes=MAX_KEY)  # a binary protocol with one byte of key size
 HANDSHAKE = struct.Struct("<II")  # reserved, thread id
 REPLY = struct.Struct("<QB")  # value size, miss
 SIZE = struct.Struct("<Q")
@@ -78,12 +79,9 @@ def parse_address(
 def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
     """The spec check's: the address parses, and every key fits the key-size byte."""
     parse_address(options["address"], options=options)
-    if len(longest_key) > MAX_KEY:
-        raise TargetError(
-            f"expected umem-cache keys of at most {MAX_KEY} bytes; the longest would be "
-            f"{len(longest_key)} bytes",
-            "workload.key_prefix",
-        )
+    problem = KEYS.problem(longest_key)
+    if problem is not None:
+        raise TargetError(f"expected umem-cache keys {problem}", "workload.key_prefix")
 
 
 def address_text(address: Address) -> str:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+from workbench.adapter import KeyRule
 from workbench.engine.trace_feed import TraceEnd, TraceFeed
+from workbench.engine.trace_keys import TraceKeys
 from workbench.spec.steps import load_spec
 
 
@@ -25,8 +27,9 @@ def _feed(tmp_path: Path, keys: str, client_ids: list[int], all_clients: int) ->
             'workload.key_prefix="wb:"',
         ],
     )
+    keys = TraceKeys.of(KeyRule())
     return TraceFeed(
-        spec, client_ids, all_clients, frozenset({"get", "set"}), lambda _: None, lambda: None
+        spec, client_ids, all_clients, frozenset({"get", "set"}), keys, lambda _: None, lambda: None
     )
 
 

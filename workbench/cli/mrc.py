@@ -13,12 +13,14 @@ from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors,
 from workbench.errors import SpecError
 from workbench.mrc import measure, simulated_curves
 from workbench.options import parse_size
+from workbench.output_files import check_output, protect_database, write_text
 from workbench.profile_files import find_profile
 from workbench.report import mrc as mrc_report
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.simulate.runner import require
 from workbench.spec.load import read_profile
 from workbench.spec.steps import load_spec
+from workbench.store import default_path
 
 
 def _sizes(text: str, where: str) -> list[int]:
@@ -64,6 +66,10 @@ def command(
         raise fail(f"--unit: expected bytes or objects; got {unit!r}", ExitStatus.BAD_INPUT)
     names = parse_policies(policies, "--policies")
     wanted = _sizes(sizes, "--sizes")
+    if output is not None:
+        if measure_:
+            protect_database(store or default_path())
+        check_output(output, "--output")
     require()
     path = find_profile(profile)
     spec = load_spec(path)
@@ -79,8 +85,7 @@ def command(
         out(line)
     if output is not None:
         text = mrc_report.html(curves) if output.suffix == ".html" else _svg(curves)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        write_text(output, text)
         typer.echo(f"wrote the chart to {output}", err=True)
 
 

@@ -4,13 +4,11 @@ FORMAT[:FILE]`, written when the run ends from the stored run, by the renderers 
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import SpecError
+from workbench.output_files import check_output, write_text
 from workbench.report import FORMATS, render
 from workbench.store import StoredRun
 
@@ -49,49 +47,8 @@ def requested(
             outputs.append(Output(fmt, path, f"--{fmt}-out"))
     for output in outputs:
         if output.path is not None:
-            check_writable(output.path, output.option)
+            check_output(output.path, output.option)
     return outputs
-
-
-def check_writable(path: Path, where: str) -> None:
-    """Refuse, before the load, a file that could not be written after it: a directory, a
-    folder that does not exist (none is created), no permission, or a device that refuses
-    every write (/dev/full). Nothing is created or changed here."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise SpecError(f"cannot use {str(path)!r}: {exc.strerror or exc}", where) from None
-    if st is None:
-        parent = path.parent
-        if not parent.is_dir():
-            raise SpecError(
-                f"cannot write {str(path)!r}: no folder {str(parent)!r}; expected a file in "
-                "an existing folder (none is created)",
-                where,
-            )
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise SpecError(
-                f"cannot write {str(path)!r}: no permission to create files in {str(parent)!r}",
-                where,
-            )
-        return
-    if stat.S_ISDIR(st.st_mode):
-        raise SpecError(f"{str(path)!r} is a folder; expected a file", where)
-    # An existing file, device or pipe: opened without truncating, and a write of nothing
-    # tried (a full device refuses even that; a pipe nobody reads cannot be opened).
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
-    except OSError as exc:
-        why = "a pipe nobody reads" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
-        raise SpecError(f"cannot write {str(path)!r}: {why}", where) from None
-    try:
-        os.write(fd, b"")
-    except OSError as exc:
-        raise SpecError(f"cannot write {str(path)!r}: {exc.strerror or exc}", where) from None
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -109,7 +66,7 @@ def write(outputs: list[Output], stored: StoredRun) -> list[Written]:
         error = ""
         if output.path is not None:
             try:
-                output.path.write_text(text, encoding="utf-8")
+                write_text(output.path, text)
             except OSError as exc:
                 error = f"cannot write {output.path}: {exc.strerror or exc}"
         done.append(Written(output, text, error))

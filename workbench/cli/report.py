@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
-from workbench.cli.outputs import check_writable
+from workbench.output_files import check_output, protect_database, write_text
 from workbench.report import FORMATS, render
+from workbench.store import default_path
 
 FORMAT_HELP = "; ".join(f"{name}: {desc}" for name, (_, desc) in FORMATS.items())
 
@@ -45,7 +46,8 @@ def command(
             ExitStatus.BAD_INPUT,
         )
     if output is not None:
-        check_writable(output, "--output")
+        protect_database(store or default_path())
+        check_output(output, "--output")
     st = read_store(store)
     stored = [st.load(ref) for ref in runs]
     if chart and format_ != "svg":
@@ -55,7 +57,7 @@ def command(
         out(text.rstrip("\n"))
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        write_text(output, text)
     except OSError as exc:
         raise fail(f"cannot write {output}: {exc.strerror or exc}", ExitStatus.ERROR) from None
     typer.echo(f"wrote {format_} report of {len(stored)} run(s) to {output}", err=True)

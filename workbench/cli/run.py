@@ -47,10 +47,12 @@ from workbench.events import (
     StepStarted,
 )
 from workbench.live import RunView
+from workbench.output_files import protect_database
 from workbench.profile_files import find_profile
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
 from workbench.spec.model import Spec, check_name, spec_to_dict
+from workbench.store import default_path
 
 OUT_PANEL = "Files from the run"
 
@@ -166,6 +168,7 @@ def run_command(
     """
     if print_id:
         only_result_on_stdout()
+    protect_database(store or default_path())  # no output (--json-out, --trace-out) over it
     remote = ["target.allow_remote=true"] if allow_remote else []
     remote += simulation_overrides(trace_out, simulate)
     if name is not None:

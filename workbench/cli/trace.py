@@ -12,6 +12,7 @@ import typer
 
 from workbench.cli.common import one_line_errors, out
 from workbench.errors import WorkbenchError
+from workbench.output_files import check_output
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
 from workbench.traces.formats import FORMATS, format_of, read, writer
@@ -49,6 +50,7 @@ def synth(
 ) -> None:
     """Write a synthetic trace from the workbench's own distributions."""
     target = format_of(str(output), fmt, "--format")
+    check_output(output, "--output")
     gen = synth_requests(requests, objects, dist, sizes, seed, rate, ttl)
     n = writer(target)(gen, str(output))
     out(f"wrote {n} requests over {objects} objects to {output} ({target})")
@@ -146,5 +148,6 @@ def convert(
     or TTLs: converting to it drops deletes and reads everything else as gets."""
     src = format_of(str(source), from_fmt, "--from")
     dst = format_of(str(output), to_fmt, "--to")
+    check_output(output, "--output")
     n = writer(dst)(read(str(source), src), str(output))
     out(f"wrote {n} requests to {output} ({dst})")

@@ -305,8 +305,6 @@ class Coordinator:
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:
-        if trace := step.spec.workload.trace_out:  # the workers write their parts there
-            Path(trace).parent.mkdir(parents=True, exist_ok=True)
         for h in self.handles[:n]:
             await h.send(frames.StepOrder.for_worker(step.spec, resolved, n, h.index).frame())
 

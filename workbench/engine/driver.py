@@ -26,6 +26,7 @@ from workbench.engine.clients import LoadState, PubSubPlan, async_client, subscr
 from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
+from workbench.engine.trace_keys import TraceKeys
 from workbench.metrics import Stats
 from workbench.oracle_trace import triples, warmup_path, write_part
 from workbench.workload import (
@@ -137,6 +138,7 @@ class StepRun:
             [p.client_id for p in self.plans],
             self.ctx.spec.load.concurrency,  # workload.groups are refused with a trace
             frozenset(resolved.strategy.operations),
+            TraceKeys.of(resolved.system.keys),
             skipped,
             done,
             warm_over,

@@ -20,7 +20,6 @@ import contextlib
 import json
 import struct
 import subprocess
-import sys
 from typing import Any
 
 from workbench.adapter import AdapterError, CacheSystem, Strategy
@@ -28,6 +27,7 @@ from workbench.engine.serverstats import connect_for_stats
 from workbench.errors import TargetError
 from workbench.native_build import binary_path, require_binary
 from workbench.remote import ALLOW_REMOTE
+from workbench.servers import python_module
 
 _HEADER = struct.Struct(">I")
 
@@ -45,7 +45,7 @@ def worker_command(engine: str) -> list[str]:
     """The argv of a worker process for `engine` ("python" or "native")."""
     if engine == "native":
         return [str(require_binary())]
-    return [sys.executable, "-m", "workbench.engine.worker"]
+    return python_module("workbench.engine.worker")
 
 
 def _frame(message: dict[str, Any]) -> bytes:

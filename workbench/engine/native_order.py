@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.adapter import CacheSystem
 from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
+from workbench.engine.trace_keys import TraceKeys
 from workbench.metrics import OP_KINDS
 from workbench.native_build import ORDER_VERSION
 from workbench.spec.model import Spec
@@ -102,7 +103,7 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
         ),
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
-        "trace": _trace(spec, sorted(own.strategy.operations)),
+        "trace": _trace(spec, sorted(own.strategy.operations), TraceKeys.of(system.keys)),
     }
 
 
@@ -199,10 +200,10 @@ def _client(plan: ClientPlan) -> dict[str, Any]:
     }
 
 
-def _trace(spec: Spec, supported: list[str]) -> dict[str, Any] | None:
+def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] | None:
     """The trace to replay: its file, format, speed, ops, limit and trace-time warm-up, the
-    run's client count (a key's client is crc32(key) modulo it), what the strategy does and
-    the largest value sent."""
+    run's client count (a key's client is crc32(key) modulo it), what the strategy does,
+    the largest value sent and which keys are sent."""
     tr = spec.workload.trace
     if tr is None:
         return None
@@ -216,6 +217,7 @@ def _trace(spec: Spec, supported: list[str]) -> dict[str, Any] | None:
         "all_clients": spec.load.concurrency,  # workload.groups are refused with a trace
         "supported": supported,
         "max_value": MAX_TRACE_VALUE,
+        "keys": keys.order(),
     }
 
 

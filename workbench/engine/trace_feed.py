@@ -21,6 +21,7 @@ import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 
+from workbench.engine.trace_keys import TraceKeys
 from workbench.spec.model import Spec
 from workbench.traces.formats import read
 from workbench.traces.records import Request, TraceFormatError
@@ -63,6 +64,7 @@ class TraceFeed:
         client_ids: list[int],
         all_clients: int,
         supported: frozenset[str],
+        keys: TraceKeys,
         on_skip: Callable[[str], None],
         on_done: Callable[[], None],
         on_warm_over: Callable[[], None] = lambda: None,
@@ -73,6 +75,8 @@ class TraceFeed:
         self.requests = itertools.islice(requests, tr.limit) if tr.limit else requests
         self.as_recorded = tr.ops == "as-recorded"
         self.prefix = spec.workload.key_prefix
+        self.prefix_bytes = len(self.prefix.encode())
+        self.keys = keys  # which keys the protocol can carry
         self.all_clients = all_clients
         # Per client of this worker: requests of the keys it holds, in trace order.
         self.queues: dict[int, deque[Request]] = {c: deque() for c in client_ids}
@@ -243,13 +247,14 @@ class TraceFeed:
         return (self.prefix + body).encode()
 
     def _skip(self, r: Request) -> str | None:
-        """Why a request is not replayed (its op, or LARGE_VALUE), or None when it is."""
+        """Why a request is not replayed (its op, LARGE_VALUE, or a key the protocol
+        cannot carry), or None when it is."""
         code = AS_RECORDED.get(r.op) if self.as_recorded else CACHE_ASIDE
         if code is None or OP_NEEDS[code] not in self.supported:
             return r.op
         if r.value_size > MAX_TRACE_VALUE and code in (SET, CACHE_ASIDE):
             return LARGE_VALUE
-        return None
+        return self.keys.refusal(self.prefix_bytes, r.key, r.key_size)
 
     def _code(self, r: Request) -> int | None:
         """The op to issue, or None when skipped (counted by what it is through on_skip)."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import SpecError, WorkbenchError
+from workbench.servers import python_module
 from workbench.simulate.policies import INSTALL
 
 MODULE = "workbench_libcachesim"
@@ -42,7 +42,7 @@ def require() -> None:
 def _run(args: list[str]) -> dict[str, Any]:
     require()
     done = subprocess.run(
-        [sys.executable, "-m", MODULE, *args],
+        python_module(MODULE, *args),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

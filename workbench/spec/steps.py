@@ -13,6 +13,7 @@ from workbench.adapter import Strategy
 from workbench.errors import SpecError
 from workbench.native_build import require_binary
 from workbench.oracle_trace import step_path
+from workbench.output_files import check_output
 from workbench.simulate.policies import parse_policies
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import (
@@ -214,11 +215,8 @@ def check_step(spec: Spec) -> ResolvedStep:
         )
     if spec.simulate is not None:
         parse_policies(spec.simulate.policies)
-    if wl.trace_out and spec.load.launcher != "local":
-        raise SpecError(
-            'traces are written by workers on this machine: use load.launcher = "local"',
-            "workload.trace_out",
-        )
+    if wl.trace_out:
+        check_trace_out(spec)
     if wl.trace is not None:
         check_trace(spec)
     if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
@@ -227,6 +225,16 @@ def check_step(spec: Spec) -> ResolvedStep:
             "workload.ttl",
         )
     return resolved
+
+
+def check_trace_out(spec: Spec) -> None:
+    """workload.trace_out can be written by this machine's workers without harm."""
+    if spec.load.launcher != "local":
+        raise SpecError(
+            'traces are written by workers on this machine: use load.launcher = "local"',
+            "workload.trace_out",
+        )
+    check_output(spec.workload.trace_out, "workload.trace_out")
 
 
 def check_trace(spec: Spec) -> None:

@@ -5,12 +5,12 @@ It has no ops, key sizes or TTLs: every request reads as a get."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from workbench.oracle_trace import NO_NEXT, RECORD
+from workbench.output_files import remove_quietly, scratch_path
 from workbench.traces.records import Request
 from workbench.traces.stream import CHUNK, iter_records, open_read, open_write
 
@@ -37,8 +37,19 @@ def write(requests: Iterable[Request], path: str) -> int:
     """Writes every request (deletes excluded: the format has no ops); the number written.
     Next access is filled in by a backward pass over an uncompressed copy, so memory holds
     one entry per distinct object, not per request."""
-    tmp = Path(f"{path}.raw")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = scratch_path(path, "raw")
+    try:
+        n = _write_raw(requests, tmp)
+        _fill_next_access(tmp, n)
+        with open(tmp, "rb") as src, open_write(path) as dst:
+            shutil.copyfileobj(src, dst, CHUNK)
+    finally:
+        remove_quietly(tmp)
+    return n
+
+
+def _write_raw(requests: Iterable[Request], tmp: Path) -> int:
+    """The records with no next access yet; how many."""
     pack = RECORD.pack
     n = 0
     origin: float | None = None
@@ -54,10 +65,6 @@ def write(requests: Iterable[Request], path: str) -> int:
                 f.write(b"".join(batch))
                 batch.clear()
         f.write(b"".join(batch))
-    _fill_next_access(tmp, n)
-    with open(tmp, "rb") as src, open_write(path) as dst:
-        shutil.copyfileobj(src, dst, CHUNK)
-    os.unlink(tmp)
     return n
 
 

@@ -11,6 +11,7 @@ from typing import BinaryIO
 import zstandard
 
 from workbench.errors import SpecError
+from workbench.output_files import open_output
 from workbench.traces.records import TraceFormatError
 
 CHUNK = 1 << 20  # bytes read at a time: memory stays bounded whatever the file's size
@@ -70,20 +71,17 @@ def open_read(path: str | Path) -> Iterator[BinaryIO]:
 
 @contextmanager
 def open_write(path: str | Path) -> Iterator[BinaryIO]:
-    """A stream writing the file, compressing when its name ends in ``.zst``; written to a
-    temporary name and moved into place when complete."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as raw:
-        if compressed(target):
+    """A stream writing the file, compressing when its name ends in ``.zst``; an output
+    as `workbench.output_files` writes one (whole or not at all, never over a symlink or
+    device, no folder created)."""
+    with open_output(path) as raw:
+        if compressed(path):
             with zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False) as writer:
                 yield writer  # type: ignore[misc]
         else:
             buffered = io.BufferedWriter(raw, CHUNK)  # type: ignore[arg-type]
             yield buffered
             buffered.flush()
-    tmp.replace(target)
 
 
 def _read(stream: BinaryIO, path: str, record: int, offset: int) -> bytes:

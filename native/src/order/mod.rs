@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// The version of the compiled order this binary reads (`native_build.ORDER_VERSION`).
-pub const ORDER_VERSION: u64 = 4;
+pub const ORDER_VERSION: u64 = 5;
 
 /// What an op of the mix does; a mix names operations by their index in the order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

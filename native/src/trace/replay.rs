@@ -50,6 +50,17 @@ pub struct TraceOrder {
     pub supports: [bool; 3],
     /// Larger values are skipped and named (the value buffer's size).
     pub max_value: u32,
+    /// Which keys go on the wire (`trace_keys.TraceKeys`): longer ones, or with a space or
+    /// control character when `key_text`, are skipped under the names the order gives.
+    pub key_max: usize,
+    pub key_text: bool,
+    pub key_too_long: &'static str,
+    pub key_not_text: &'static str,
+}
+
+/// A name a skip is counted under, kept for the process's life (two per step order).
+fn named(text: Option<&str>) -> Option<&'static str> {
+    text.map(|t| &*Box::leak(t.to_string().into_boxed_str()))
 }
 
 impl TraceOrder {
@@ -80,6 +91,16 @@ impl TraceOrder {
                 supported.contains(&"delete"),
             ],
             max_value: num("max_value")? as u32,
+            key_max: t["keys"]["max_bytes"]
+                .as_u64()
+                .ok_or_else(|| bad("keys.max_bytes"))? as usize,
+            key_text: t["keys"]["text"]
+                .as_bool()
+                .ok_or_else(|| bad("keys.text"))?,
+            key_too_long: named(t["keys"]["too_long"].as_str())
+                .ok_or_else(|| bad("keys.too_long"))?,
+            key_not_text: named(t["keys"]["not_text"].as_str())
+                .ok_or_else(|| bad("keys.not_text"))?,
         }))
     }
 }
@@ -294,7 +315,10 @@ impl Replay {
         }
         // A request that is not replayed is counted as it is read, never queued: a trace
         // of mostly skipped ops must not pile up in the queues of the clients reading on.
-        let (req, aside) = match self.replayed(r.op, r.value_size) {
+        let sent_as = self
+            .replayed(r.op, r.value_size)
+            .and_then(|s| self.refused_key(&r.key, r.key_size).map_or(Ok(s), Err));
+        let (req, aside) = match sent_as {
             Ok(sent_as) => sent_as,
             Err(what) => {
                 match self.skipped.iter_mut().find(|s| s.0 == what) {
@@ -409,6 +433,21 @@ impl Replay {
             return Err(LARGE_VALUE);
         }
         Ok((req, aside))
+    }
+
+    /// Why a key is not sent (`trace_keys.TraceKeys.refusal`): the prefix, the trace's
+    /// key and its padding too long, or a byte a text protocol cannot carry.
+    fn refused_key(&self, key: &tracefile::Key, key_size: u32) -> Option<&'static str> {
+        let mut buf = [0u8; 20];
+        let body = key_text(key, &mut buf);
+        let len = self.prefix.len() + body.len().max(key_size as usize);
+        if len > self.order.key_max {
+            return Some(self.order.key_too_long);
+        }
+        if self.order.key_text && body.iter().any(|&b| b <= 0x20 || b == 0x7F) {
+            return Some(self.order.key_not_text);
+        }
+        None
     }
 
     /// The front request of client `ci`'s share (`front`), as the step weighs it; the

@@ -7,11 +7,11 @@ import collections
 import contextlib
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
+from workbench.servers import python_module
 
 
 class WorkerHandle:
@@ -94,7 +94,7 @@ async def launch_local(count: int, command: list[str] | None = None) -> list[Wor
     `command`: another worker program (the native engine's binary) instead of the Python
     worker."""
     handles = []
-    argv = command or [sys.executable, "-m", "workbench.engine.worker"]
+    argv = command or python_module("workbench.engine.worker")
     # A worker dies with this process (PR_SET_PDEATHSIG); it checks it has the right parent.
     env = {**os.environ, "WORKBENCH_PARENT_PID": str(os.getpid())}
     for i in range(count):
