@@ -26,11 +26,11 @@ from pathlib import Path
 
 from workbench_redis.server import start_redis
 
-from workbench import session
-from workbench.events import Interval
-from workbench.live import RunView
+from workbench.results.events import Interval
+from workbench.results.live import RunView
+from workbench.results.store import Store
+from workbench.run import session
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 
 async def main(rate: str, seconds: str) -> None:

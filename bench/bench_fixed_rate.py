@@ -50,9 +50,9 @@ import redis
 from bench_open_loop import step as open_loop_step  # a sibling script, not a package
 from workbench_redis.server import start_redis
 
-from workbench.metrics import Recorded, Stats, summarise
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.metrics import Recorded, Stats, summarise
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 CLIENTS = int(os.environ.get("CLIENTS", "16"))
 CPU_DMA_LATENCY = "/dev/cpu_dma_latency"

@@ -25,10 +25,9 @@ from workbench_embedded.cache import LruCache
 
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client
-from workbench.metrics import fold, new_histogram
-from workbench.workload import (
-    GET,
-    SET,
+from workbench.results.metrics import fold, new_histogram
+from workbench.sdk.ops import GET, SET
+from workbench.workload.generator import (
     OpStream,
     ValueBuffer,
     parse_key_distribution,

@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench import session
-from workbench.adapter import Strategy
-from workbench.events import StepFinished
-from workbench.metrics import summarise
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess, free_port, launch
+from workbench.results.events import StepFinished
+from workbench.results.metrics import summarise
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.sdk.adapter import Strategy
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.servers import ServerProcess, free_port, launch
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 try:  # the loop the engine's workers use, when installed
     from uvloop import run as run_loop

@@ -56,9 +56,9 @@ from workbench_memcached.server import start_memcached
 from workbench_redis.server import start_redis
 
 from workbench.engine.frames import StepOrder
-from workbench.native_build import binary_path
-from workbench.servers import LOOPBACK, ServerProcess, free_port
+from workbench.sdk.servers import LOOPBACK, ServerProcess, free_port
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.native_binary import binary_path
 from workbench.spec.resolve import resolve_step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -821,7 +821,7 @@ def workbench_run(url: str, flags: list[str], seconds: float, store: Path) -> tu
     if res.returncode != 0:
         print(f"    workbench run said: {res.stderr.strip().splitlines()[-1:]}")
         return 0.0, "?"
-    from workbench.store import Store
+    from workbench.results.store import Store
 
     st = Store(store)
     try:

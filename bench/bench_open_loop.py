@@ -36,15 +36,15 @@ from pathlib import Path
 
 from workbench_redis.server import start_redis
 
-from workbench import session
-from workbench.events import Event, StepFinished
-from workbench.live import RunView
-from workbench.metrics import Recorded, Stats, summarise
-from workbench.search_rules import search_spec
-from workbench.search_session import SearchRun
-from workbench.servers import ServerProcess
+from workbench.results.events import Event, StepFinished
+from workbench.results.live import RunView
+from workbench.results.metrics import Recorded, Stats, summarise
+from workbench.results.search_rules import search_spec
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.run.search import SearchRun
+from workbench.sdk.servers import ServerProcess
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 STRATEGIES = {"python": "multiplexed", "native": "native"}
 CLIENTS = 16

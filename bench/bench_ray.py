@@ -38,11 +38,11 @@ from workbench.engine.launchers import RAY_LOOPBACK_ONLY
 os.environ.setdefault(RAY_LOOPBACK_ONLY, "0")  # read when ray is imported: loopback only
 import ray
 
-from workbench import session
-from workbench.events import StepFinished
-from workbench.metrics import Stats, summarise
+from workbench.results.events import StepFinished
+from workbench.results.metrics import Stats, summarise
+from workbench.results.store import Store
+from workbench.run import session
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 BASE = [
     "load.workers=2",

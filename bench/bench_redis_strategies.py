@@ -25,12 +25,12 @@ from pathlib import Path
 
 from workbench_redis.server import start_redis
 
-from workbench import session
-from workbench.events import StepFinished
-from workbench.metrics import summarise
-from workbench.servers import ServerProcess
+from workbench.results.events import StepFinished
+from workbench.results.metrics import summarise
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.sdk.servers import ServerProcess
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 KEYS = 10_000
 VALUE = 100

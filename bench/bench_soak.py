@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.metrics import Stats, format_us, merged, summarise
+from workbench.results.metrics import Stats, format_us, merged, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKBENCH = Path(sys.executable).with_name("workbench")

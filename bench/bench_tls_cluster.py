@@ -46,9 +46,9 @@ from redis.cluster import RedisCluster
 from workbench_redis.cluster import start_cluster
 from workbench_redis.server import start_redis
 
-from workbench.native_build import binary_path
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.native_binary import binary_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_native import (  # a sibling script, not a package

@@ -27,12 +27,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from workbench import session
-from workbench.events import Interval, StepFinished
+from workbench.results.events import Interval, StepFinished
+from workbench.results.store import Store
+from workbench.run import session
 from workbench.spec.steps import load_spec
-from workbench.store import Store
-from workbench.traces.formats import writer
-from workbench.traces.synth import synth
+from workbench.workload.traces.formats import writer
+from workbench.workload.traces.synth import synth
 
 COMMON = [
     "target.system=redis",

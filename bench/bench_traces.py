@@ -21,15 +21,15 @@ import sys
 import tempfile
 from array import array
 
-from workbench import session
-from workbench.errors import SpecError
-from workbench.events import StepFinished
-from workbench.metrics import summarise
-from workbench.oracle_trace import write_trace
+from workbench.results.events import StepFinished
+from workbench.results.metrics import summarise
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.sdk.errors import SpecError
 from workbench.simulate.policies import POLICIES
 from workbench.simulate.runner import simulate
 from workbench.spec.steps import load_spec
-from workbench.store import Store
+from workbench.workload.oracle_trace import write_trace
 
 
 def zipf_trace(path: str, requests: int, objects: int) -> None:

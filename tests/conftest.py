@@ -10,7 +10,7 @@ import pytest
 from workbench_memcached.server import start_memcached
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 
 def _need(program: str) -> None:

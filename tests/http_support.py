@@ -6,7 +6,7 @@ from typing import Any
 
 from workbench_http.managed import SERVER_OPTIONS, start_server
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 
 def kv_store(**server: Any) -> ServerProcess:

@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workbench import session
-from workbench.events import Event, StepFinished
+from workbench.results.events import Event, StepFinished
+from workbench.results.store import Store
+from workbench.run import session
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 
 async def collect(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from workbench.adapter import error_kind
-from workbench.plugins import load_plugin
+from workbench.sdk.adapter import error_kind
+from workbench.sdk.discovery import load_plugin
 
 
 async def set_get(system_name: str, strategy_name: str, options: dict[str, Any]) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import pytest
 from workbench_umem import UmemConnection, plugin
 from workbench_umem.build import vendored_source
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.events import Interval, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, merged, new_histogram
+from workbench.results.events import Interval, RunStarted, StepFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, merged, new_histogram
 from workbench.spec.model import Spec, TargetSpec, spec_to_dict
 from workbench.tui.app import make_app
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy, no_connections
-from workbench.options import Option, OptionSet
+from workbench.sdk import CacheSystem, Option, OptionSet, Strategy, no_connections
 from workbench_embedded.cache import LockedCache, LruCache
 
 

@@ -57,16 +57,18 @@ and ``tls_auth_clients = true`` requires a client certificate.
 
 from __future__ import annotations
 
-from workbench.adapter import (
+from workbench.sdk import (
+    HTTP1,
+    TLS_OPTIONS,
     CacheSystem,
+    Option,
+    OptionSet,
     ServerLauncher,
     Strategy,
     per_client,
     pool_of,
     runs_in_native_engine,
 )
-from workbench.options import Option, OptionSet
-from workbench.tls import TLS_OPTIONS
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.config import check_target
 from workbench_http.lean import connect_lean
@@ -149,6 +151,7 @@ plugin = CacheSystem(
             runs_in_native_engine,
             engine="native",
             connections=per_client,
+            protocol=HTTP1,
         ),
     ),
     default_strategy="keep-alive",

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from workbench.adapter import AdapterError
+from workbench.sdk import AdapterError
 from workbench_http.config import Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import JSON

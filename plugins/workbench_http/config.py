@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from workbench.adapter import AdapterError
-from workbench.errors import TargetError
-from workbench.remote import require_loopback
-from workbench.tls import TlsSettings, tls_settings
+from workbench.sdk import AdapterError, TargetError, TlsSettings, require_loopback, tls_settings
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
 
@@ -32,9 +29,7 @@ def check_base_url(url: str, options: dict[str, Any] | None = None) -> str:
     except ValueError:
         port = -1
     if port is not None and not 0 < port < 65536:  # 0 is not "the default": name a port
-        raise TargetError(
-            f"expected a port from 1 to 65535 in {url!r}", option_where("base_url")
-        )
+        raise TargetError(f"expected a port from 1 to 65535 in {url!r}", option_where("base_url"))
     require_loopback(parts.hostname, option_where("base_url"), options)
     return url.rstrip("/")
 

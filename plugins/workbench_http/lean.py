@@ -20,8 +20,13 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from workbench.adapter import AdapterError
-from workbench.tls import TlsSettings, closed_after_handshake, plain_port_timeout, tls_error
+from workbench.sdk import (
+    AdapterError,
+    TlsSettings,
+    closed_after_handshake,
+    plain_port_timeout,
+    tls_error,
+)
 from workbench_http.config import Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import UrlTemplate

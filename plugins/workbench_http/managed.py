@@ -10,9 +10,14 @@ from typing import Any
 
 from workbench_redis.server import start_redis
 
-from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess, process_memory, start_python_server
-from workbench.tls_certs import make_tls_files
+from workbench.sdk import (
+    Option,
+    OptionSet,
+    ServerProcess,
+    make_tls_files,
+    process_memory,
+    start_python_server,
+)
 
 
 @dataclass

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from urllib.parse import urlsplit
 
-from workbench.errors import TargetError
+from workbench.sdk import TargetError
 from workbench_http.config import Config
 from workbench_http.templates import option_where
 

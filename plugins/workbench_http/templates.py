@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from yarl import URL
 
-from workbench.errors import TargetError
+from workbench.sdk import TargetError
 
 DEFAULT_SET_BODY = '{"key": "{key}", "value": "{value}", "ttl": {ttl}}'
 RAW_BODY = "{value}"

@@ -1,7 +1,7 @@
 """How a failed HTTPS exchange, or a plain one that met a TLS port, is said in one line.
 
 aiohttp wraps the ssl module's errors (`ClientConnectorCertificateError`,
-`ClientConnectorSSLError` raised ``from`` the SSL error); `workbench.tls` words them, under
+`ClientConnectorSSLError` raised ``from`` the SSL error); `workbench.sdk.tls` words them, under
 the ``tls`` kind, as for redis and memcached. A plain client on a TLS port gets no answer:
 the server drops it after failing the handshake, which the ``connection`` message names.
 """
@@ -12,8 +12,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from workbench.adapter import AdapterError
-from workbench.tls import closed_after_handshake, tls_cause
+from workbench.sdk import AdapterError, closed_after_handshake, tls_cause
 from workbench_http.config import Config
 
 PLAIN_ON_TLS = " (is it a TLS port? use https://)"

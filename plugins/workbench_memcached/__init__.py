@@ -48,24 +48,25 @@ from pymemcache.exceptions import (
     MemcacheUnknownCommandError,
 )
 
-from workbench.adapter import (
+from workbench.sdk import (
+    MEMCACHE_META,
+    MEMCACHE_TEXT,
+    TLS_OPTIONS,
     AdapterError,
     CacheSystem,
     ConnectionCount,
+    Option,
+    OptionSet,
     ServerLauncher,
+    ServerProcess,
     Strategy,
+    TlsSettings,
+    closed_after_handshake,
     count_of,
     error_kind,
     per_client,
     pool_of,
     runs_in_native_engine,
-)
-from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess
-from workbench.tls import (
-    TLS_OPTIONS,
-    TlsSettings,
-    closed_after_handshake,
     tls_error,
     tls_settings,
 )
@@ -367,6 +368,11 @@ def _on_each_server(count: ConnectionCount) -> ConnectionCount:
     return each
 
 
+def _native_protocol(system: Mapping[str, Any], strategy: Mapping[str, Any]) -> str:
+    """The native strategy's `protocol` option names the wire protocol it speaks."""
+    return MEMCACHE_META if strategy["protocol"] == "meta" else MEMCACHE_TEXT
+
+
 def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
     """Each server's rendezvous seed, as every strategy here hashes keys over them."""
     servers = parse_servers(system["servers"], options=system)
@@ -466,6 +472,7 @@ plugin = CacheSystem(
             ),
             engine="native",
             connections=_on_each_server(per_client),
+            protocol=_native_protocol,
         ),
     ),
     default_strategy="multiplexed",

@@ -24,10 +24,16 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.adapter import AdapterError, KeyRule
-from workbench.errors import TargetError
-from workbench.remote import require_loopback
-from workbench.tls import TlsSettings, closed_after_handshake, plain_port_timeout, tls_error
+from workbench.sdk import (
+    AdapterError,
+    KeyRule,
+    TargetError,
+    TlsSettings,
+    closed_after_handshake,
+    plain_port_timeout,
+    require_loopback,
+    tls_error,
+)
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3
 DEFAULT_PORT = 11211

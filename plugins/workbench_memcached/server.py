@@ -1,6 +1,6 @@
 """The managed memcached: a throw-away server on loopback (UDP off), its defaults stated once.
 
-Built on the process toolkit of `workbench.servers` (free port, launch and wait, stop by
+Built on the process toolkit of `workbench.sdk.servers` (free port, launch and wait, stop by
 pid). The plugin's launcher (``target.managed = true``), ``workbench serve memcached`` and
 the tests all start memcached through `start_memcached`.
 """
@@ -12,15 +12,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.servers import (
+from workbench.sdk import (
     LOOPBACK,
     ServerProcess,
     free_port,
     launch,
+    make_tls_files,
     program_version,
     require_program,
 )
-from workbench.tls_certs import make_tls_files
 
 MEMORY_MB = 256  # -m: memory for items, MiB
 MAX_ITEM_SIZE = 2 * 1024 * 1024  # -I: the largest item, bytes

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import (
+from workbench.sdk import (
+    RESP,
+    TLS_OPTIONS,
     CacheSystem,
+    Option,
+    OptionSet,
     ServerLauncher,
+    ServerProcess,
     Strategy,
+    TargetError,
     count_of,
     one_per_worker,
     per_client,
     pool_of,
     runs_in_native_engine,
 )
-from workbench.errors import TargetError
-from workbench.options import Option, OptionSet
-from workbench.servers import ServerProcess
-from workbench.tls import TLS_OPTIONS
 from workbench_redis.cluster import connect_cluster, start_cluster
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
@@ -214,6 +216,7 @@ plugin = CacheSystem(
             options=OptionSet((PIPELINE,)),
             engine="native",
             connections=per_client,
+            protocol=RESP,
         ),
     ),
     default_strategy="multiplexed",

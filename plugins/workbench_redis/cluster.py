@@ -25,9 +25,16 @@ import redis.asyncio as aredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import AskError, ClusterDownError, MovedError, RedisClusterException
 
-from workbench.adapter import NODE_CPU, AdapterError
-from workbench.servers import LOOPBACK, ServerProcess, free_port, require_program
-from workbench.tls_certs import TlsFiles, make_tls_files
+from workbench.sdk import (
+    LOOPBACK,
+    NODE_CPU,
+    AdapterError,
+    ServerProcess,
+    TlsFiles,
+    free_port,
+    make_tls_files,
+    require_program,
+)
 from workbench_redis.info import CPU_FIELDS, InfoReader
 from workbench_redis.pooled import AsyncClient
 from workbench_redis.server import start_redis

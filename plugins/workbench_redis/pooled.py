@@ -17,9 +17,7 @@ from typing import Any
 import redis
 import redis.asyncio as aredis
 
-from workbench.adapter import AdapterError
-from workbench.servers import host_port
-from workbench.tls import tls_cause
+from workbench.sdk import AdapterError, host_port, tls_cause
 from workbench_redis.info import InfoReader
 from workbench_redis.resp import subscribe
 from workbench_redis.target import RedisTarget

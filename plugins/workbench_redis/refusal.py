@@ -2,7 +2,7 @@
 PING right after the handshake, so a server that requires a client certificate refuses
 there, before any measured op, and the refusal is named under the ``tls`` kind whether the
 client read the server's alert or only the reset that follows it (TLS 1.3, see
-`workbench.tls.closed_after_handshake`)."""
+`workbench.sdk.tls.closed_after_handshake`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 import redis
 
-from workbench.servers import host_port
-from workbench.tls import closed_after_handshake, tls_cause
+from workbench.sdk import closed_after_handshake, host_port, tls_cause
 
 
 def _refusal(conn: Any, exc: redis.ConnectionError) -> Exception:

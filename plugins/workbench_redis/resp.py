@@ -19,9 +19,13 @@ from typing import Any, TypeVar
 
 import hiredis
 
-from workbench.adapter import AdapterError
-from workbench.servers import host_port
-from workbench.tls import closed_after_handshake, plain_port_timeout, tls_error
+from workbench.sdk import (
+    AdapterError,
+    closed_after_handshake,
+    host_port,
+    plain_port_timeout,
+    tls_error,
+)
 from workbench_redis.target import RedisTarget
 
 P = TypeVar("P", bound=asyncio.Protocol)

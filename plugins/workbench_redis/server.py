@@ -1,7 +1,7 @@
 """The managed redis-server: a throw-away server on loopback, no persistence, no protected
 mode, its defaults stated once.
 
-Built on the process toolkit of `workbench.servers` (free port, launch and wait, stop by
+Built on the process toolkit of `workbench.sdk.servers` (free port, launch and wait, stop by
 pid). The plugin's launcher (``target.managed = true``), ``workbench serve redis``, the
 HTTP plugin's caching proxy and the tests all start Redis through `start_redis`.
 """
@@ -12,15 +12,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.servers import (
+from workbench.sdk import (
     LOOPBACK,
     ServerProcess,
     free_port,
     launch,
+    make_tls_files,
     program_version,
     require_program,
 )
-from workbench.tls_certs import make_tls_files
 
 POLICY = "allkeys-lru"  # what Redis evicts at maxmemory
 

@@ -15,9 +15,7 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workbench.errors import TargetError
-from workbench.remote import require_loopback
-from workbench.tls import TlsSettings, tls_settings
+from workbench.sdk import TargetError, TlsSettings, require_loopback, tls_settings
 
 
 def no_retries(asyncio: bool) -> Any:

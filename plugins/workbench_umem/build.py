@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.errors import TargetError
+from workbench.sdk import TargetError
 
 TCP_TIMEOUT_MS = 3000
 BUILD_TIMEOUT = 300.0

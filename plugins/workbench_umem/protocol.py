@@ -30,9 +30,7 @@ from typing import Any
 
 import mmh3
 
-from workbench.adapter import AdapterError, KeyRule
-from workbench.errors import TargetError
-from workbench.remote import require_loopback
+from workbench.sdk import AdapterError, KeyRule, TargetError, require_loopback
 
 GET_OR_SET, DEL = 0, 1
 SEED = 74

@@ -5,7 +5,7 @@ here reach it on ``::1``) and takes nothing but its port on the command line: me
 threads and connections are compiled in (see `workbench_umem.build`). With
 ``binary`` the options are what the user states that binary was built with.
 
-It is started like every managed server (`workbench.servers.launch`): stopped by its pid
+It is started like every managed server (`workbench.sdk.servers.launch`): stopped by its pid
 and at interpreter exit, and killed by the kernel if the workbench dies outright.
 """
 
@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import TargetError
-from workbench.servers import ServerProcess, free_port, host_port, launch
+from workbench.sdk import ServerProcess, TargetError, free_port, host_port, launch
 from workbench_umem.build import BuildConfig, build, find_source
 
 HOST = "::1"

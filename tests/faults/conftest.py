@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.steps import load_spec
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from faults_support import cli, kill_if_alive, start_cli, wait_for_line, wait_gone
 
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 
 def _long_run(redis: ServerProcess, store: Path):  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 ENDS_WITHIN = 15.0  # seconds; the run asks for 30 s of load, so a lost stop cannot pass

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 KEYS = 10_000
 CAPACITY = 2_000

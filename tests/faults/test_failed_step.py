@@ -11,9 +11,9 @@ from workbench_redis.server import start_redis
 
 from workbench.cli.common import ExitStatus
 from workbench.engine.coordinator import FAILED_ERROR_SHARE, step_failure
-from workbench.metrics import Stats, new_histogram
-from workbench.servers import free_port
-from workbench.store import Store
+from workbench.results.metrics import Stats, new_histogram
+from workbench.results.store import Store
+from workbench.sdk.servers import free_port
 
 RUN = [sys.executable, "-m", "workbench.cli.main", "run", "--quiet"]
 

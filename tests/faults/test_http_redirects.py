@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from support import collect, finished
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from support import collect, finished
 
-from workbench.events import Interval
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.events import Interval
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 RUN = [sys.executable, "-m", "workbench.cli.main", "run", "--quiet"]
 

@@ -11,8 +11,8 @@ import pytest
 from support import collect, finished, stopped
 from workbench_redis.server import start_redis
 
-from workbench.events import Event, Interval
-from workbench.store import Store
+from workbench.results.events import Event, Interval
+from workbench.results.store import Store
 
 
 def _intervals(events: list[Event]) -> list[Interval]:

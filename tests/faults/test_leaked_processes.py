@@ -18,8 +18,8 @@ import pytest
 from faults_support import cli, kill_if_alive, start_cli, wait_for_line, wait_gone
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 RUN = [
     "run",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 CASES = [
     ("load.duration=nan", "load.duration"),

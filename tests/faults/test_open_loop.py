@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.metrics import Recorded, Stats
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 # The contract asks for 20 µs. On this shared 2-core machine an idle worker pays the
 # kernel's wake-up for each reply (about 50 µs when the machine is loaded), which a

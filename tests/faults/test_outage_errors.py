@@ -10,8 +10,8 @@ import pytest
 from support import collect, finished, stopped
 from workbench_redis.server import start_redis
 
-from workbench.events import Event, Interval
-from workbench.store import Store
+from workbench.results.events import Event, Interval
+from workbench.results.store import Store
 
 OUTAGE = 1.0  # seconds the server is stopped
 

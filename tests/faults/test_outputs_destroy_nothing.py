@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 SHORT = ["run", "--set", "load.duration=0.2", "--set", "load.warmup=0",
          "--set", "load.interval=0.1"]  # fmt: skip

@@ -20,10 +20,10 @@ import pytest
 from faults_support import cli
 from workbench_redis.server import start_redis
 
-from workbench.errors import SpecError, TargetError
-from workbench.remote import ALLOW_REMOTE, require_loopback
+from workbench.results.store import Store
+from workbench.sdk.errors import SpecError, TargetError
+from workbench.sdk.remote import ALLOW_REMOTE, require_loopback
 from workbench.spec.steps import check_spec, load_spec
-from workbench.store import Store
 
 REMOTE = {  # documentation addresses (RFC 5737) and a reserved name: never anyone's server
     "redis": ["target.system=redis", "target.options.url=redis://192.0.2.10:6379/0"],

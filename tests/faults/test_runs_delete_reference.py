@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from faults_support import WORKBENCH, cli
 
-from workbench.events import RunFinished, RunStarted
+from workbench.results.events import RunFinished, RunStarted
+from workbench.results.store import Store
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.store import Store
 
 IDS = ("20260101-000000-aaaa", "20260101-000000-aabb", "20260102-000000-cccc")
 

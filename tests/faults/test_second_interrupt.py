@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support import stopped
 
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 ABANDON_WITHIN = 1.0  # seconds from the second Ctrl-C to the exit (plus interpreter exit)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 
 def test_sigusr1_prints_the_runs_tasks_and_threads_and_the_run_completes(cli_run, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
+from workbench.results.store import Store
 from workbench.spec.load import MAX_OVERRIDE_CHARS, MAX_PROFILE_BYTES
 from workbench.spec.model import MAX_NAME_CHARS
-from workbench.store import Store
 
 
 def _one_line(stderr: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 ENGINES = ["multiplexed", "native"]
 

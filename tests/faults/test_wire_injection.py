@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 INJECTION = "x\r\nset pwned 0 0 2\r\nhi\r\n"
 ENGINES = ["multiplexed", "native"]

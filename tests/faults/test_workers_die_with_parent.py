@@ -15,10 +15,10 @@ from support import stopped
 COORDINATOR = textwrap.dedent(
     """
     import asyncio, sys
-    from workbench import session
-    from workbench.events import Interval
+    from workbench.run import session
+    from workbench.results.events import Interval
     from workbench.spec.steps import load_spec
-    from workbench.store import Store
+    from workbench.results.store import Store
 
     async def main():
         spec = load_spec(None, ["load.duration=60", "load.warmup=0", "load.interval=0.25",

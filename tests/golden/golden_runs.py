@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.connections import describe as describe_connections
-from workbench.events import (
+from workbench.engine.connections import describe as describe_connections
+from workbench.results.events import (
     Event,
     Interval,
     Notice,
@@ -24,12 +24,12 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.metrics import Stats, fold, merged, new_histogram
-from workbench.plugins import load_plugin
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.store import Store, StoredRun
+from workbench.sdk.discovery import load_plugin
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
 from workbench.spec.steps import Step, plan, resolve_strategy
-from workbench.store import Store, StoredRun
 
 T0 = 1_700_000_000.0
 ENVIRONMENT: dict[str, Any] = {
@@ -111,6 +111,7 @@ class Shape:
     errors_from: int | None = None  # steps with at least this many clients time out
     server: dict[str, Any] | None = None
     notices: dict[int, str] | None = None  # step index -> an error notice
+    intervals: int = 3  # per step (unless stopped)
 
     def stops_at(self, step: Step) -> bool:
         return self.stop_after is not None and step.index == self.stop_after[0]
@@ -142,7 +143,7 @@ def step_events(run_id: str, step: Step, rng: random.Random, shape: Shape) -> li
         )
     ]
     stopped = shape.stops_at(step)
-    count = shape.stop_after[1] if stopped and shape.stop_after else 3
+    count = shape.stop_after[1] if stopped and shape.stop_after else shape.intervals
     size = int(step.spec.workload.value_size.strip("fixed()") or 100)
     timeouts = shape.errors_from is not None and clients >= shape.errors_from
     intervals = []
@@ -180,10 +181,11 @@ def build(
     server: dict[str, Any] | None = None,
     notices: dict[int, str] | None = None,
     simulated: dict[str, Any] | None = None,
+    intervals: int = 3,
 ) -> StoredRun:
     """Record a run of the spec `overrides` describe; `stop_after=(step, intervals)` stops
     it there, as Ctrl-C would."""
-    shape = Shape(slow, stop_after, errors_from, server, notices)
+    shape = Shape(slow, stop_after, errors_from, server, notices, intervals)
     spec = spec_from_data({}, overrides)
     steps = plan(spec)
     rng = random.Random(seed)
@@ -286,7 +288,22 @@ def scenarios(path: Path) -> dict[str, list[StoredRun]]:
             "policies": policies,
         },
     )
+    # An A/B with repeats: two strategies, each run three times, interleaved.
+    ab = build(
+        store,
+        "20231114-221320-0006",
+        overrides=[
+            "name=ab",
+            'strategy.name=["direct", "threads"]',
+            "load.repeat=3",
+            "load.concurrency=4",
+            "workload.key_distribution=hotcold(0.8,0.2)",
+        ],
+        seed=6,
+        intervals=4,
+    )
     return {
+        "ab": [ab],
         "simulated": [simulated],
         "single": [single],
         "sweep": [sweep],

@@ -16,7 +16,7 @@ from golden_runs import scenarios
 from workbench.report import ReportError, render
 from workbench.report.charts import charts
 from workbench.report.model import read_runs
-from workbench.store import StoredRun
+from workbench.results.store import StoredRun
 
 SWEEP_CHARTS = [
     "percentiles",
@@ -24,6 +24,7 @@ SWEEP_CHARTS = [
     "latency-over-time",
     "latency-vs-throughput",
     "throughput-vs-swept",
+    "hit-rate",  # the golden runs' gets miss
 ]
 
 
@@ -67,7 +68,7 @@ def test_the_page_shows_the_table_figures(runs: dict[str, list[StoredRun]]) -> N
 
 def test_a_single_step_has_no_sweep_charts(runs: dict[str, list[StoredRun]]) -> None:
     (single,) = runs["single"]
-    assert [c.id for c in charts(read_runs(single))] == SWEEP_CHARTS[:3]
+    assert [c.id for c in charts(read_runs(single))] == [*SWEEP_CHARTS[:3], "hit-rate"]
 
 
 def test_compared_runs_overlay_on_one_chart(runs: dict[str, list[StoredRun]]) -> None:
@@ -197,3 +198,51 @@ def test_the_page_puts_simulated_hit_rates_beside_the_measured(
     assert rows == ["lru", "s3fifo", "belady"]
     assert "68.27%" in page and "79.56%" in page  # lru's and s3fifo's hit rates
     assert "<h2>Measured and simulated hit rates</h2>" not in render(runs["single"][0], "html")
+
+
+def test_an_ab_with_repeats_reads_by_swept_value(runs: dict[str, list[StoredRun]]) -> None:
+    """Issue 36 item 4: a categorical sweep with repeats is two groups, not six lines: the
+    repeats of a value share a colour and a legend entry, its throughput is a bar per value
+    (the median, whiskers to the lowest and highest), the latency over time is on a log
+    axis, and the change of each figure is drawn with its interval in its verdict's colour."""
+    from workbench.report.charts import figure
+    from workbench.report.group_charts import VERDICT_COLORS
+
+    (ab,) = runs["ab"]
+    drawn = {c.id: c for c in charts(read_runs(ab))}
+    assert list(drawn) == [*SWEEP_CHARTS, "changes"]
+    fig = figure([drawn["percentiles"], drawn["latency-over-time"], drawn["throughput-vs-swept"]])
+    percentiles, over_time, swept = fig.axes
+    assert len(percentiles.get_lines()) == 6
+    assert len({line.get_color() for line in percentiles.get_lines()}) == 2
+    legend = [t.get_text() for t in percentiles.get_legend().get_texts()]
+    assert legend == ["name=direct (3 repeats)", "name=threads (3 repeats)"]
+    assert over_time.get_yscale() == "log"
+    bars = swept.patches
+    assert len(bars) == 2  # a bar per value, no line between categories
+    heights = sorted(round(b.get_height()) for b in bars)
+    medians = sorted(
+        round(sorted(s.stats.ops / s.stats.duration for s in ab.steps if s.label[k] == v)[1])
+        for k, v in (("strategy.name", "direct"), ("strategy.name", "threads"))
+    )
+    assert heights == medians
+    (changes,) = figure([drawn["changes"]]).axes
+    colors = {tuple(round(c, 3) for c in line.get_color()) if not isinstance(line.get_color(), str)
+              else line.get_color() for line in changes.get_lines()}  # fmt: skip
+    assert VERDICT_COLORS["regressed"] in colors
+
+
+def test_the_page_groups_repeats_and_colours_each_verdict(
+    runs: dict[str, list[StoredRun]],
+) -> None:
+    """Issue 36 items 2 and 4: the html page has the repeats' median [min max] (hit rates of
+    hot and cold keys too), and the A/B table with a class, hence a colour, per verdict."""
+    (ab,) = runs["ab"]
+    page = render(ab, "html")
+    assert "<h2>Repeats: median [min max]</h2>" in page
+    assert "<th>hot keys</th><th>cold keys</th>" in page  # in the figures, step by step
+    assert "<h2>A/B: each strategy.name against the first</h2>" in page
+    cells = re.findall(r'<td class="change (\w+)">([^<]*)<br>', page)
+    assert [c for c, _ in cells] == ["regressed"] * 4 + ["nochange"] * 2
+    assert cells[0][1] == "-28.59%"  # thrpt, as the table report gives it
+    assert "-28.59% [-36.69% -19.45%] **regressed**" in render(ab, "table")

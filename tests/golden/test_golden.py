@@ -18,13 +18,13 @@ import pytest
 from golden_runs import scenarios
 from hdrh.log import HistogramLogReader
 
-from workbench.metrics import format_us, new_histogram, summarise
 from workbench.report import CHARTS, FORMATS, render
-from workbench.store import StoredRun
+from workbench.results.metrics import format_us, new_histogram, summarise
+from workbench.results.store import StoredRun
 
 HERE = Path(__file__).parent
 EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog"}
-SCENARIOS = ("single", "sweep", "comparison", "interrupted", "simulated")
+SCENARIOS = ("single", "sweep", "comparison", "interrupted", "simulated", "ab")
 # Charts are drawn by matplotlib, whose SVG bytes change between its releases: they are
 # checked for their content in tests/unit/test_charts.py and in a browser instead.
 TEXT_FORMATS = [f for f in FORMATS if f not in CHARTS]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 

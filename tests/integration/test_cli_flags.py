@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from workbench.cli.flags import Flags, load_with_flags
-from workbench.errors import SpecError
-from workbench.native_build import binary_path
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.errors import SpecError
+from workbench.sdk.servers import ServerProcess
+from workbench.spec.native_binary import binary_path
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 QUICK = ["--set", "load.warmup=0", "--set", "load.interval=0.25"]

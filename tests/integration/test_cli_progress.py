@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from workbench.cli.progress import RunProgress
-from workbench.events import Interval, StepStarted
-from workbench.live import RunView
-from workbench.store import Store
+from workbench.results.events import Interval, StepStarted
+from workbench.results.live import RunView
+from workbench.results.store import Store
 
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 SWEEP = ["run", "-c", "[1,2]", "-w", "1", "--test-time", "1.5", "--set", "load.warmup=0",

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess
+from workbench.results.store import Store
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.servers import ServerProcess
 from workbench.spec.load import spec_from_data
+from workbench.spec.native_binary import binary_path
 from workbench.spec.resolve import default_strategy
 from workbench.spec.steps import check_spec, load_spec
-from workbench.store import Store
 
 QUICK = ["--set", "load.warmup=0", "-n", "500", "-c", "2", "-w", "1"]
 

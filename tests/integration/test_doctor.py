@@ -71,7 +71,7 @@ def test_a_missing_native_engine_names_the_path_and_the_way_to_it(tmp_path: Path
 
 
 def test_the_build_hint_tells_a_pip_user_the_command() -> None:
-    from workbench.native_build import build_hint
+    from workbench.spec.native_binary import build_hint
 
     hint = build_hint()
     assert "./dev setup" in hint

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.events import Interval
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.events import Interval
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 RUN = ["load.duration=2", "load.interval=0.5", "load.workers=2", "load.concurrency=4"]
 

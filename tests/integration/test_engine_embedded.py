@@ -12,11 +12,11 @@ from support import collect, finished
 
 from workbench.cli.format import step_summary
 from workbench.engine import coordinator
-from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import merged
 from workbench.report import render
-from workbench.store import Store
+from workbench.results.events import Event, Interval, Notice, RunFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import merged
+from workbench.results.store import Store
 
 
 @pytest.fixture

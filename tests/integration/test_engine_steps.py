@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from workbench import session
-from workbench.events import RunFinished, StepFinished, StepStarted
+from workbench.results.events import RunFinished, StepFinished, StepStarted
+from workbench.results.store import Store
+from workbench.run import session
 from workbench.spec.steps import Step, load_spec
-from workbench.store import Store
 
 
 async def test_a_caller_picks_each_next_step_from_the_last_result(tmp_path: Path) -> None:

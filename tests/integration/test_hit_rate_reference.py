@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.events import StepSimulated
-from workbench.mrc import simulated_curves
-from workbench.oracle_trace import read_trace, warmup_path
 from workbench.report import render
 from workbench.report.mrc import is_monotone
+from workbench.results.events import StepSimulated
+from workbench.results.store import Store
+from workbench.run.mrc import simulated_curves
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
 from workbench.spec.steps import load_spec
-from workbench.store import Store
+from workbench.workload.oracle_trace import read_trace, warmup_path
 
 needs_sim = pytest.mark.skipif(
     not runner.available(), reason=f"libcachesim is not installed: {INSTALL}"

@@ -14,11 +14,11 @@ from aiohttp import web
 from support import collect, finished
 from workbench_http import plugin
 
-from workbench.adapter import AdapterError, error_kind
-from workbench.errors import TargetError
-from workbench.events import StepFinished
-from workbench.servers import ServerProcess, free_port, start_python_server
-from workbench.store import Store
+from workbench.results.events import StepFinished
+from workbench.results.store import Store
+from workbench.sdk.adapter import AdapterError, error_kind
+from workbench.sdk.errors import TargetError
+from workbench.sdk.servers import ServerProcess, free_port, start_python_server
 
 SIZES = [0, 1, 100, 4096, 100_000, 1024**2]
 KV_TEMPLATES = {"get": "GET /?key={key}", "delete": "DELETE /?key={key}", "stats_path": "/stats"}

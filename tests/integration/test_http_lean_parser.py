@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import pytest
 from workbench_http import plugin
 
-from workbench.adapter import AdapterError
-from workbench.servers import free_port
+from workbench.sdk.adapter import AdapterError
+from workbench.sdk.servers import free_port
 
 Script = Callable[[], list[bytes]]
 

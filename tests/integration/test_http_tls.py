@@ -18,12 +18,12 @@ from http_support import kv_store
 from support import collect, finished
 from tls_support import set_get as tls_set_get
 
-from workbench.events import StepStarted
-from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.tls_certs import make_tls_files
+from workbench.results.events import StepStarted
+from workbench.results.store import Store
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.servers import ServerProcess
+from workbench.sdk.tls_certs import make_tls_files
+from workbench.spec.native_binary import binary_path
 
 STRATEGIES = ["keep-alive", "new-connection", "lean"]
 

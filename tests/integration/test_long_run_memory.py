@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from workbench import session
-from workbench.events import Interval
-from workbench.live import RunView
-from workbench.native_build import binary_path
-from workbench.servers import ServerProcess
+from workbench.results.events import Interval
+from workbench.results.live import RunView
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.sdk.servers import ServerProcess
+from workbench.spec.native_binary import binary_path
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 INTERVALS = 160  # of 0.1 s: SETTLED, then at least 4 windows
 SETTLED = 50  # intervals before the baseline: imports, caches and connections warmed

@@ -16,11 +16,11 @@ from workbench_memcached import plugin
 from workbench_memcached.protocol import THIRTY_DAYS, Rendezvous, exptime, parse_servers
 from workbench_memcached.server import start_memcached
 
-from workbench.adapter import AdapterError, Strategy, error_kind
-from workbench.errors import TargetError
-from workbench.events import Event, Interval, StepFinished, StepStarted
-from workbench.servers import ServerProcess, free_port
-from workbench.store import Store
+from workbench.results.events import Event, Interval, StepFinished, StepStarted
+from workbench.results.store import Store
+from workbench.sdk.adapter import AdapterError, Strategy, error_kind
+from workbench.sdk.errors import TargetError
+from workbench.sdk.servers import ServerProcess, free_port
 
 # The Python strategies; the native one runs in the native engine (tests/native and the
 # conformance kit check it).

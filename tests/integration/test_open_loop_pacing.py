@@ -19,12 +19,12 @@ import pytest
 from support import collect, finished, stopped
 from workbench_redis.server import start_redis
 
-from workbench.events import Event, Interval
-from workbench.live import RunView
-from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.verdict import KEPT_SCHEDULE, SERVER_STALLED
+from workbench.results.events import Event, Interval
+from workbench.results.live import RunView
+from workbench.results.metrics import Recorded, Stats
+from workbench.results.store import Store
+from workbench.results.verdict import KEPT_SCHEDULE, SERVER_STALLED
+from workbench.sdk.servers import ServerProcess
 
 pytestmark = pytest.mark.timeout(300)
 RATE = 20_000  # ops/s, one worker: well within what it sustains

@@ -71,7 +71,7 @@ def test_pip_install_ships_the_profiles_and_the_native_engine(tmp_path: Path) ->
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     probe = (
-        "import workbench, workbench.tui.app as a, workbench.profile_files as p;"
+        "import workbench, workbench.tui.app as a, workbench.spec.profile_files as p;"
         "from workbench.tui.screens.setup import save_path;"
         "d = a.default_profiles_dir();"
         "print(workbench.__file__); print(d); print(p.is_shipped(d));"

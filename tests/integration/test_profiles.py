@@ -14,8 +14,8 @@ from quick_profiles import QUICK
 from support import collect, finished
 from umem_support import umem_source
 
+from workbench.results.store import Store
 from workbench.spec.steps import check_spec, load_spec, plan
-from workbench.store import Store
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 # Errors a profile may meet for real: memcached refuses items when a slab class is full.

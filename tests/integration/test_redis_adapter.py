@@ -12,12 +12,12 @@ import pytest
 from support import collect, finished
 from workbench_redis.server import start_redis
 
-from workbench.adapter import error_kind
-from workbench.errors import TargetError
-from workbench.events import Interval, StepStarted
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.events import Interval, StepStarted
+from workbench.results.store import Store
+from workbench.sdk.adapter import error_kind
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import TargetError
+from workbench.sdk.servers import ServerProcess
 
 STRATEGIES = [
     "multiplexed",
@@ -318,7 +318,7 @@ async def test_pubsub_through_the_engine_delivers_every_measured_message(
 async def test_a_failed_step_does_not_end_the_sweep(
     redis_server: ServerProcess, tmp_path: Path
 ) -> None:
-    from workbench.servers import free_port
+    from workbench.sdk.servers import free_port
 
     nobody = f"redis://127.0.0.1:{free_port()}/0"
     events = await collect(
@@ -341,7 +341,7 @@ async def test_a_failed_step_does_not_end_the_sweep(
 async def test_a_managed_server_can_be_a_given_binary(tmp_path: Path) -> None:
     import shutil
 
-    from workbench.events import Notice
+    from workbench.results.events import Notice
 
     store = Store(tmp_path / "runs.sqlite")
     given = shutil.which("redis-server")

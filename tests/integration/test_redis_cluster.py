@@ -16,10 +16,10 @@ import redis
 from support import collect, completed_clean, finished
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
-from workbench.events import Interval, StepStarted
-from workbench.live import RunView
-from workbench.servers import LOOPBACK, ServerProcess
-from workbench.store import Store
+from workbench.results.events import Interval, StepStarted
+from workbench.results.live import RunView
+from workbench.results.store import Store
+from workbench.sdk.servers import LOOPBACK, ServerProcess
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
 

@@ -14,7 +14,7 @@ from workbench_redis.resp import open_resp
 from workbench_redis.server import start_redis
 from workbench_redis.target import RedisTarget
 
-from workbench.adapter import AdapterError, error_kind
+from workbench.sdk.adapter import AdapterError, error_kind
 
 
 @pytest.mark.redis

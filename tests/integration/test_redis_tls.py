@@ -13,10 +13,10 @@ from support import collect, finished
 from tls_support import set_get as tls_set_get
 from workbench_redis.server import start_redis
 
-from workbench.events import StepStarted
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.tls_certs import make_tls_files
+from workbench.results.events import StepStarted
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
+from workbench.sdk.tls_certs import make_tls_files
 
 STRATEGIES = [
     "multiplexed",

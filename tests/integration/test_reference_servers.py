@@ -20,7 +20,7 @@ import redis
 from workbench_http.servers.caching_proxy import LruCache, TokenBuckets
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess, free_port, start_python_server
+from workbench.sdk.servers import ServerProcess, free_port, start_python_server
 
 PROXY = "workbench_http.servers.caching_proxy"
 KV = "workbench_http.servers.kv_store"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.refusals import refusals
+from workbench.results.refusals import refusals
 
 
 @pytest.mark.parametrize(

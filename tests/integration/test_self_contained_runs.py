@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from support import collect, finished
 
-from workbench.errors import PluginError
-from workbench.plugins import load_plugin
 from workbench.report import FORMATS, render
+from workbench.results.store import SCHEMA, Store
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import PluginError
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.store import SCHEMA, Store
 from workbench.tui.screens.history import describe
 
 PLUGIN = textwrap.dedent(
@@ -31,7 +31,7 @@ PLUGIN = textwrap.dedent(
     """A throwaway cache system: the embedded cache under another name and defaults."""
     import dataclasses
 
-    from workbench.options import Option, OptionSet
+    from workbench.sdk.options import Option, OptionSet
     from workbench_embedded import plugin as _embedded
 
     plugin = dataclasses.replace(

@@ -23,16 +23,16 @@ import zstandard
 from support import collect, finished
 from workbench_redis.server import start_redis
 
-from workbench.errors import SpecError
-from workbench.native_build import binary_path
-from workbench.plugins import load_plugin
+from workbench.results.store import Store
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import SpecError
 from workbench.spec.load import spec_from_data
+from workbench.spec.native_binary import binary_path
 from workbench.spec.resolve import default_strategy
 from workbench.spec.steps import load_spec
-from workbench.store import Store
-from workbench.traces.formats import read, writer
-from workbench.traces.info import analyze
-from workbench.traces.synth import synth
+from workbench.workload.traces.formats import read, writer
+from workbench.workload.traces.info import analyze
+from workbench.workload.traces.synth import synth
 
 # A fresh managed Redis per run: empty, and without maxmemory (unbounded).
 REDIS = ["target.system=redis", "target.managed=true"]

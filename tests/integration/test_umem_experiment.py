@@ -17,11 +17,11 @@ from workbench_umem import plugin
 from workbench_umem.build import BuildConfig, build, build_key, source_commit, vendored_source
 
 from workbench.conformance import check_plugin, failures
-from workbench.errors import SpecError, TargetError
-from workbench.events import Event, Interval, Notice, StepStarted
 from workbench.report import render
+from workbench.results.events import Event, Interval, Notice, StepStarted
+from workbench.results.store import Store
+from workbench.sdk.errors import SpecError, TargetError
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "memory-limit-hit-rate-quick.toml"
 QUICK = ["load.ops=400", "load.warmup_ops=400"]  # as tests/integration/test_profiles.py

@@ -13,9 +13,9 @@ from umem_support import MiB, connect, start
 from workbench_umem import UmemConnection
 from workbench_umem.protocol import parse_address, thread_of
 
-from workbench.adapter import AdapterError, error_kind
-from workbench.errors import TargetError
-from workbench.servers import ServerProcess
+from workbench.sdk.adapter import AdapterError, error_kind
+from workbench.sdk.errors import TargetError
+from workbench.sdk.servers import ServerProcess
 
 SIZES = [0, 1, 100, 1024, 64 * 1024, 100 * 1024, MiB]
 # MurmurHash3_x64_128(key, seed 74), first 64 bits, from umem-cache's own murmur_hash3.c.

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from support import collect, stopped
 
-from workbench.events import Event, Interval, Notice, StepStarted
-from workbench.live import RunView
-from workbench.search_rules import search_spec
-from workbench.search_session import SearchRun
+from workbench.results.events import Event, Interval, Notice, StepStarted
+from workbench.results.live import RunView
+from workbench.results.search_rules import search_spec
+from workbench.results.store import Store
+from workbench.results.verdict import GENERATOR_KINDS, SERVER_STALLED
+from workbench.run.search import SearchRun
 from workbench.spec.steps import load_spec
-from workbench.store import Store
-from workbench.verdict import GENERATOR_KINDS, SERVER_STALLED
 
 pytestmark = pytest.mark.timeout(240)
 WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]

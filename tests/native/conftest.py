@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.native_build import binary_path
+from workbench.spec.native_binary import binary_path
 
 
 @pytest.fixture(autouse=True)

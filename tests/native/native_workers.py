@@ -13,9 +13,9 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.engine.frames import StepOrder
-from workbench.metrics import Stats
-from workbench.native_build import binary_path
+from workbench.results.metrics import Stats
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
+from workbench.spec.native_binary import binary_path
 from workbench.spec.resolve import resolve_step
 
 _HEADER = struct.Struct(">I")

@@ -24,10 +24,10 @@ from workbench_memcached.protocol import Rendezvous, address_text, parse_servers
 from workbench.engine.client_plans import ClientPlan, Workload
 from workbench.engine.frames import StepOrder
 from workbench.engine.native_order import compile_order
-from workbench.errors import SpecError
-from workbench.native_build import ORDER_VERSION, binary_path, require_binary
+from workbench.sdk.errors import SpecError
+from workbench.spec.native_binary import ORDER_VERSION, binary_path, require_binary
 from workbench.spec.resolve import resolve_step
-from workbench.workload import (
+from workbench.workload.generator import (
     ValueBuffer,
     parse_mix,
     parse_ttl,

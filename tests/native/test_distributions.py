@@ -13,8 +13,8 @@ import pytest
 from native_workers import order, spec
 
 from workbench.engine.driver import ClientPlan, Workload
-from workbench.native_build import binary_path
-from workbench.workload import ValueBuffer, parse_mix
+from workbench.spec.native_binary import binary_path
+from workbench.workload.generator import ValueBuffer, parse_mix
 
 N = 40_000
 KEYS = 1000

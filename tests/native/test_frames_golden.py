@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from native_workers import intervals, run_worker, spec, stats_of, status, total
 
-from workbench.metrics import Stats
-from workbench.servers import ServerProcess
+from workbench.results.metrics import Stats
+from workbench.sdk.servers import ServerProcess
 
 
 def _spec(redis: ServerProcess, strategy: str, **more: object) -> object:

@@ -22,12 +22,12 @@ import pytest
 from support import collect, finished, stopped
 from workbench_redis.server import start_redis
 
-from workbench.events import Event, Interval
-from workbench.live import RunView
-from workbench.metrics import Recorded, Stats
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.verdict import SERVER_STALLED
+from workbench.results.events import Event, Interval
+from workbench.results.live import RunView
+from workbench.results.metrics import Recorded, Stats
+from workbench.results.store import Store
+from workbench.results.verdict import SERVER_STALLED
+from workbench.sdk.servers import ServerProcess
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(300)]
 ENGINES = {"python": "multiplexed", "native": "native"}

@@ -12,7 +12,7 @@ import pytest
 from native_workers import run_worker, spec, status, total
 from workbench_redis.server import start_redis
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 SECRET = "native-s3cret"
 USER, USER_SECRET = "loader", "acl-s3cret"

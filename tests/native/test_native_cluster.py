@@ -12,8 +12,8 @@ import redis
 from support import collect, completed_clean, finished
 from workbench_redis.cluster import ClusterProcess, start_cluster
 
-from workbench.events import StepFinished
-from workbench.store import Store
+from workbench.results.events import StepFinished
+from workbench.results.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None, reason="needs redis-cli")
 

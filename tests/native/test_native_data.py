@@ -12,8 +12,8 @@ import redis
 from native_workers import intervals, run_worker, spec, status, total
 from pymemcache.client.base import Client as Memcache
 
-from workbench.servers import ServerProcess
-from workbench.workload import ValueBuffer, format_key
+from workbench.sdk.servers import ServerProcess
+from workbench.workload.generator import ValueBuffer, format_key
 
 
 def _target(system: str, server: ServerProcess) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from typing import Any
 from http_support import kv_store
 from support import collect, finished
 
-from workbench.events import StepFinished
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.tls_certs import make_tls_files
+from workbench.results.events import StepFinished
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
+from workbench.sdk.tls_certs import make_tls_files
 
 LOAD = [
     "target.system=http",

@@ -11,10 +11,10 @@ from support import collect, finished
 
 from workbench.conformance import check_plugin, failures
 from workbench.engine.native import ProbeConnection
-from workbench.errors import TargetError
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import TargetError
+from workbench.sdk.servers import ServerProcess
 
 
 @pytest.mark.memcached

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from native_workers import intervals, run_worker, spec, status, total
 
-from workbench.metrics import decode
-from workbench.plugins import load_plugin
-from workbench.servers import ServerProcess
+from workbench.results.metrics import decode
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.servers import ServerProcess
 
 
 @pytest.mark.redis

@@ -12,9 +12,9 @@ import pytest
 import redis
 from support import collect, finished
 
-from workbench.events import Interval
-from workbench.servers import ServerProcess
-from workbench.store import Store
+from workbench.results.events import Interval
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
 
 PUBSUB = [
     "workload.mix={publish=1}",

@@ -15,9 +15,9 @@ import pytest
 from support import collect, finished
 from workbench_redis.server import start_redis
 
-from workbench.events import Interval, StepStarted
-from workbench.servers import ServerProcess, free_port
-from workbench.store import Store
+from workbench.results.events import Interval, StepStarted
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess, free_port
 
 
 @pytest.fixture

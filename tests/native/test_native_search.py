@@ -13,10 +13,10 @@ import pytest
 from support import collect, finished
 from workbench_redis.server import start_redis
 
-from workbench.search_rules import search_spec
-from workbench.search_session import SearchRun
+from workbench.results.search_rules import search_spec
+from workbench.results.store import Store
+from workbench.run.search import SearchRun
 from workbench.spec.steps import load_spec
-from workbench.store import Store
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
 COMMON = [

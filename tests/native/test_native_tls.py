@@ -12,10 +12,10 @@ from support import collect, finished
 from workbench_memcached.server import start_memcached
 from workbench_redis.server import start_redis
 
-from workbench.events import StepFinished
-from workbench.servers import ServerProcess
-from workbench.store import Store
-from workbench.tls_certs import make_tls_files
+from workbench.results.events import StepFinished
+from workbench.results.store import Store
+from workbench.sdk.servers import ServerProcess
+from workbench.sdk.tls_certs import make_tls_files
 
 LOAD = ["load.ops=2000", "load.workers=1", "load.concurrency=4", "strategy.name=native"]
 

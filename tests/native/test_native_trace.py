@@ -7,8 +7,8 @@ from pathlib import Path
 
 from support import collect, finished
 
-from workbench.oracle_trace import read_trace, warmup_path
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.workload.oracle_trace import read_trace, warmup_path
 
 
 async def test_the_native_engine_writes_the_measured_requests(tmp_path: Path) -> None:

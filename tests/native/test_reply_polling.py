@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from native_workers import intervals, run_worker, spec, status
 
-from workbench.servers import ServerProcess
+from workbench.sdk.servers import ServerProcess
 
 
 def _closed_loop(url: str, clients: int, pipeline: int) -> Any:

@@ -23,10 +23,10 @@ from workbench_redis.server import start_redis
 
 from workbench.engine.arrivals import Schedule, SplitMix64, exponential_gap
 from workbench.engine.client_plans import client_plans
-from workbench.errors import SpecError
-from workbench.metrics import decode
-from workbench.native_build import binary_path
-from workbench.servers import ServerProcess
+from workbench.results.metrics import decode
+from workbench.sdk.errors import SpecError
+from workbench.sdk.servers import ServerProcess
+from workbench.spec.native_binary import binary_path
 from workbench.spec.steps import check_spec
 
 START = 1_000_000_000_000  # any start time: the schedule is relative to it

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from workbench import plugins
-from workbench.errors import PluginError
+from workbench.sdk import discovery as plugins
+from workbench.sdk.errors import PluginError
 
 ENTRY_POINTS = """\
 [workbench.plugins]
@@ -20,7 +20,7 @@ notasystem = wbfake_baddecl:something
 """
 
 BAD_DECLARATION = """\
-from workbench.adapter import CacheSystem, Strategy
+from workbench.sdk.adapter import CacheSystem, Strategy
 
 
 async def connect(system, strategy):

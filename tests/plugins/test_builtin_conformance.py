@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from umem_support import umem_source
 
-from workbench.adapter import CacheSystem, ManagedServer
 from workbench.conformance import check_plugin, failures
-from workbench.plugins import GROUP, load_plugin, plugin_statuses
+from workbench.sdk.adapter import CacheSystem, ManagedServer
+from workbench.sdk.discovery import GROUP, load_plugin, plugin_statuses
 
 # Live targets: the session's servers where conftest starts one, else the plugin's launcher.
 FIXTURES = {"redis": "redis_server", "memcached": "memcached_server"}

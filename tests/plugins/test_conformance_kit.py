@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from workbench.adapter import CacheSystem, Strategy
 from workbench.conformance import CHECKS, check_plugin, failures, split_settings, targets
-from workbench.errors import PluginError, SpecError
-from workbench.options import Option, OptionSet
+from workbench.sdk.adapter import CacheSystem, Strategy
+from workbench.sdk.errors import PluginError, SpecError
+from workbench.sdk.options import Option, OptionSet
 
 
 class Dict:

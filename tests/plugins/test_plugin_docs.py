@@ -13,9 +13,9 @@ from typing import get_args
 
 import pytest
 
-from workbench.adapter import OPERATIONS
 from workbench.conformance import CHECKS, check_plugin, failures
-from workbench.options import OptionKind
+from workbench.sdk.ops import OPERATIONS
+from workbench.sdk.options import OptionKind
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```\w*\n(.*?)\n```", re.S)

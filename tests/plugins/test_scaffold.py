@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from plugin_helpers import CLI, pip, show
 
-from workbench.errors import SpecError
-from workbench.scaffold import check_name, files, scaffold
+from workbench.sdk.errors import SpecError
+from workbench.sdk.scaffold import check_name, files, scaffold
 
 # Unique per test session, so that two sessions sharing the venv cannot trip each other.
 NAME = f"wbscaffold{os.getpid()}"

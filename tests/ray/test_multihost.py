@@ -24,7 +24,7 @@ from typing import IO
 import netbed
 import pytest
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 SERVER = "redis://10.77.0.1:6379/0"
 ENGINES = {"python": "multiplexed", "native": "native"}  # engine -> the Redis strategy it runs

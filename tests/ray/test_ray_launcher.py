@@ -14,9 +14,9 @@ from conftest import TwoNodes, alive
 from support import collect, finished
 
 from workbench.engine.launchers.ray import RayLauncher
-from workbench.events import Event, Interval, Notice, RunFinished, StepStarted
-from workbench.metrics import merged
-from workbench.store import Store
+from workbench.results.events import Event, Interval, Notice, RunFinished, StepStarted
+from workbench.results.metrics import merged
+from workbench.results.store import Store
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tui_data import T0, record, synthetic_events
 
-from workbench.store import Store
+from workbench.results.store import Store
 from workbench.tui.app import WorkbenchApp, make_app
 
 

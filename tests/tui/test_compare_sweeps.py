@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tui_data import synthetic_events, view_of
 
-from workbench.live import StepView
+from workbench.results.live import StepView
 from workbench.tui.screens.compare import Entry, sweep_lines
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tui_data import synthetic_events
 
-from workbench.events import Interval
-from workbench.live import RunView
-from workbench.metrics import Stats
-from workbench.store import Store
-from workbench.timeline import MAX_POINTS, Point
+from workbench.results.events import Interval
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats
+from workbench.results.store import Store
+from workbench.results.timeline import MAX_POINTS, Point
 from workbench.tui.widgets.chart import Chart
 from workbench.tui.widgets.dashboard import RunDashboard, latency_series, throughput_series
 

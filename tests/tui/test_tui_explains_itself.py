@@ -10,7 +10,7 @@ from rich.console import Console
 from textual.widgets import Input, Select, Static
 from tui_data import interval_stats, synthetic_events, view_of
 
-from workbench.events import Interval
+from workbench.results.events import Interval
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.commands import WorkbenchCommands
 from workbench.tui.messages import ExportRuns

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.fields import FIELDS, default_at
 from workbench.spec.load import SWEEPABLE
 from workbench.spec.model import Load, Spec

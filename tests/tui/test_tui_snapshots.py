@@ -12,8 +12,8 @@ import pytest
 from textual.widgets import Input
 from tui_data import synthetic_events, view_of
 
-from workbench.events import RunFinished, StepFinished
-from workbench.metrics import Stats
+from workbench.results.events import RunFinished, StepFinished
+from workbench.results.metrics import Stats
 from workbench.tui.messages import ExportRuns
 from workbench.tui.screens.setup import SetupScreen
 

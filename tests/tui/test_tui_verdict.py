@@ -7,7 +7,7 @@ from dataclasses import replace
 from rich.console import Console
 from tui_data import interval_stats, synthetic_events, view_of
 
-from workbench.events import Interval, StepFinished, StepSimulated
+from workbench.results.events import Interval, StepFinished, StepSimulated
 from workbench.spec.steps import load_spec
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.dashboard import counter_rows, counters_table, step_row

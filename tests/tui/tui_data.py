@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from workbench.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, merged, new_histogram
+from workbench.results.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, merged, new_histogram
+from workbench.results.store import Store
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.store import Store
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 ENV = {

@@ -15,12 +15,12 @@ import sys
 import pytest
 
 from workbench.engine.allocator import MAP_FROM
-from workbench.metrics import new_histogram
+from workbench.results.metrics import new_histogram
 
 PROBE = """
 import ctypes, json, sys
 from workbench.engine.allocator import map_large_blocks
-from workbench.metrics import new_histogram
+from workbench.results.metrics import new_histogram
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in (

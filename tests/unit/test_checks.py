@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.checks import evaluate, failures, parse_check, spec_checks
-from workbench.errors import SpecError
-from workbench.live import StepView
-from workbench.metrics import Stats, fold, new_histogram, summarise
+from workbench.results.checks import evaluate, failures, parse_check, spec_checks
+from workbench.results.live import StepView
+from workbench.results.metrics import Stats, fold, new_histogram, summarise
+from workbench.sdk.errors import SpecError
 
 
 def step(

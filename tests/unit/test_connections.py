@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.connections import describe
+from workbench.engine.connections import describe
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench import metrics
-from workbench.events import Interval, RunStarted, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Recorded, Stats, fold, merged, new_histogram, summarise
-from workbench.store import Store
+from workbench.results import metrics
+from workbench.results.events import Interval, RunStarted, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import Recorded, Stats, fold, merged, new_histogram, summarise
+from workbench.results.store import Store
 
 
 def _stats(i: int, kinds: tuple[str, ...] = ("get",)) -> Stats:

@@ -13,13 +13,9 @@ from workbench.engine import frames
 from workbench.engine.accounting import KIND_NAMES, Buffers, record, to_stats
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, thread_client
-from workbench.metrics import STATS_KEYS, Stats, fold, new_histogram
-from workbench.workload import (
-    CACHE_ASIDE,
-    DELETE,
-    GET,
-    PUBLISH,
-    SET,
+from workbench.results.metrics import STATS_KEYS, Stats, fold, new_histogram
+from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+from workbench.workload.generator import (
     OpStream,
     ValueBuffer,
     parse_key_distribution,

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from workbench.adapter import AdapterError, error_kind
+from workbench.sdk.adapter import AdapterError, error_kind
 
 
 async def _write_after_the_connection_was_dropped() -> BaseException:

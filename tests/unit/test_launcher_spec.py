@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.steps import check_spec, load_spec, workers_for
 
 

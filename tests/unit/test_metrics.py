@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from workbench.metrics import (
+from workbench.results.metrics import (
     DOC_TICKS,
     Recorded,
     Stats,

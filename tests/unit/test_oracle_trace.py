@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import SpecError
-from workbench.oracle_trace import (
+from workbench.sdk.errors import SpecError
+from workbench.simulate.limits import Limit, cache_limit
+from workbench.simulate.policies import POLICIES, parse_policies
+from workbench.workload.generator import parse_value_size
+from workbench.workload.oracle_trace import (
     RECORD,
     merge_parts,
     part_path,
@@ -16,9 +19,6 @@ from workbench.oracle_trace import (
     warmup_path,
     write_part,
 )
-from workbench.simulate.limits import Limit, cache_limit
-from workbench.simulate.policies import POLICIES, parse_policies
-from workbench.workload import parse_value_size
 
 
 def test_parts_merge_in_time_order_with_each_next_access(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from array import array
 from workbench.engine import frames
 from workbench.engine.accounting import Buffers, to_stats
 from workbench.engine.wire import write_frame
-from workbench.workload import GET, SET
+from workbench.sdk.ops import GET, SET
 
 out = os.open(os.devnull, os.O_WRONLY)
 loop = asyncio.new_event_loop()
@@ -58,9 +58,9 @@ _COORDINATOR = """
 import json, sys
 from workbench.engine import frames
 from workbench.engine.wire import pack
-from workbench.events import Interval, RunStarted, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, fold, new_histogram
+from workbench.results.events import Interval, RunStarted, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, fold, new_histogram
 
 view = RunView().apply(RunStarted("r", "n", {}, [{"index": 0, "title": "run"}], {}, 0.0))
 view = view.apply(StepStarted("r", 0, "run", {}, {}, 1, 16, {}))
@@ -109,7 +109,7 @@ def test_the_interval_frame_still_checks_its_keys() -> None:
     """The check the fix rewrote still refuses a body whose keys drifted from STATS_KEYS."""
     program = (
         "from workbench.engine import frames\n"
-        "from workbench.metrics import Stats\n"
+        "from workbench.results.metrics import Stats\n"
         "class Drifted(Stats):\n"
         "    def to_dict(self):\n"
         "        body = super().to_dict(); body['extra'] = 1; return body\n"

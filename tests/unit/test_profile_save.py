@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from workbench.profile_files import CHECKOUT, find_profile, is_shipped, shipped_dir
+from workbench.spec.profile_files import CHECKOUT, find_profile, is_shipped, shipped_dir
 from workbench.spec.save import save_spec
 from workbench.spec.steps import load_spec
 

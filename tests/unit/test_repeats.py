@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from support import collect
 
-from workbench.errors import SpecError
-from workbench.metrics import format_us
 from workbench.report import render
 from workbench.report.model import read_run
 from workbench.report.repeats import groups
+from workbench.results.metrics import format_us
+from workbench.results.store import Store
+from workbench.sdk.errors import SpecError
 from workbench.spec.model import spec_to_dict
 from workbench.spec.steps import load_spec, plan
-from workbench.store import Store
 
 
 def test_repeats_interleave_the_steps_and_label_each_repeat() -> None:

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from workbench.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.metrics import Stats, fold, format_us, new_histogram, summarise
 from workbench.report import FORMATS, ReportError, render
 from workbench.report.markdown import reproduce_command
 from workbench.report.units import (
@@ -26,9 +24,11 @@ from workbench.report.units import (
     wrk_time_us,
 )
 from workbench.report.wrk import _stats_line
+from workbench.results.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
+from workbench.results.metrics import Stats, fold, format_us, new_histogram, summarise
+from workbench.results.store import Store, StoredRun
 from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.store import Store, StoredRun
 
 ROOT = Path(__file__).resolve().parents[2]
 

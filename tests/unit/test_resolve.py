@@ -10,9 +10,9 @@ import pytest
 from workbench.engine import limits
 from workbench.engine.frames import STEP, StepOrder
 from workbench.engine.limits import check_limits
-from workbench.errors import SpecError
-from workbench.native_build import binary_path
-from workbench.remote import ALLOW_REMOTE
+from workbench.sdk.errors import SpecError
+from workbench.sdk.remote import ALLOW_REMOTE
+from workbench.spec.native_binary import binary_path
 from workbench.spec.resolve import ResolvedStep, resolve_step
 from workbench.spec.steps import check_spec, load_spec
 

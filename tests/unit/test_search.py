@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from workbench.errors import SpecError
-from workbench.search_rules import (
+from workbench.results.search_rules import (
     Probe,
     Search,
     replay,
@@ -15,9 +14,7 @@ from workbench.search_rules import (
     settings_of,
     target_checks,
 )
-from workbench.spec.load import spec_from_data
-from workbench.spec.model import SearchSpec
-from workbench.verdict import (
+from workbench.results.verdict import (
     FELL_BEHIND,
     GENERATOR_BOUND,
     MACHINE_BOUND,
@@ -27,6 +24,9 @@ from workbench.verdict import (
     TOO_FEW_CLIENTS,
     Verdict,
 )
+from workbench.sdk.errors import SpecError
+from workbench.spec.load import spec_from_data
+from workbench.spec.model import SearchSpec
 
 
 def probe(

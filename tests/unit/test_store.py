@@ -6,10 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import StoreError
-from workbench.events import Interval, Notice, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.metrics import Stats, fold, merged, new_histogram
-from workbench.store import Store
+from workbench.results.events import (
+    Interval,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.store import Store
+from workbench.sdk.errors import StoreError
 
 
 def interval_stats(n: int) -> Stats:

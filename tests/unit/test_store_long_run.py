@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from workbench import metrics
 from workbench.cli.main import app
-from workbench.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.metrics import Stats, fold, new_histogram
 from workbench.report import MARKDOWN, render
+from workbench.results import metrics
+from workbench.results.events import Interval, RunFinished, RunStarted, StepFinished, StepStarted
+from workbench.results.metrics import Stats, fold, new_histogram
+from workbench.results.store import CACHE_KIB, Store
+from workbench.results.timeline import MAX_POINTS
 from workbench.spec.model import Spec, spec_to_dict
-from workbench.store import CACHE_KIB, Store
-from workbench.timeline import MAX_POINTS
 
 HOUR = 3600  # one-second intervals
 MINUTE = 60

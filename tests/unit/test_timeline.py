@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from workbench.events import Interval, Notice, RunStarted, StepStarted
-from workbench.live import MAX_NOTICES, RunView
-from workbench.metrics import Stats, fold, new_histogram
-from workbench.timeline import MAX_POINTS, Point, Timeline, combine
+from workbench.results.events import Interval, Notice, RunStarted, StepStarted
+from workbench.results.live import MAX_NOTICES, RunView
+from workbench.results.metrics import Stats, fold, new_histogram
+from workbench.results.timeline import MAX_POINTS, Point, Timeline, combine
 
 
 def pt(t: float, ops: float = 100.0, p99: float = 50.0, errors: int = 0) -> Point:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-from workbench.adapter import KeyRule
 from workbench.engine.trace_feed import TraceEnd, TraceFeed
 from workbench.engine.trace_keys import TraceKeys
+from workbench.sdk.adapter import KeyRule
 from workbench.spec.steps import load_spec
 
 

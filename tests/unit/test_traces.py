@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from workbench.oracle_trace import RECORD
 from workbench.simulate import runner
-from workbench.traces.formats import format_of, read, writer
-from workbench.traces.info import analyze, zipf_fit
-from workbench.traces.records import Request, TraceFormatError
-from workbench.traces.synth import synth
+from workbench.workload.oracle_trace import RECORD
+from workbench.workload.traces.formats import format_of, read, writer
+from workbench.workload.traces.info import analyze, zipf_fit
+from workbench.workload.traces.records import Request, TraceFormatError
+from workbench.workload.traces.synth import synth
 
 CLI = [sys.executable, "-m", "workbench.cli.main", "trace"]
 
@@ -170,7 +170,7 @@ def test_a_large_file_streams_in_bounded_memory(tmp_path: Path) -> None:
     # suite's run) ru_maxrss said 375-380 MB for a reader that never held 100.
     code = (
         "import sys\n"
-        "from workbench.traces.formats import read\n"
+        "from workbench.workload.traces.formats import read\n"
         "n = sum(1 for _ in read(sys.argv[1]))\n"
         "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
         "print(n, hwm.split()[1])\n"

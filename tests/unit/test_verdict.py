@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from workbench.events import Interval, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, fold, merged, new_histogram
-from workbench.verdict import (
+from workbench.results.events import Interval, RunStarted, StepFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.verdict import (
     FELL_BEHIND,
     GENERATOR_BOUND,
     LATENCY_BOUND,

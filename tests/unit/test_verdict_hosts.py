@@ -6,7 +6,7 @@ from typing import Any
 
 from test_verdict import REDIS, interval
 
-from workbench.verdict import (
+from workbench.results.verdict import (
     GENERATOR_BOUND,
     LATENCY_BOUND,
     MACHINE_BOUND,

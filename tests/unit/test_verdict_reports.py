@@ -7,13 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.format import step_summary
-from workbench.events import Event, Interval, RunFinished, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import Stats, fold, merged, new_histogram
 from workbench.report import render
+from workbench.results.events import (
+    Event,
+    Interval,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from workbench.results.live import RunView
+from workbench.results.metrics import Stats, fold, merged, new_histogram
+from workbench.results.store import Store, StoredRun
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
-from workbench.store import Store, StoredRun
 
 
 def stats(ops: int, latency_ns: int, worker: float, server: float, offered: int = 0) -> Stats:
@@ -95,7 +102,13 @@ def test_reports_and_summary_show_the_verdict(tmp_path: Path) -> None:
     view = RunView()
     for e in run.events():
         view = view.apply(e)
-    assert step_summary(view.steps[1])[-1].startswith("verdict: generator-bound: worker 97%")
+    lines = step_summary(view.steps[1])
+    verdict = " ".join(
+        line.strip()
+        for line in lines[next(i for i, line in enumerate(lines) if line.startswith("verdict: ")) :]
+    )
+    assert verdict.startswith("verdict: generator-bound: worker 97%")
+    assert all(len(line) <= 100 for line in lines if line.startswith(("verdict", "  ")))
 
 
 def test_search_report_of_stored_probes(tmp_path: Path) -> None:

@@ -7,13 +7,9 @@ from collections import Counter
 
 import pytest
 
-from workbench.adapter import OPERATIONS
-from workbench.errors import SpecError
-from workbench.workload import (
-    GET,
-    OP_CODES,
-    OP_NEEDS,
-    SET,
+from workbench.sdk.errors import SpecError
+from workbench.sdk.ops import GET, MIX_CODES, NEEDS, OPERATIONS, SET
+from workbench.workload.generator import (
     OpStream,
     ValueBuffer,
     format_key,
@@ -184,6 +180,6 @@ def test_bad_mix() -> None:
 
 
 def test_every_mix_operation_says_what_it_needs_of_a_strategy() -> None:
-    assert OP_NEEDS.keys() == OP_CODES.keys()
-    for op, needs in OP_NEEDS.items():
+    assert NEEDS.keys() == MIX_CODES.keys()
+    for op, needs in NEEDS.items():
         assert needs and needs <= set(OPERATIONS), op

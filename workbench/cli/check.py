@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from workbench.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
-from workbench.live import StepView
+from workbench.results.checks import Check, Outcome, evaluate, failures, parse_checks, spec_checks
+from workbench.results.live import StepView
 from workbench.spec.model import ChecksSpec, Spec
 
 FailOnOption = Annotated[

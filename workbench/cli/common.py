@@ -12,7 +12,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from workbench.errors import (
+from workbench.results.store import Store
+from workbench.sdk.errors import (
     PluginError,
     RunActiveError,
     RunRefError,
@@ -21,7 +22,6 @@ from workbench.errors import (
     TargetError,
     WorkbenchError,
 )
-from workbench.store import Store
 
 
 class ExitStatus(IntEnum):

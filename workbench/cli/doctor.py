@@ -51,7 +51,7 @@ def _program(name: str, argv: list[str], needed_for: str) -> Item:
 
 def _native() -> Item:
     from workbench.engine.native import version
-    from workbench.native_build import binary_path, missing_reason
+    from workbench.spec.native_binary import binary_path, missing_reason
 
     needed = "the native strategies: the default of redis, memcached and http (measures the server)"
     path = binary_path()

@@ -18,12 +18,12 @@ from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
 from workbench.cli.format import SummaryStyle
-from workbench.errors import SpecError
-from workbench.profile_files import find_profile
+from workbench.sdk.errors import SpecError
 from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import Spec
+from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
-from workbench.workload import KEY_DEFAULTS
+from workbench.workload.generator import KEY_DEFAULTS
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
 # workbench's own names; a bare name takes memtier's default parameters (workload.py's).
@@ -641,7 +641,7 @@ def familiar_flags(command: Callable[..., Any]) -> Callable[..., Any]:
 def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec:
     """The profile (or the defaults) with the flags, then the `--set` overrides, applied and
     checked, as `load_spec` does for `--set` alone."""
-    from workbench.plugins import load_plugin
+    from workbench.sdk.discovery import load_plugin
     from workbench.spec.resolve import resolve_strategy
 
     profile = find_profile(profile) if profile else None
@@ -695,7 +695,7 @@ def _naming_the_flag(exc: SpecError, flags: Flags) -> SpecError:
 def run_name(spec: Spec) -> str:
     """A run started from flags, named after its target and shape: e.g.
     ``redis 127.0.0.1:6379 native c16`` (a swept axis shows its values)."""
-    from workbench.plugins import load_plugin
+    from workbench.sdk.discovery import load_plugin
     from workbench.spec.resolve import resolve_strategy
 
     swept = {axis.path: axis for axis in spec.sweep}

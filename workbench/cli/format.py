@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.cli.optable import op_table
-from workbench.events import StepStarted
-from workbench.live import StepView
-from workbench.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
-from workbench.refusals import refusals
+from workbench.results.events import StepStarted
+from workbench.results.live import StepView
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
+from workbench.results.refusals import refusals
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:

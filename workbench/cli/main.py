@@ -12,6 +12,7 @@ try:
     from workbench import __version__
     from workbench.cli import (
         check,
+        compare,
         doctor,
         mrc,
         plugins,
@@ -45,6 +46,7 @@ app.command("report")(report.command)
 app.add_typer(profiles.app, name="profiles")
 app.add_typer(serve.app, name="serve")
 app.command("check")(check.command)
+app.command("compare")(compare.command)
 app.command("search")(search.command)
 app.command("simulate")(simulate.command)
 app.command("mrc")(mrc.command)

@@ -10,17 +10,17 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
-from workbench.errors import SpecError
-from workbench.mrc import measure, simulated_curves
-from workbench.options import parse_size
-from workbench.output_files import check_output, protect_database, write_text
-from workbench.profile_files import find_profile
+from workbench.files.output_files import check_output, protect_database, write_text
 from workbench.report import mrc as mrc_report
+from workbench.results.store import default_path
+from workbench.run.mrc import measure, simulated_curves
+from workbench.sdk.errors import SpecError
+from workbench.sdk.options import parse_size
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.simulate.runner import require
 from workbench.spec.load import read_profile
+from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
-from workbench.store import default_path
 
 
 def _sizes(text: str, where: str) -> list[int]:

@@ -8,7 +8,7 @@ totals, so the table and the reports never disagree.
 
 from __future__ import annotations
 
-from workbench.metrics import Recorded, Stats, all_ops_histogram, format_us
+from workbench.results.metrics import Recorded, Stats, all_ops_histogram, format_us
 
 COLUMNS = ("", "ops/s", "hits/s", "misses/s", "avg", "p50", "p99", "p99.9", "MiB/s")
 MIB = 1048576

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.errors import SpecError
-from workbench.output_files import check_output, write_text
+from workbench.files.output_files import check_output, write_text
 from workbench.report import FORMATS, render
-from workbench.store import StoredRun
+from workbench.results.store import StoredRun
+from workbench.sdk.errors import SpecError
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from workbench.adapter import CacheSystem
 from workbench.cli.common import ExitStatus, one_line_errors, out
 from workbench.conformance import CHECKS, Target, run_checks
-from workbench.errors import SpecError
-from workbench.options import Option
-from workbench.plugins import plugin_statuses
-from workbench.scaffold import scaffold
+from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.discovery import plugin_statuses
+from workbench.sdk.errors import SpecError
+from workbench.sdk.options import Option
+from workbench.sdk.scaffold import scaffold
 
 app = typer.Typer(
     help="Discovered cache systems and client strategies (no command: list them).",

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import one_line_errors, out
-from workbench.errors import SpecError
-from workbench.profile_files import profiles_dir
+from workbench.sdk.errors import SpecError
+from workbench.spec.profile_files import profiles_dir
 from workbench.spec.steps import Step, check_spec, load_spec
 
 app = typer.Typer(

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from workbench.cli.format import SummaryStyle, live_line, step_heading, step_summary
-from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import format_us
+from workbench.results.events import Interval, Notice, RunStarted, StepFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import format_us
 
 
 def _clock(seconds: float) -> str:

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, out, read_store
-from workbench.output_files import check_output, protect_database, write_text
+from workbench.files.output_files import check_output, protect_database, write_text
 from workbench.report import FORMATS, render
-from workbench.store import default_path
+from workbench.results.store import default_path
 
 FORMAT_HELP = "; ".join(f"{name}: {desc}" for name, (_, desc) in FORMATS.items())
 

@@ -14,7 +14,6 @@ from typing import Annotated, TextIO
 
 import typer
 
-from workbench import session
 from workbench.cli import flags as f
 from workbench.cli import outputs
 from workbench.cli.check import FailOnOption, checks_for, judge_steps, with_fail_on
@@ -28,6 +27,7 @@ from workbench.cli.common import (
     out,
     result,
 )
+from workbench.cli.compare_options import DEFAULT_NOISE, FailOnRegressionOption, NoiseOption
 from workbench.cli.format import (
     SummaryStyle,
     live_line,
@@ -36,7 +36,8 @@ from workbench.cli.format import (
     step_summary,
 )
 from workbench.cli.waits import show_waits
-from workbench.events import (
+from workbench.files.output_files import protect_database
+from workbench.results.events import (
     Event,
     Interval,
     Notice,
@@ -46,13 +47,13 @@ from workbench.events import (
     StepSimulated,
     StepStarted,
 )
-from workbench.live import RunView
-from workbench.output_files import protect_database
-from workbench.profile_files import find_profile
+from workbench.results.live import RunView
+from workbench.results.store import default_path
+from workbench.run import session
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
 from workbench.spec.model import Spec, check_name, spec_to_dict
-from workbench.store import default_path
+from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
 
@@ -130,6 +131,17 @@ def run_command(
         ),
     ] = False,
     fail_on: FailOnOption = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="RUN|FILE.json",
+            help="when the run ends, compare it with this run (id, name, 'last') or exported "
+            "JSON file, as `workbench compare BASELINE NEW` does",
+        ),
+    ] = None,
+    fail_on_regression: FailOnRegressionOption = None,
+    noise: NoiseOption = DEFAULT_NOISE,
     trace_out: Annotated[
         str | None,
         typer.Option(
@@ -180,6 +192,11 @@ def run_command(
         name = f.run_name(spec)  # not "default": the target and shape it ran
     checks = checks_for(spec_to_dict(spec), [], str(profile) if profile else "")
     wanted = outputs.requested(report or [], json_out, csv_out, hlog_out)
+    against = None
+    if baseline is not None or fail_on_regression:
+        from workbench.cli.comparing import Baseline  # numpy and the bootstrap: only when asked
+
+        against = Baseline.read(baseline, fail_on_regression or [], noise, store)
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
@@ -191,6 +208,8 @@ def run_command(
     )
     failed_files = _write_outputs(wanted, st, view.run_id)
     passed = judge_steps(checks, view.steps) if checks else True
+    if against is not None and view.run_id and view.status != "interrupted":
+        passed = against.judge(st.load(view.run_id)) and passed
     if print_id:
         result(view.run_id)
     if view.status == "interrupted":

@@ -20,48 +20,96 @@ from workbench.cli.common import (
     read_store,
 )
 from workbench.cli.format import step_summary
-from workbench.metrics import format_us
-from workbench.store import default_path
+from workbench.report.listing import GroupRow, group_rows
+from workbench.results.metrics import format_us
+from workbench.results.store import RunRow, StepFigures, default_path
 
 JsonOption = Annotated[bool, typer.Option("--json", help="JSON for scripts")]
 
 app = typer.Typer(help="List, show, rename and delete stored runs.", no_args_is_help=True)
 
 
+MAX_GROUP_ROWS = 12  # swept values listed under a run; more: `runs show`
+HEAD = (
+    f"{'id':<21} {'name':<28} {'when':<16} {'status':<11} {'system':<10} "
+    f"{'strategy':<15} {'clients':>7} {'steps':>5} {'best ops/s':>12} {'p50':>8} "
+    f"{'p99':>8} {'hit rate':>8} {'errors':>7}"
+)
+
+
+def _figures(ops: float | None, p50: float | None, p99: float | None, hr: float | None) -> str:
+    measured = ops is not None
+    return (
+        f"{f'{ops:,.0f}' if measured else '-':>12} "
+        f"{format_us(p50) if measured and p50 is not None else '-':>8} "
+        f"{format_us(p99) if measured and p99 is not None else '-':>8} "
+        f"{f'{hr:.1%}' if hr is not None else '-':>8}"
+    )
+
+
+def _run_line(r: RunRow) -> str:
+    when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+    errors = f"{r.errors:,}" if r.ops_per_s is not None else "-"
+    clients = str(r.clients) if r.clients is not None else "-"
+    strategy = r.step_strategy or r.strategy or "-"
+    return (
+        f"{r.id:<21} {r.name[:28]:<28} {when:<16} {r.status:<11} {r.system[:10]:<10} "
+        f"{strategy[:15]:<15} {clients:>7} {r.steps:>5} "
+        f"{_figures(r.ops_per_s, r.p50_us, r.p99_us, r.hit_rate)} {errors:>7}"
+    )
+
+
+def _group_lines(run_id: str, found: list[GroupRow]) -> list[str]:
+    """A row per swept value under its run: the median of its repeats."""
+    if len(found) > MAX_GROUP_ROWS:
+        return [f"  ({len(found)} swept values: `workbench runs show {run_id}` lists them)"]
+    out = []
+    for g in found:
+        name = g.title + (f" ({g.repeats} repeats)" if g.repeats > 1 else "")
+        figures = _figures(g.ops_per_s, g.p50_us, g.p99_us, g.hit_rate)
+        errors = f"{g.errors:,}" if g.ops_per_s is not None else "-"
+        out.append(f"  {name[:93]:<93} {g.clients:>7} {g.repeats:>5} {figures} {errors:>7}")
+    return out
+
+
 @app.command("list")
 @one_line_errors
 def list_runs(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Every stored run, newest first."""
+    """Every stored run, newest first; a run of several steps also by swept value (each the
+    median of its repeats)."""
     # No store yet is no runs yet: a read creates nothing.
-    rows = read_store(store).list_runs() if (store or default_path()).exists() else []
+    st = read_store(store) if (store or default_path()).exists() else None
+    rows = st.list_runs() if st is not None else []
+    several = [r.id for r in rows if r.steps > 1]
+    by_run: dict[str, list[StepFigures]] = {}
+    for figures in st.step_figures(several) if st is not None else []:
+        by_run.setdefault(figures.run_id, []).append(figures)
+    grouped = {rid: group_rows(steps) for rid, steps in by_run.items()}
     if as_json:
-        out(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        docs = [
+            {**dataclasses.asdict(r)}
+            | (
+                {"groups": [dataclasses.asdict(g) for g in grouped[r.id]]}
+                if r.id in grouped
+                else {}
+            )
+            for r in rows
+        ]
+        out(json.dumps(docs, indent=2))
         return
     if not rows:
         out("no runs stored yet: try `workbench run`")
         return
-    out(
-        f"{'id':<21} {'name':<28} {'when':<16} {'status':<11} {'system':<10} "
-        f"{'strategy':<15} {'clients':>7} {'steps':>5} {'best ops/s':>12} {'p50':>8} "
-        f"{'p99':>8} {'hit rate':>8} {'errors':>7}"
-    )
+    out(HEAD)
     for r in rows:
-        when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
-        measured = r.ops_per_s is not None
-        ops = f"{r.ops_per_s:,.0f}" if measured else "-"
-        p50 = format_us(r.p50_us) if measured and r.p50_us is not None else "-"
-        p99 = format_us(r.p99_us) if measured and r.p99_us is not None else "-"
-        hr = f"{r.hit_rate:.1%}" if r.hit_rate is not None else "-"
-        errors = f"{r.errors:,}" if measured else "-"
-        clients = str(r.clients) if r.clients is not None else "-"
-        strategy = r.step_strategy or r.strategy or "-"
+        out(_run_line(r))
+        if r.id in grouped:
+            out("\n".join(_group_lines(r.id, grouped[r.id])))
+    if several:
         out(
-            f"{r.id:<21} {r.name[:28]:<28} {when:<16} {r.status:<11} {r.system[:10]:<10} "
-            f"{strategy[:15]:<15} {clients:>7} {r.steps:>5} {ops:>12} {p50:>8} {p99:>8} "
-            f"{hr:>8} {errors:>7}"
+            "(a run of several steps shows its fastest step, then a row per swept value with "
+            "the median of its repeats: `workbench runs show ID` for every step)"
         )
-    if any(r.steps > 1 for r in rows):
-        out("(a run of several steps shows its fastest step: `workbench runs show ID` for all)")
 
 
 @app.command("show")

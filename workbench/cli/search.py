@@ -1,8 +1,8 @@
 """`workbench search [PROFILE] --target 'p99<1ms'`: the highest open-loop rate within a target.
 
 Probes of a few seconds each, doubling the rate until the target breaks, then bisecting
-(see `workbench.search_rules`); every probe is a stored step of one run, so `workbench report
-RUN --format search` (or any other format) shows the whole curve again.
+(see `workbench.results.search_rules`); every probe is a stored step of one run, so
+`workbench report RUN --format search` (or any other format) shows the whole curve again.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import typer
 from workbench.cli import flags as f
 from workbench.cli.common import ExitStatus, StoreOption, one_line_errors, open_store, out
 from workbench.cli.run import _drive, show_event
-from workbench.errors import SpecError
-from workbench.events import Interval, Notice, RunStarted, StepFinished, StepStarted
-from workbench.live import RunView
-from workbench.metrics import format_us
 from workbench.report.search import conclusion
-from workbench.search_rules import RETRY_LABEL, search_spec
-from workbench.search_session import SearchRun
+from workbench.results.events import Interval, Notice, RunStarted, StepFinished, StepStarted
+from workbench.results.live import RunView
+from workbench.results.metrics import format_us
+from workbench.results.search_rules import RETRY_LABEL, search_spec
+from workbench.run.search import SearchRun
+from workbench.sdk.errors import SpecError
 
 
 @one_line_errors

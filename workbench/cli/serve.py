@@ -1,7 +1,7 @@
 """`workbench serve`: run a reference server, or a managed redis/memcached, in the foreground.
 
 The server is started the way runs start managed servers (the plugins' recipes, on the
-toolkit of `workbench.servers`): on
+toolkit of `workbench.sdk.servers`): on
 loopback, waited on until it accepts connections, and stopped by its pid when this
 command ends: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, with exit status 0; killed
 outright, the servers die with it. If the server dies on its own, the command ends with
@@ -21,7 +21,7 @@ from workbench_memcached.server import MEMORY_MB, THREADS, start_memcached
 from workbench_redis.server import POLICY, start_redis
 
 from workbench.cli.common import ExitStatus, fail, one_line_errors, out
-from workbench.servers import LOOPBACK, ServerProcess, start_python_server
+from workbench.sdk.servers import LOOPBACK, ServerProcess, start_python_server
 
 app = typer.Typer(
     help="Run a server in the foreground to point experiments at; Ctrl-C stops it.",
@@ -38,7 +38,7 @@ LoopOption = Annotated[
 
 
 # A closed terminal (SIGHUP) stops the servers as Ctrl-C does. Should this process die
-# without stopping them (SIGKILL), they die with it (`workbench.servers.launch`).
+# without stopping them (SIGKILL), they die with it (`workbench.sdk.servers.launch`).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import StoreOption, one_line_errors, open_store, out
-from workbench.errors import SpecError
-from workbench.events import StepSimulated
 from workbench.report import simulated
 from workbench.report.model import read_run
+from workbench.results.events import StepSimulated
+from workbench.sdk.errors import SpecError
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.simulate.runner import require
 from workbench.simulate.steps import simulate_step

@@ -11,13 +11,13 @@ from typing import Annotated, Any
 import typer
 
 from workbench.cli.common import one_line_errors, out
-from workbench.errors import WorkbenchError
-from workbench.output_files import check_output
+from workbench.files.output_files import check_output
+from workbench.sdk.errors import WorkbenchError
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
-from workbench.traces.formats import FORMATS, format_of, read, writer
-from workbench.traces.info import analyze
-from workbench.traces.synth import synth as synth_requests
+from workbench.workload.traces.formats import FORMATS, format_of, read, writer
+from workbench.workload.traces.info import analyze
+from workbench.workload.traces.synth import synth as synth_requests
 
 app = typer.Typer(
     help="Cache traces (oracleGeneral, twitter, csv; .zst read and written directly).",

@@ -1,4 +1,4 @@
-"""The conformance kit: does a plugin keep the contract of `workbench.adapter`?
+"""The conformance kit: does a plugin keep the contract of `workbench.sdk.adapter`?
 
 Runs one strategy of one cache system against a live target, the way a worker does
 (connect, one client per virtual client, operations, close), and reports one

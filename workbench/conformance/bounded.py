@@ -17,7 +17,7 @@ from typing import Any
 from workbench.conformance.checks.probes import show
 from workbench.conformance.settings import Target
 from workbench.engine.native import probe_connect
-from workbench.errors import WorkbenchError
+from workbench.sdk.errors import WorkbenchError
 
 CONNECT_TIMEOUT = 15.0
 

@@ -9,8 +9,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import CacheSystem, ManagedServer
-from workbench.adapter import check_declaration as validate_declaration
 from workbench.conformance.bounded import CheckFailed, Skip, describe
 from workbench.conformance.checks.concurrent import (
     check_close,
@@ -28,8 +26,10 @@ from workbench.conformance.checks.data import (
 from workbench.conformance.checks.declared import check_declaration, check_options
 from workbench.conformance.checks.server_gone import check_server_gone
 from workbench.conformance.settings import OP_TIMEOUT, Target, targets
-from workbench.errors import SpecError, TargetError, WorkbenchError
-from workbench.plugins import load_plugin
+from workbench.sdk.adapter import CacheSystem, ManagedServer
+from workbench.sdk.adapter import check_declaration as validate_declaration
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import SpecError, TargetError, WorkbenchError
 
 # The checks, in the order they run; `CHECKS` is their names.
 RUNNERS: dict[str, Callable[[Target], Awaitable[str]]] = {

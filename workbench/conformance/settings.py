@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import CacheSystem, Strategy
-from workbench.errors import SpecError
+from workbench.sdk.adapter import CacheSystem, Strategy
+from workbench.sdk.errors import SpecError
 from workbench.spec.load import parse_override
 from workbench.spec.resolve import ResolvedStep
 

@@ -18,12 +18,12 @@ from array import array
 
 from hdrh.histogram import HdrHistogram
 
-from workbench.adapter import error_kind
-from workbench.metrics import OP_KINDS, Stats, fold, new_histogram
-from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+from workbench.results.metrics import Stats, fold, new_histogram
+from workbench.sdk.adapter import error_kind
+from workbench.sdk.ops import BY_NAME, CACHE_ASIDE, DELIVER, GET, PUBLISH, RECORDED
 
-DELIVER = 5  # not an op a client issues: a pub/sub message received
-KIND_NAMES = dict(zip((GET, SET, DELETE, PUBLISH, DELIVER), OP_KINDS, strict=True))  # code -> kind
+# The recorded kinds' names by code (a pub/sub message received is DELIVER's).
+KIND_NAMES = {BY_NAME[name].code: name for name in RECORDED}
 FOLD_CHUNK = 4096
 FOLD_SLICE = 0.002  # seconds of folding between loop turns
 # Open loop: a paced send is due every few tens of µs at 20,000 ops/s, and a send due

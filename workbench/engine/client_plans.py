@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from workbench.engine.arrivals import OfferedCounter, Schedule, client_seed
 from workbench.spec.model import Spec
-from workbench.workload import (
+from workbench.workload.generator import (
     OpStream,
     ValueBuffer,
     parse_key_distribution,

@@ -25,7 +25,8 @@ from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import TraceEnd, TraceStream, WarmupWait
-from workbench.workload import CACHE_ASIDE, DELETE, GET, PUBLISH, SET, OpStream, ValueBuffer
+from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+from workbench.workload.generator import OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
 # timers fire. With many clients per worker each yields more often, keeping a loop turn
@@ -64,7 +65,7 @@ class LoadState:
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
     wakeups: Wakeups | None = None  # open loop: the worker's precise timer (engine/timer.py)
     # Capturing a trace: (send ns, key index, size) of each get, set and cache-aside sent
-    # in the measured phase (`workbench.oracle_trace`), and in the warm-up (to warm a
+    # in the measured phase (`workbench.workload.oracle_trace`), and in the warm-up (to warm a
     # simulated cache as the real one was); None when not capturing.
     # Flat lists of ints (send ns, key, size, send ns, ...): the cheapest append measured
     # (list.extend of a tuple), and ints are not tracked by the garbage collector, as the

@@ -27,22 +27,22 @@ from pathlib import Path
 from typing import Any
 
 from workbench import __version__
-from workbench.adapter import ManagedServer
-from workbench.connections import describe as describe_connections
 from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
+from workbench.engine.connections import describe as describe_connections
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.engine.trace_feed import UNREADABLE
-from workbench.errors import TargetError
-from workbench.events import Event, Interval, Notice, StepFinished, StepStarted
-from workbench.metrics import Stats, merged
-from workbench.oracle_trace import merge_parts, part_path, warmup_path
+from workbench.results.events import Event, Interval, Notice, StepFinished, StepStarted
+from workbench.results.metrics import Stats, merged
+from workbench.sdk.adapter import ManagedServer
+from workbench.sdk.errors import TargetError
 from workbench.spec.model import spec_to_dict
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
+from workbench.workload.oracle_trace import merge_parts, part_path, warmup_path
 
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}

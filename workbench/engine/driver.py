@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import Connection
 from workbench.engine import frames
 from workbench.engine.accounting import ABANDONED, Buffers, to_stats
 from workbench.engine.client_plans import ClientPlan, Workload, client_plans, mixes
@@ -27,11 +26,10 @@ from workbench.engine.frames import StepOrder
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import MAX_TRACE_VALUE, UNREADABLE, TraceFeed
 from workbench.engine.trace_keys import TraceKeys
-from workbench.metrics import Stats
-from workbench.oracle_trace import triples, warmup_path, write_part
-from workbench.workload import (
-    PUBLISH,
-    SET,
+from workbench.results.metrics import Stats
+from workbench.sdk.adapter import Connection
+from workbench.sdk.ops import PUBLISH, SET
+from workbench.workload.generator import (
     ValueBuffer,
     format_key,
     max_value_size,
@@ -40,6 +38,7 @@ from workbench.workload import (
     parse_value_size,
     share,
 )
+from workbench.workload.oracle_trace import triples, warmup_path, write_part
 
 Send = Callable[[dict[str, Any]], None]
 STRAGGLER_WAIT = 2.0  # at most this long (or one interval) for ops unanswered at the end

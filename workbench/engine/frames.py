@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.engine.native_order import compile_order
-from workbench.metrics import OPTIONAL_STATS_KEYS, STATS_KEYS, Stats
-from workbench.oracle_trace import part_path
+from workbench.results.metrics import OPTIONAL_STATS_KEYS, STATS_KEYS, Stats
 from workbench.spec.model import Spec, spec_from_dict, spec_to_dict
 from workbench.spec.resolve import ResolvedStep
+from workbench.workload.oracle_trace import part_path
 
 # Coordinator -> worker
 STEP, GO, STOP = "step", "go", "stop"

@@ -14,7 +14,7 @@ import resource
 from collections.abc import Iterable
 from pathlib import Path
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.resolve import ResolvedStep, resolve_step, total_clients, workers_for
 from workbench.spec.steps import Step
 

@@ -3,7 +3,7 @@
 A native strategy (``Strategy(engine="native")``) runs in ``workbench-native`` worker
 processes instead of the Python worker: same step orders in, same frames out (docs/frames.md).
 ``./dev setup`` builds the binary and installs it as ``.venv/bin/workbench-native``;
-``WORKBENCH_NATIVE`` names another one (`workbench.native_build` finds it).
+``WORKBENCH_NATIVE`` names another one (`workbench.spec.native_binary` finds it).
 
 The conformance kit drives a strategy through ``connect``; for a native strategy (whose
 declared connect is `adapter.runs_in_native_engine`) it uses `probe_connect` instead:
@@ -22,12 +22,12 @@ import struct
 import subprocess
 from typing import Any
 
-from workbench.adapter import AdapterError, CacheSystem, Strategy
 from workbench.engine.serverstats import connect_for_stats
-from workbench.errors import TargetError
-from workbench.native_build import binary_path, require_binary
-from workbench.remote import ALLOW_REMOTE
-from workbench.servers import python_module
+from workbench.sdk.adapter import AdapterError, CacheSystem, Strategy
+from workbench.sdk.errors import TargetError
+from workbench.sdk.remote import ALLOW_REMOTE
+from workbench.sdk.servers import python_module
+from workbench.spec.native_binary import binary_path, require_binary
 
 _HEADER = struct.Struct(">I")
 

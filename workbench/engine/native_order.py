@@ -1,8 +1,8 @@
 """The native engine's step order: one step compiled to numbers, once, in Python.
 
 The native engine (native/) never reads the spec's text forms. What a step means arrives
-here already parsed by `workbench.workload` and planned by `engine.client_plans`, as numbers:
-distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
+here already parsed by `workbench.workload.generator` and planned by `engine.client_plans`, as
+numbers: distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
 seconds, each client's mix and schedule (period, offset, arrival process and its seed:
 `engine.arrivals`), where keys go over several servers, this
 worker's op budgets, the op kinds a report records and the remote decision. A trace replay
@@ -20,18 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.adapter import CacheSystem
 from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
-from workbench.metrics import OP_KINDS
-from workbench.native_build import ORDER_VERSION
+from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.ops import MIX_CODES, PUBLISH, RECORDED
 from workbench.spec.model import Spec
+from workbench.spec.native_binary import ORDER_VERSION
 from workbench.spec.resolve import total_clients
-from workbench.traces.formats import format_of
-from workbench.workload import (
-    OP_CODES,
-    PUBLISH,
+from workbench.workload.generator import (
     SEQUENCE_STRIDE,
     Dist,
     ValueBuffer,
@@ -46,6 +43,7 @@ from workbench.workload import (
     partition,
     share,
 )
+from workbench.workload.traces.formats import format_of
 
 if TYPE_CHECKING:
     from workbench.engine.frames import StepOrder
@@ -79,8 +77,8 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "allow_remote": own.allow_remote,  # the remote decision, as resolved
         "worker": worker,
         "seed": spec.seed,
-        "operations": list(OP_CODES),  # a mix names operations by their index here
-        "record": list(OP_KINDS),  # the op kinds a report has histograms for
+        "operations": list(MIX_CODES),  # a mix names operations by their index here
+        "record": list(RECORDED),  # the op kinds a report has histograms for
         "keys": keys,
         "value_size": _value_size(value_size),
         "values": {

@@ -25,7 +25,7 @@ import os
 from collections.abc import Awaitable
 from typing import Any
 
-from workbench.adapter import NODE_CPU, CacheSystem, Connection, ManagedServer, Strategy
+from workbench.sdk.adapter import NODE_CPU, CacheSystem, Connection, ManagedServer, Strategy
 
 STATS_TIMEOUT = 2.0
 FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long

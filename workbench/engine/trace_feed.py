@@ -2,7 +2,7 @@
 its virtual clients as the native engine shares them (`native/src/trace/replay.rs`), so each
 key's requests keep the trace's order and every client works while requests are left.
 
-Every worker reads the file as a stream (`workbench.traces`) and keeps the requests whose
+Every worker reads the file as a stream (`workbench.workload.traces`) and keeps the requests whose
 key is its own: client ``crc32(key) % clients`` of all the run's clients is one of its
 clients. Within the worker a free client takes the next request. A key is *held* by the
 client whose request of it is in flight (a client issues one op at a time, a
@@ -22,18 +22,19 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 
 from workbench.engine.trace_keys import TraceKeys
+from workbench.sdk.ops import AS_RECORDED, BY_CODE, CACHE_ASIDE, SET
 from workbench.spec.model import Spec
-from workbench.traces.formats import read
-from workbench.traces.records import Request, TraceFormatError
-from workbench.workload import CACHE_ASIDE, DELETE, GET, SET
+from workbench.workload.traces.formats import read
+from workbench.workload.traces.records import Request, TraceFormatError
 
 # The largest value a replayed request sends; larger ones are skipped and named (the
 # engine's value buffer is allocated once, and caches refuse such items anyway).
 MAX_TRACE_VALUE = 4 * 1024**2
 # What a request too large to send is counted as among the skipped (`Stats.skipped`).
 LARGE_VALUE = "value over 4 MiB"
-AS_RECORDED = {"get": GET, "gets": GET, "set": SET, "delete": DELETE}
-OP_NEEDS = {GET: "get", SET: "set", DELETE: "delete", CACHE_ASIDE: "get"}
+# What a strategy must declare for a replayed request: an op replayed as recorded needs
+# itself; a cache-aside replay (get-set-on-miss) goes through the strategy's get.
+OP_NEEDS = {code: BY_CODE[code].name for code in AS_RECORDED.values()} | {CACHE_ASIDE: "get"}
 
 
 # The error kind of a trace that cannot be read to its end, in both engines: it fails the

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.adapter import KeyRule
+from workbench.sdk.adapter import KeyRule
 
 # The longest replayed key whatever the protocol (a binary-safe one included): a recorded
 # key size is a 32-bit field, and a key is built (and padded) in memory before it is sent.

@@ -20,12 +20,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from workbench import __version__
-from workbench.adapter import error_kind
 from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
 from workbench.engine.driver import Send, StepRun
 from workbench.engine.frames import StepOrder
 from workbench.engine.wire import read_frame, write_frame
+from workbench.sdk.adapter import error_kind
 
 ENGINE = {"name": "python", "version": __version__}
 PARENT_ENV = "WORKBENCH_PARENT_PID"

@@ -2,8 +2,9 @@
 
 ``render(runs, fmt, **options)`` takes one `StoredRun` or several (several give one
 comparison) and returns the whole report as a string. Every figure is read through the
-reducer the faces use (`workbench.live.RunView`) and `workbench.metrics.summarise`, so a
-report, `workbench runs show` and the live screens never disagree.
+reducer the faces use (`workbench.results.live.RunView`) and
+`workbench.results.metrics.summarise`, so a report, `workbench runs show` and the live
+screens never disagree.
 
 Markdown formats (they start with what was measured where, and end with the command that
 measures it again): ``table`` (default), ``criterion``, ``wrk``, ``gobench``, ``hitrate``,
@@ -19,9 +20,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from workbench.errors import WorkbenchError
 from workbench.report.model import read_runs
-from workbench.store import StoredRun
+from workbench.results.store import StoredRun
+from workbench.sdk.errors import WorkbenchError
 
 # format name -> (module, one-line description)
 FORMATS: dict[str, tuple[str, str]] = {

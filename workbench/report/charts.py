@@ -16,8 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.metrics import percentile_curve
-from workbench.report.model import CONCURRENCY, RunData, StepData, all_steps
+from workbench.report import group_charts
+from workbench.report.changes import Comparison, comparisons_for
+from workbench.report.model import CONCURRENCY, REPEAT, RunData, StepData, all_steps
+from workbench.results.metrics import percentile_curve
 
 # Percentiles marked on the 1/(1-p) axis of the distribution chart.
 PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
@@ -42,14 +44,47 @@ class Chart:
     title: str
     caption: str
     draw: Callable[[Any], None]  # fills a matplotlib Axes
+    height: float = 1.0  # in chart heights
 
 
-def charts(runs: Sequence[RunData]) -> list[Chart]:
-    """The charts that have data for these runs, in reading order."""
+def charts(runs: Sequence[RunData], comparisons: Sequence[Comparison] | None = None) -> list[Chart]:
+    """The charts that have data for these runs, in reading order (`comparisons`: what the
+    runs' reports compare, when the caller has them already)."""
     steps = [s for s in all_steps(runs) if s.has_data]
     if not steps:
         return []
     several = len(runs) > 1
+    out = _step_charts(steps, several)
+    if group_charts.has_misses(steps):
+        out.append(
+            Chart(
+                "hit-rate",
+                "Hit rate: all gets, hot keys, cold keys",
+                "Share of gets that hit, per step (its repeats as one bar: the median, "
+                "whiskers to the lowest and highest), overall and on the hottest keys and the "
+                "rest.",
+                lambda ax: group_charts.draw_hit_rates(ax, steps, several),
+            )
+        )
+    compared = comparisons_for(runs) if comparisons is None else comparisons
+    if group_charts.judged(compared):
+        rows = sum(1 for c in compared for s in c.steps for f in s.figures if f.change)
+        out.append(
+            Chart(
+                "changes",
+                "Did it change? Each figure with its 95% interval",
+                "New against base: the change of each figure (shares in points) with its 95% "
+                "interval; green improved, red regressed, grey no change within the noise "
+                "threshold.",
+                lambda ax: group_charts.draw_changes(ax, compared),
+                height=max(1.0, rows / 12),
+            )
+        )
+    return out
+
+
+def _step_charts(steps: Sequence[StepData], several: bool) -> list[Chart]:
+    """The charts of every step: percentiles, over time, and along the sweep."""
     out = [
         Chart(
             "percentiles",
@@ -127,8 +162,11 @@ def figure(charts_: Sequence[Chart], *, ncols: int = 1) -> Any:
 
     rows = math.ceil(len(charts_) / ncols)
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(WIDTH_IN * ncols, HEIGHT_IN * rows), layout="constrained")
-        axes = fig.subplots(rows, ncols, squeeze=False).ravel()
+        heights = [c.height for c in charts_] if ncols == 1 else [1.0] * rows
+        fig = Figure(figsize=(WIDTH_IN * ncols, HEIGHT_IN * sum(heights)), layout="constrained")
+        axes = fig.subplots(
+            rows, ncols, squeeze=False, gridspec_kw={"height_ratios": heights}
+        ).ravel()
         for ax, chart in zip(axes, charts_, strict=False):
             ax.set_title(textwrap.fill(chart.title, TITLE_WIDTH), loc="left", fontweight="bold")
             chart.draw(ax)
@@ -143,17 +181,27 @@ def figure(charts_: Sequence[Chart], *, ncols: int = 1) -> Any:
     return fig
 
 
-def _label(step: StepData, several: bool) -> str:
-    return step.name(with_run=several)
-
-
 def _percentile_x(p: float) -> float:
     return 1.0 / (1.0 - p / 100.0)
 
 
+def _colors(steps: Sequence[StepData], several: bool) -> list[tuple[str, str | None]]:
+    """Each step's colour and legend label: a step's repeats share one colour and one
+    entry (the first), so that two swept values read as two groups, not six lines."""
+    names = [group_charts.group_name(s, several) for s in steps]
+    order = list(dict.fromkeys(names))
+    counts = {n: names.count(n) for n in order}
+    out: list[tuple[str, str | None]] = []
+    for i, name in enumerate(names):
+        first = names.index(name) == i
+        label = name + (f" ({counts[name]} repeats)" if counts[name] > 1 else "")
+        out.append((f"C{order.index(name) % 10}", label if first else None))
+    return out
+
+
 def _draw_percentiles(ax: Any, steps: Sequence[StepData], several: bool) -> None:
     top = 0.0
-    for step in steps:
+    for step, (color, label) in zip(steps, _colors(steps, several), strict=True):
         # Past 1 - 1/N of N samples a percentile only repeats the maximum: stop there.
         last = 100.0 * (1.0 - 1.0 / max(step.histogram.get_total_count(), 2))
         curve = [(p, us) for p, us in percentile_curve(step.histogram) if p <= max(last, 99.0)]
@@ -163,7 +211,8 @@ def _draw_percentiles(ax: Any, steps: Sequence[StepData], several: bool) -> None
         ax.plot(
             [_percentile_x(p) for p, _ in curve],
             [us for _, us in curve],
-            label=_label(step, several),
+            label=label,
+            color=color,
             linewidth=1.4,
         )
     ax.set_xscale("log")
@@ -184,27 +233,26 @@ def _draw_over_time(
     names: list[str],
 ) -> None:
     styles = ("-", "--", ":")
-    for i, step in enumerate(steps):
-        color = f"C{i % 10}"
+    for step, (color, name) in zip(steps, _colors(steps, several), strict=True):
         xs = [p.elapsed for p in step.points]
         columns = list(zip(*(values(p) for p in step.points), strict=True))
         for j, ys in enumerate(columns):
-            label = _label(step, several) if j == 0 else None
+            label = name if j == 0 else None
             ax.plot(xs, ys, styles[j % 3], color=color, label=label, marker=".", linewidth=1.2)
     ax.set_xlabel("seconds into the step")
     if names == ["ops/s"]:
         ax.set_ylabel("ops/s")
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(_thousands())
-    else:
-        _latency_axis(ax)
+    else:  # p99 is often ten times p50 and a stall a hundred: a log axis shows all three
+        _latency_axis(ax, ratio=1.0)
     _legend(ax, len(steps))
 
 
 def _series(steps: Sequence[StepData], several: bool) -> dict[str, list[StepData]]:
     groups: dict[str, list[StepData]] = {}
     for step in steps:
-        groups.setdefault(step.series(with_run=several), []).append(step)
+        groups.setdefault(step.series(with_run=several, with_repeat=False), []).append(step)
     return groups
 
 
@@ -213,19 +261,24 @@ def _draw_latency_vs_throughput(ax: Any, steps: Sequence[StepData], several: boo
 
     swept = swept_path(steps)
     series = _series(steps, several)
+    # Repeats of one step are points side by side: a line through them would be a walk.
+    joined = not any(REPEAT in s.label for s in steps)
     labels: list[tuple[str, float, float]] = []
     for i, (_name, group) in enumerate(series.items()):
         color = f"C{i % 10}"
         xs = [s.summary.ops_per_s for s in group]
         p50s = [s.summary.p(50.0) for s in group]
-        ax.plot(xs, p50s, "-o", color=color)
-        ax.plot(xs, [s.summary.p(99.0) for s in group], "--s", color=color, alpha=0.8)
-        if swept is not None:  # which step each point is
+        ax.plot(xs, p50s, "-o" if joined else "o", color=color)
+        ax.plot(xs, [s.summary.p(99.0) for s in group], "--s" if joined else "s", color=color,
+                alpha=0.8)  # fmt: skip
+        if swept is not None:  # which step each point is (a step's repeats: once)
             name = swept.split(".")[-1]
-            labels += [
-                (f"{name}={step.label.get(swept, '')}", x, y)
-                for step, x, y in zip(group, xs, p50s, strict=True)
-            ]
+            named = {text for text, _, _ in labels}
+            for step, x, y in zip(group, xs, p50s, strict=True):
+                text = f"{name}={step.label.get(swept, '')}"
+                if text not in named:
+                    named.add(text)
+                    labels.append((text, x, y))
     ax.set_xlabel("ops/s")
     xs_all = [s.summary.ops_per_s for s in steps if s.summary.ops_per_s > 0]
     # Series far apart in throughput (a Python client and the native engine) would flatten
@@ -293,7 +346,7 @@ def swept_path(steps: Sequence[StepData]) -> str | None:
     paths: list[str] = []
     for step in steps:
         for path in step.label:
-            if path not in paths:
+            if path not in paths and path != REPEAT:  # a repeat is not a setting
                 paths.append(path)
     varying = [p for p in paths if len({s.label.get(p) for s in steps}) > 1]
     if CONCURRENCY in varying:
@@ -304,6 +357,13 @@ def swept_path(steps: Sequence[StepData]) -> str | None:
 def _draw_against_swept(ax: Any, steps: Sequence[StepData], several: bool, path: str) -> None:
     values = [s.label.get(path, "") for s in steps]
     numeric = all(_number(v) is not None for v in values)
+    if not numeric:  # categories: bars, with nothing drawn between them
+        group_charts.draw_swept_bars(ax, steps, several, path)
+        ax.yaxis.set_major_formatter(_thousands())
+        series = {group_charts.group_name(s, several, path) for s in steps}
+        if len(series) > 1:
+            _legend(ax, len(series))
+        return
     categories = list(dict.fromkeys(values))
     groups: dict[str, list[StepData]] = {}
     for step in steps:
@@ -341,8 +401,12 @@ def _latency_axis(ax: Any, ratio: float = 100) -> None:
     magnitude unless told)."""
     ys = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
     if ys and max(ys) / min(ys) > ratio:
+        from matplotlib.ticker import LogLocator, NullFormatter
+
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(_latency_ticks())
+        ax.yaxis.set_minor_formatter(NullFormatter())  # no "6 x 10^1" between them
         ax.set_ylabel("latency")  # the ticks carry their units
         return
     ax.set_ylim(bottom=0)

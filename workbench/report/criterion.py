@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import DOC_TICKS, format_us
 from workbench.report import repeats
+from workbench.report.change_lines import StepKey, blocks_by_step, step_key
+from workbench.report.change_lines import table as change_table
+from workbench.report.changes import comparisons_for
 from workbench.report.markdown import footer, header
 from workbench.report.model import RunData, StepData, cumulative_share
 from workbench.report.units import (
@@ -32,6 +34,7 @@ from workbench.report.units import (
     criterion_time,
     latency,
 )
+from workbench.results.metrics import DOC_TICKS, format_us
 
 INDENT = " " * 24
 TICKS = (*DOC_TICKS, 99.9)
@@ -81,6 +84,15 @@ def block(step: StepData, *, with_run: bool) -> list[str]:
     lines.append(f"100.00% < {latency(s.max_us, unit)}")
     lines.append("")
     return lines
+
+
+def with_change(lines: list[str], changes: dict[StepKey, list[str]], step: StepData) -> list[str]:
+    """A step's block with its ``change:`` lines, as criterion ends a benchmark's block."""
+    found = changes.get(step_key(step.run.id, [step.index]))
+    if not found:
+        return lines
+    end = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    return [*lines[:end], *found, *lines[end:]]
 
 
 def levels(
@@ -200,14 +212,17 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
         "fastest interval].",
         "",
     ]
+    compared = comparisons_for(runs)
+    changes = blocks_by_step(compared)
     for level, steps in levels(runs).items():
         lines += [f"### ========== CONCURRENCY == {level} ============", "", "```"]
         for step in steps:
-            lines += block(step, with_run=several)
+            lines += with_change(block(step, with_run=several), changes, step)
             lines.append("")
         while lines[-1] == "":
             lines.pop()
         lines += ["```", ""]
-    lines += repeats.criterion_blocks(runs)
+    lines += repeats.criterion_blocks(runs, changes)
+    lines += change_table(compared)
     lines += footer(runs)
     return "\n".join(lines).rstrip("\n") + "\n"

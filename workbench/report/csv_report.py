@@ -11,8 +11,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import Stats, Summary, summarise
 from workbench.report.model import RunData
+from workbench.results.metrics import Stats, Summary, summarise
 
 TICKS = (50.0, 75.0, 90.0, 99.0, 99.9, 99.99)
 COLUMNS = [

@@ -18,9 +18,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import OP_KINDS
 from workbench.report.markdown import footer, header
 from workbench.report.model import CONCURRENCY, REPEAT, RunData, StepData, kind_summary
+from workbench.sdk.ops import MESSAGE, RECEIVED, RECORDED, WITH_VALUE, in_group
 
 
 def camel(text: str) -> str:
@@ -35,7 +35,7 @@ def size_suffix(value_size: str) -> str:
 def bench_name(step: StepData, kind: str) -> str:
     spec = step.spec
     size = size_suffix(spec["workload"]["value_size"])
-    if kind in ("publish", "deliver"):  # messages have their own size
+    if kind in in_group(MESSAGE):  # messages have their own size
         swept = "workload.pubsub.message_size" in step.label
         size = "" if swept else f"{spec['workload']['pubsub']['message_size']}b"
     name = f"Benchmark{camel(step.system)}/{camel(step.strategy)}{camel(kind)}{size}"
@@ -58,19 +58,19 @@ def bytes_per_op(step: StepData, kind: str) -> float:
     bytes received before gets are credited with the rest."""
     t = step.totals
     counts = {k: h.get_total_count() for k, h in t.hist.items()}
-    senders = counts.get("set", 0) + counts.get("publish", 0)
+    senders = sum(counts.get(k, 0) for k in WITH_VALUE if k not in RECEIVED)
     sent = t.bytes_out / senders if senders else 0.0
     if kind == "get":
         received = max(0.0, t.bytes_in - t.delivered * sent)
         return received / counts["get"] if counts.get("get") else 0.0
-    if kind in ("set", "publish", "deliver"):
+    if kind in WITH_VALUE:
         return sent
     return 0.0
 
 
 def lines_for(step: StepData) -> list[str]:
     out = []
-    kinds = sorted(step.totals.hist, key=lambda k: (OP_KINDS.index(k) if k in OP_KINDS else 99, k))
+    kinds = sorted(step.totals.hist, key=lambda k: (RECORDED.index(k) if k in RECORDED else 99, k))
     for kind in kinds:
         k = kind_summary(step, kind)
         if not k.ops:

@@ -26,7 +26,7 @@ from workbench.report.model import (
     target_options,
     target_version,
 )
-from workbench.workload import (
+from workbench.workload.generator import (
     DEFAULT_HOT_SHARE,
     mean_value_size,
     parse_key_distribution,

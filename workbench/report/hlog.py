@@ -16,8 +16,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import encode
 from workbench.report.model import RunData
+from workbench.results.metrics import encode
 
 LOG_FORMAT_VERSION = "1.3"
 LEGEND = '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from workbench.report import simulated
+from workbench.report import html_changes, repeats, simulated
+from workbench.report.changes import comparisons_for
 from workbench.report.charts import charts, svg
 from workbench.report.markdown import (
     describe_environment,
@@ -21,7 +22,7 @@ from workbench.report.markdown import (
     describe_workload,
     when,
 )
-from workbench.report.model import STATUS_WORDS, RunData, all_steps
+from workbench.report.model import STATUS_WORDS, RunData, StepData, all_steps
 from workbench.report.table import COLUMNS
 
 STYLE = """
@@ -48,8 +49,11 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     for run in runs:
         body += _run_facts(run)
     body += _figures_table(runs)
+    body += html_changes.repeats_table(runs)
+    compared = comparisons_for(runs)
+    body += html_changes.changes_tables(compared)
     body += _simulated_table(runs)
-    drawn = charts(runs)
+    drawn = charts(runs, compared)
     if drawn:
         body.append("<h2>Charts</h2>")
     for chart in drawn:
@@ -61,9 +65,8 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
         body.append('<p class="warn">No step measured any operation: nothing to chart.</p>')
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
+        f"<title>{escape(title)}</title><style>{STYLE}{html_changes.STYLE}</style></head>\n"
+        "<body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
 
 
@@ -131,6 +134,13 @@ def _simulated_table(runs: Sequence[RunData]) -> list[str]:
     ]
 
 
+def _hot_cold(steps: Sequence[StepData]) -> list[tuple[str, Any, Any]]:
+    """The hot and cold keys' hit rates, once any step told its hot keys' gets apart."""
+    if not any(s.started and s.totals.hot_gets for s in steps):
+        return []
+    return [(f"{name} keys", get, fmt) for name, get, fmt in repeats.HIT_FIGURES[1:]]
+
+
 def _figures_table(runs: Sequence[RunData]) -> list[str]:
     steps = all_steps(runs)
     if not steps:
@@ -138,13 +148,14 @@ def _figures_table(runs: Sequence[RunData]) -> list[str]:
     several = len(runs) > 1
     # As in the table report: the verdict column once any step was judged.
     verdicts = any(s.started and s.view.verdict.known for s in steps)
-    head = "".join(f"<th>{escape(name)}</th>" for name, *_ in COLUMNS)
+    columns = [*((name, get, fmt) for name, get, fmt, _ in COLUMNS), *_hot_cold(steps)]
+    head = "".join(f"<th>{escape(name)}</th>" for name, *_ in columns)
     head += "<th>verdict</th>" if verdicts else ""
     rows = []
     for step in steps:
         cells = "".join(
             f"<td>{escape(fmt(value)) if (value := get(step)) is not None else 'n/a'}</td>"
-            for _, get, fmt, _ in COLUMNS
+            for _, get, fmt in columns
         )
         if verdicts:
             verdict = step.view.verdict if step.started else None

@@ -10,9 +10,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import Stats, Summary, summarise
-from workbench.report import repeats, simulated
+from workbench.report import change_lines, repeats, simulated
+from workbench.report.changes import comparisons_for
 from workbench.report.model import RunData, StepData
+from workbench.results.metrics import Stats, Summary, summarise
 
 FORMAT = "cache-workbench/runs"
 VERSION = 1
@@ -44,6 +45,9 @@ def step_dict(step: StepData) -> dict[str, Any]:
     data.update(
         {
             "spec": step.spec,
+            # what the step ran, as the engine resolved it: a run read back from this file
+            # (a baseline kept in a repository) names the same system and strategy
+            "resolved": step.stored.resolved if step.stored is not None else {},
             "workers": step.workers,
             "clients": step.clients,
             "server": step.server,
@@ -83,5 +87,12 @@ def run_dict(run: RunData) -> dict[str, Any]:
 
 
 def render(runs: Sequence[RunData], **options: Any) -> str:
-    doc = {"format": FORMAT, "version": VERSION, "runs": [run_dict(r) for r in runs]}
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "runs": [run_dict(r) for r in runs],
+    }
+    compared = comparisons_for(runs)
+    if compared:  # each run against the first, or one run's swept values against the first
+        doc["comparisons"] = [change_lines.to_dict(c) for c in compared]
     return json.dumps(doc, indent=options.get("indent", 2), ensure_ascii=False) + "\n"

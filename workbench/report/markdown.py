@@ -243,7 +243,7 @@ def header(runs: Sequence[RunData], title: str) -> list[str]:
 
 
 def verdict_notes(runs: Sequence[RunData]) -> list[str]:
-    """What limited each step (`workbench.verdict`), one line each; none for old runs."""
+    """What limited each step (`workbench.results.verdict`), one line each; none for old runs."""
     several = len(runs) > 1
     lines = [
         f"- {escape_cell(step.name(with_run=several))}: {verdict.line}"

@@ -14,10 +14,10 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from workbench.events import Interval
-from workbench.live import Point, RunView, StepView
-from workbench.metrics import Stats, Summary, all_ops_histogram, summarise
-from workbench.store import StoredRun, StoredStep
+from workbench.results.events import Interval
+from workbench.results.live import Point, RunView, StepView
+from workbench.results.metrics import Stats, Summary, all_ops_histogram, summarise
+from workbench.results.store import StoredRun, StoredStep
 
 CONCURRENCY = "load.concurrency"
 REPEAT = "load.repeat"

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.metrics import format_us
 from workbench.report.model import REPEAT, RunData, StepData
+from workbench.results.metrics import format_us, hot_cold_rates
 
-# name, figure of one repeat, text of one figure
-FIGURES: list[tuple[str, Callable[[StepData], float], Callable[[float], str]]] = [
+Figure = tuple[str, Callable[[StepData], float | None], Callable[[float], str]]
+
+# name, figure of one repeat (None: not measured), text of one figure
+FIGURES: list[Figure] = [
     ("ops/s", lambda s: s.summary.ops_per_s, lambda v: f"{v:,.0f}"),
     ("p50", lambda s: s.summary.p(50.0), format_us),
     ("p90", lambda s: s.summary.p(90.0), format_us),
@@ -22,6 +24,27 @@ FIGURES: list[tuple[str, Callable[[StepData], float], Callable[[float], str]]] =
     ("p99.9", lambda s: s.summary.p(99.9), format_us),
     ("max", lambda s: s.summary.max_us, format_us),
 ]
+
+
+def _share(value: float) -> str:
+    return f"{value:.2%}"
+
+
+# Of steps that looked keys up: the hit rate, and on the hottest keys and the rest.
+HIT_FIGURES: list[Figure] = [
+    ("hit rate", lambda s: s.summary.hit_rate, _share),
+    ("hot", lambda s: hot_cold_rates(s.totals)[0], _share),
+    ("cold", lambda s: hot_cold_rates(s.totals)[1], _share),
+]
+
+
+def figures_for(found: Sequence[RepeatGroup]) -> list[Figure]:
+    """The figures a set of groups has: hit rates (and hot and cold) once any looked up."""
+    out = list(FIGURES)
+    for figure in HIT_FIGURES:
+        if any(figure[1](s) is not None for g in found for s in g.measured):
+            out.append(figure)
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,11 +80,11 @@ class RepeatGroup:
     def measured(self) -> list[StepData]:
         return [s for s in self.steps if s.has_data]
 
-    def spread(self, get: Callable[[StepData], float]) -> Spread | None:
-        return spread_of([get(s) for s in self.measured])
+    def spread(self, get: Callable[[StepData], float | None]) -> Spread | None:
+        return spread_of([v for s in self.measured if (v := get(s)) is not None])
 
     def verdicts(self) -> str:
-        """What limited the repeats (`workbench.verdict`): one badge when they agree, else
+        """What limited the repeats (`workbench.results.verdict`): one badge when they agree, else
         each with its count, most frequent first; "" when none was judged."""
         badges = [s.view.verdict.badge for s in self.measured if s.view.verdict.known]
         counts = Counter(badges).most_common()
@@ -81,11 +104,12 @@ def is_repeated(step: StepData) -> bool:
     return REPEAT in step.label
 
 
-def groups(run: RunData) -> list[RepeatGroup]:
-    """The run's repeated steps gathered per step, in plan order; [] without repeats."""
+def groups(run: RunData, *, every: bool = False) -> list[RepeatGroup]:
+    """The run's repeated steps gathered per step, in plan order; [] without repeats. With
+    `every`, each step without repeats is a group of its own, so every step is in one."""
     by_title: dict[str, RepeatGroup] = {}
     for step in run.steps:
-        if not is_repeated(step):
+        if not (every or is_repeated(step)):
             continue
         label = {k: v for k, v in step.label.items() if k != REPEAT}
         title = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in label.items()) or "run"
@@ -121,7 +145,8 @@ def table(runs: Sequence[RunData]) -> list[str]:
         return []
     # As in the results table: the verdict column once any repeat was judged.
     judged = any(group.verdicts() for group, _ in rows)
-    head = ["step", "repeats", *[name for name, _, _ in FIGURES]]
+    figures = figures_for([group for group, _ in rows])
+    head = ["step", "repeats", *[name for name, _, _ in figures]]
     lines = [
         "### Repeats: median [min max]",
         "",
@@ -130,7 +155,7 @@ def table(runs: Sequence[RunData]) -> list[str]:
     ]
     for group, name in rows:
         cells = [name.replace("|", "\\|"), f"{len(group.measured)}/{len(group.steps)}"]
-        for _, get, fmt in FIGURES:
+        for _, get, fmt in figures:
             spread = group.spread(get)
             cells.append(spread.text(fmt) if spread else "-")
         if judged:
@@ -148,12 +173,12 @@ def table(runs: Sequence[RunData]) -> list[str]:
 def to_dicts(run: RunData) -> list[dict[str, Any]]:
     """The groups as plain data (for JSON)."""
     out = []
-    for group in groups(run):
+    found = groups(run)
+    for group in found:
         figures: dict[str, Any] = {}
-        for name, get, _ in FIGURES:
+        for name, get, _ in figures_for(found):
             spread = group.spread(get)
-            key = "ops_per_s" if name == "ops/s" else f"{name}_us".replace(".", "_")
-            figures[key] = spread.to_dict() if spread else None
+            figures[_json_key(name)] = spread.to_dict() if spread else None
         out.append(
             {
                 "title": group.title,
@@ -167,15 +192,27 @@ def to_dicts(run: RunData) -> list[dict[str, Any]]:
     return out
 
 
-def criterion_blocks(runs: Sequence[RunData]) -> list[str]:
+def _json_key(name: str) -> str:
+    if name == "ops/s":
+        return "ops_per_s"
+    if name in ("hit rate", "hot", "cold"):
+        return {"hit rate": "hit_rate", "hot": "hot_hit_rate", "cold": "cold_hit_rate"}[name]
+    return f"{name}_us".replace(".", "_")
+
+
+def criterion_blocks(
+    runs: Sequence[RunData], changes: Mapping[tuple[str, tuple[int, ...]], list[str]] = {}
+) -> list[str]:
     """Criterion-like blocks per repeated step: [lo mid hi] are the lowest, median and highest
-    across the repeats (time per op, throughput, then each percentile)."""
+    across the repeats (time per op, throughput, then each percentile); then the step's
+    ``change:`` lines, when `changes` has them (keyed by run id and the repeats' indices)."""
     from workbench.report.units import criterion_elements_per_s, criterion_time
 
     several = len(runs) > 1
     all_groups = [g for r in runs for g in groups(r)]
     if not all_groups:
         return []
+    figures = figures_for(all_groups)
     lines = ["### ========== REPEATS: [min median max] across the repeats ============", "", "```"]
     for group in all_groups:
         n = len(group.measured)
@@ -187,11 +224,13 @@ def criterion_blocks(runs: Sequence[RunData]) -> list[str]:
         times = " ".join(criterion_time(1e9 / v).strip() for v in (ops.hi, ops.mid, ops.lo))
         rates = " ".join(criterion_elements_per_s(v).strip() for v in (ops.lo, ops.mid, ops.hi))
         lines += [f"{' ' * 24}time:   [{times}]", f"{' ' * 24}thrpt:  [{rates}]"]
-        for name, get, fmt in FIGURES[1:]:
+        for name, get, fmt in figures[1:]:
             spread = group.spread(get)
             if spread is not None:
                 text = " ".join(fmt(v) for v in (spread.lo, spread.mid, spread.hi))
-                lines.append(f"{' ' * 24}{name + ':':<8}[{text}]")
+                label = f"{name}:".ljust(8) if len(name) < 8 else f"{name}: "
+                lines.append(f"{' ' * 24}{label}[{text}]")
+        lines += changes.get((group.run.id, tuple(s.index for s in group.steps)), [])
         lines.append("")
     while lines[-1] == "":
         lines.pop()

@@ -2,7 +2,8 @@
 first failing one, the knee, and the latency-vs-throughput table of every probe.
 
 Each probe is a stored step; the conclusion is the search replayed over them
-(`workbench.search_rules.replay`), so a stored search reports exactly what the live one said.
+(`workbench.results.search_rules.replay`), so a stored search reports exactly what the live
+one said.
 A run that is not a search (no ``[search] target``) gets its steps as a table all the
 same, rates offered or not, without a conclusion.
 """
@@ -13,12 +14,19 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.metrics import format_us
 from workbench.report.markdown import escape_cell, footer, header, overrides, verdict_notes
 from workbench.report.model import RunData, read_runs
-from workbench.search_rules import KNEE_RISE, Probe, Search, probes_from, replay, settings_of
-from workbench.search_rules import target_checks as parse_target
-from workbench.store import StoredRun
+from workbench.results.metrics import format_us
+from workbench.results.search_rules import (
+    KNEE_RISE,
+    Probe,
+    Search,
+    probes_from,
+    replay,
+    settings_of,
+)
+from workbench.results.search_rules import target_checks as parse_target
+from workbench.results.store import StoredRun
 
 
 def probes(run: RunData) -> tuple[Search | None, list[Probe]]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.metrics import SUMMARY_TICKS, format_us, redirects_text
-from workbench.report import repeats, simulated
+from workbench.report import change_lines, repeats, simulated
+from workbench.report.changes import comparisons_for
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
+from workbench.results.metrics import SUMMARY_TICKS, format_us, redirects_text
 
 
 def _hit_rate(s: StepData) -> float | None:
@@ -192,6 +193,7 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     lines += ["## Results", ""]
     lines += results_table(runs)
     lines += repeats.table(runs)
+    lines += change_lines.table(comparisons_for(runs))
     lines += simulated.table(runs)
     lines += per_op_table(runs)
     lines += ticks_table(runs)

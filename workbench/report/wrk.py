@@ -22,8 +22,11 @@ from workbench.report.model import (
     within_stdev,
 )
 from workbench.report.units import wrk_binary, wrk_cell, wrk_metric, wrk_time_s, wrk_time_us
+from workbench.sdk.ops import MESSAGE, RECORDED, in_group
 
 SOCKET_KINDS = ("connection", "timeout")
+# The kinds a wrk block can stand for: a key's requests, not pub/sub messages.
+KEY_KINDS = tuple(k for k in RECORDED if k not in in_group(MESSAGE))
 
 
 def _stats_line(name: str, values: tuple[str, str, str], within: float) -> str:
@@ -48,7 +51,7 @@ def group_kinds(step: StepData) -> list[tuple[str, str, int]]:
     out = []
     for g in groups:
         kinds = [k for k, w in g["mix"].items() if w > 0]
-        if len(kinds) != 1 or kinds[0] not in ("get", "set", "delete"):
+        if len(kinds) != 1 or kinds[0] not in KEY_KINDS:
             return []
         out.append((g["name"], kinds[0], int(g["concurrency"])))
     if len({k for _, k, _ in out}) != len(out):

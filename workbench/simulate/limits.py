@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.workload import Dist, mean_value_size
+from workbench.workload.generator import Dist, mean_value_size
 
 MiB = 1024**2
 REPORTED = ("maxmemory", "limit_maxbytes", "limit_bytes")

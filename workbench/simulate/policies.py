@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 
 # name -> what it is, for help texts and reports; belady knows the future: an upper bound.
 POLICIES: dict[str, str] = {

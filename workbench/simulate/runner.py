@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import SpecError, WorkbenchError
-from workbench.servers import python_module
+from workbench.sdk.errors import SpecError, WorkbenchError
+from workbench.sdk.servers import python_module
 from workbench.simulate.policies import INSTALL
 
 MODULE = "workbench_libcachesim"

@@ -10,10 +10,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.oracle_trace import warmup_path
 from workbench.simulate.limits import cache_limit
 from workbench.simulate.runner import simulate
-from workbench.workload import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+from workbench.workload.generator import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+from workbench.workload.oracle_trace import warmup_path
 
 
 def hot_below(spec: Mapping[str, Any]) -> int:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import SpecError
-from workbench.options import parse_duration, parse_size
+from workbench.sdk.errors import SpecError
+from workbench.sdk.options import parse_duration, parse_size
 from workbench.spec.model import Spec, spec_from_dict
 
 # A list written at one of these paths is a sweep: one step per value.

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 
 # load.arrivals: how an open-loop client's gaps are drawn (`workbench.engine.arrivals`).
 ARRIVALS = ("uniform", "poisson")
@@ -60,7 +60,7 @@ TRACE_OPS = ("get-set-on-miss", "as-recorded")
 
 @dataclass(frozen=True)
 class TraceSpec:
-    """Replay a cache trace (`workbench.traces`) instead of drawing keys and ops."""
+    """Replay a cache trace (`workbench.workload.traces`) instead of drawing keys and ops."""
 
     path: str = ""
     format: str = ""  # oracleGeneral, twitter or csv; "": from the file name
@@ -86,7 +86,7 @@ class Workload:
     prefill: bool = False
     pubsub: PubSub = field(default_factory=PubSub)
     # Capture what the workers send in the measured phase as a libCacheSim oracleGeneral
-    # trace (`workbench.oracle_trace`); with several steps, each its own file. "" : none.
+    # trace (`workbench.workload.oracle_trace`); with several steps, each its own file. "" : none.
     trace_out: str = field(default="", metadata={"omit_default": True})
     # Replay a trace file; left out of a spec's data when not given.
     trace: TraceSpec | None = field(default=None, metadata={"omit_default": True})
@@ -132,7 +132,8 @@ class SweepAxis:
 
 @dataclass(frozen=True)
 class ChecksSpec:
-    """Pass/fail thresholds checked once the run is stored (`workbench.checks` reads them)."""
+    """Pass/fail thresholds checked once the run is stored (`workbench.results.checks` reads
+    them)."""
 
     fail_on: tuple[str, ...] = ()
 

@@ -16,12 +16,13 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Self
 
-from workbench.adapter import CacheSystem, Strategy, worker_options
-from workbench.errors import PluginError, SpecError, TargetError
-from workbench.plugins import load_plugin
-from workbench.remote import ALLOW_REMOTE, check_remote
+from workbench.sdk.adapter import CacheSystem, Strategy, worker_options
+from workbench.sdk.discovery import load_plugin
+from workbench.sdk.errors import PluginError, SpecError, TargetError
+from workbench.sdk.ops import NEEDS
+from workbench.sdk.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.model import Spec
-from workbench.workload import OP_NEEDS, format_key
+from workbench.workload.generator import format_key
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ class ResolvedStep:
     def engine(self) -> str:
         """The engine whose workers run the step: "python" or "native"."""
         return self.strategy.engine
+
+    @property
+    def protocol(self) -> str | None:
+        """The wire protocol the strategy speaks with these options (`workbench.sdk.protocols`),
+        or None for the plugin's own, spoken by its adapter in the Python engine."""
+        return self.strategy.protocol_for(self.system_options, self.strategy_options)
 
     @property
     def blocking(self) -> bool:
@@ -73,7 +80,7 @@ class ResolvedStep:
         """Plain data for a step order; plugins by name."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["system"], out["strategy"] = self.system.name, self.strategy.name
-        out["engine"] = self.engine
+        out["engine"], out["protocol"] = self.engine, self.protocol
         return out
 
     @classmethod
@@ -128,13 +135,13 @@ def needs(op: str, strategy: Strategy) -> set[str]:
     """What the strategy lacks for a workload operation (cache_aside may be its own)."""
     if op == "cache_aside" and "cache_aside" in strategy.operations:
         return set()
-    return set(OP_NEEDS[op] - strategy.operations)
+    return set(NEEDS[op] - strategy.operations)
 
 
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
-    from workbench.native_build import binary_path, building_log, version_mismatch
-    from workbench.workload import parse_ttl
+    from workbench.spec.native_binary import binary_path, building_log, version_mismatch
+    from workbench.workload.generator import parse_ttl
 
     path = binary_path()
     if path is None:

@@ -18,8 +18,8 @@ import tomli_w
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from workbench.errors import SpecError
-from workbench.options import parse_duration, parse_size
+from workbench.sdk.errors import SpecError
+from workbench.sdk.options import parse_duration, parse_size
 from workbench.spec.load import fold_sweeps, get_path, spec_from_data
 from workbench.spec.model import Spec, spec_to_dict
 

@@ -9,11 +9,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from workbench.adapter import Strategy
-from workbench.errors import SpecError
-from workbench.native_build import require_binary
-from workbench.oracle_trace import step_path
-from workbench.output_files import check_output
+from workbench.files.output_files import check_output
+from workbench.sdk.adapter import Strategy
+from workbench.sdk.errors import SpecError
 from workbench.simulate.policies import parse_policies
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import (
@@ -25,6 +23,7 @@ from workbench.spec.model import (
     spec_from_dict,
     spec_to_dict,
 )
+from workbench.spec.native_binary import require_binary
 from workbench.spec.resolve import (
     ResolvedStep,
     needs,
@@ -34,15 +33,15 @@ from workbench.spec.resolve import (
     used_operations,
     workers_for,
 )
-from workbench.traces.formats import format_of
-from workbench.workload import (
-    OP_CODES,
+from workbench.workload.generator import (
     max_value_size,
     parse_key_distribution,
     parse_mix,
     parse_ttl,
     parse_value_size,
 )
+from workbench.workload.oracle_trace import step_path
+from workbench.workload.traces.formats import format_of
 
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
@@ -375,7 +374,6 @@ def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
 
 
 __all__ = [
-    "OP_CODES",
     "ResolvedStep",
     "Step",
     "check_spec",

@@ -23,15 +23,15 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from workbench import session
-from workbench.errors import SpecError, WorkbenchError
-from workbench.events import Event
-from workbench.live import RunView
-from workbench.profile_files import profiles_dir
-from workbench.search_rules import search_spec
-from workbench.search_session import SearchRun
+from workbench.results.events import Event
+from workbench.results.live import RunView
+from workbench.results.search_rules import search_spec
+from workbench.results.store import Store
+from workbench.run import session
+from workbench.run.search import SearchRun
+from workbench.sdk.errors import SpecError, WorkbenchError
 from workbench.spec.model import Spec
-from workbench.store import Store
+from workbench.spec.profile_files import profiles_dir
 from workbench.tui.commands import WorkbenchCommands
 from workbench.tui.context import ScreenContext
 from workbench.tui.help import help_sections

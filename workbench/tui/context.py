@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.store import Store
+from workbench.results.store import Store
 
 
 @dataclass(frozen=True)

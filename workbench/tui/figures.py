@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from workbench.metrics import format_us, hot_cold_rates
+from workbench.results.metrics import format_us, hot_cold_rates
 
 __all__ = [
     "axis_us",

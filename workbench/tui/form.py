@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.load import fold_sweeps as fold_axes
 from workbench.spec.load import get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.steps import Step, check_spec
-from workbench.workload import (
+from workbench.workload.generator import (
     KEY_DEFAULTS,
     KEY_DISTRIBUTIONS,
     TTL_DEFAULTS,

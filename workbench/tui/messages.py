@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from workbench.errors import SpecError
+from workbench.sdk.errors import SpecError
 from workbench.spec.model import Spec
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from workbench.remote import is_loopback
+from workbench.sdk import is_loopback
 
 
 def base_parser(description: str) -> argparse.ArgumentParser:

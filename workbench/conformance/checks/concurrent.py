@@ -21,6 +21,7 @@ from workbench.conformance.bounded import (
 )
 from workbench.conformance.checks.probes import probe_key, show, token
 from workbench.conformance.settings import Target
+from workbench.sdk.ops import NEEDS
 
 CLIENTS = 32  # virtual clients in the concurrency check
 KEYS_PER_CLIENT = 16
@@ -126,9 +127,9 @@ async def _next(messages: AsyncIterator[bytes], timeout: float) -> bytes:
 
 async def check_pubsub(t: Target) -> str:
     ops = t.strategy.operations
-    if not ops & {"publish", "subscribe"}:
+    if not ops & NEEDS["publish"]:
         raise Skip("strategy declares no publish/subscribe")
-    if not {"publish", "subscribe"} <= ops:
+    if not NEEDS["publish"] <= ops:
         raise CheckFailed("declares only one of publish and subscribe; the engine needs both")
     if t.blocking:
         raise CheckFailed("a blocking strategy declares pub/sub; the engine cannot drive it")

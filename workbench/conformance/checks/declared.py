@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.adapter import OPERATIONS
-from workbench.adapter import check_declaration as validate_declaration
 from workbench.conformance.bounded import CheckFailed
 from workbench.conformance.settings import Target
-from workbench.errors import PluginError, SpecError
-from workbench.options import Option, OptionSet, parse_option
+from workbench.sdk.adapter import check_declaration as validate_declaration
+from workbench.sdk.errors import PluginError, SpecError
+from workbench.sdk.ops import NEEDS, OPERATIONS
+from workbench.sdk.options import Option, OptionSet, parse_option
 
 
 def _bad_value(opt: Option) -> Any:
@@ -41,13 +41,13 @@ async def check_declaration(t: Target) -> str:
         problems.append("the system has no description")
     if not t.strategy.description.strip():
         problems.append(f"strategy {t.strategy.name!r} has no description")
-    if t.strategy.blocking and t.strategy.operations & {"publish", "subscribe"}:
+    if t.strategy.blocking and t.strategy.operations & NEEDS["publish"]:
         problems.append(
             "a blocking strategy declares pub/sub; the engine drives pub/sub on "
             "asyncio clients only"
         )
     ops = t.strategy.operations
-    if not ({"get", "set"} <= ops or "cache_aside" in ops):
+    if not (NEEDS["cache_aside"] <= ops or "cache_aside" in ops):
         problems.append("every strategy must support get and set, or cache_aside")
     problems += _connections_problems(t)
     for where, options in _option_sets(t):

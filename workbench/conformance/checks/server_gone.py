@@ -8,7 +8,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from workbench.adapter import ManagedServer, error_kind
 from workbench.conformance.bounded import (
     CONNECT_TIMEOUT,
     AdapterCalls,
@@ -18,7 +17,8 @@ from workbench.conformance.bounded import (
 )
 from workbench.conformance.checks.probes import token
 from workbench.conformance.settings import Target
-from workbench.errors import WorkbenchError
+from workbench.sdk.adapter import ManagedServer, error_kind
+from workbench.sdk.errors import WorkbenchError
 
 GONE_KINDS = ("connection", "timeout")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.wire import pack, read_frame
-from workbench.servers import python_module
+from workbench.sdk.servers import python_module
 
 
 class WorkerHandle:

@@ -38,7 +38,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from workbench.engine.serverstats import host_times as machine_times
 from workbench.engine.wire import pack, read_frame
-from workbench.errors import TargetError
+from workbench.sdk.errors import TargetError
 
 PLACE_TIMEOUT = 60.0  # seconds to wait for the cluster to find a CPU for every worker
 START_TIMEOUT = 60.0

@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Markdown, Select, Static
 
-from workbench.errors import WorkbenchError
 from workbench.report import FORMATS, MARKDOWN, render
-from workbench.store import Store
+from workbench.results.store import Store
+from workbench.sdk.errors import WorkbenchError
 from workbench.tui.context import ScreenContext
 
 EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog", "html": "html", "svg": "svg"}

@@ -14,9 +14,9 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from workbench.errors import StoreError
-from workbench.live import RunView
-from workbench.store import RunRow, StoredRun
+from workbench.results.live import RunView
+from workbench.results.store import RunRow, StoredRun
+from workbench.sdk.errors import StoreError
 from workbench.tui.context import ScreenContext
 from workbench.tui.figures import format_pct, format_rate, format_us, format_when
 from workbench.tui.messages import CompareRuns, DeleteRun, ExportRuns, RenameRun
@@ -249,8 +249,12 @@ class HistoryScreen(Screen[None]):
             current = self.current_id()
             if current and current not in ids:
                 ids.append(current)
-        if len(ids) < 2:
-            self.notify("Select two or more runs with space, then press c.", severity="warning")
+        steps = {r.id: r.steps for r in self.rows}
+        if not ids or (len(ids) == 1 and steps.get(ids[0], 0) < 2):  # one run: its steps
+            self.notify(
+                "Select two or more runs with space (or one that swept), then press c.",
+                severity="warning",
+            )
             return
         self.post_message(CompareRuns(ids))
 

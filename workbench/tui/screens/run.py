@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from workbench.live import RunView
+from workbench.results.live import RunView
 from workbench.tui.messages import ExportRuns
 from workbench.tui.widgets.dashboard import DashboardKeys, RunDashboard
 from workbench.tui.widgets.modebar import ModeBar

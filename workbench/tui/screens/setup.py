@@ -19,12 +19,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Static
 
-from workbench.errors import PluginError, SpecError
-from workbench.plugins import load_plugin, plugin_statuses
-from workbench.profile_files import is_shipped
+from workbench.sdk.discovery import load_plugin, plugin_statuses
+from workbench.sdk.errors import PluginError, SpecError
 from workbench.spec.fields import SECTION_TITLES, Section, fields_in
 from workbench.spec.load import get_path, read_profile
 from workbench.spec.model import Spec, TargetSpec, spec_to_dict
+from workbench.spec.profile_files import is_shipped
 from workbench.spec.resolve import default_strategy
 from workbench.spec.save import save_spec
 from workbench.spec.steps import trace_beside

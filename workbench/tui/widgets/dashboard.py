@@ -19,9 +19,9 @@ from textual.containers import Container, Grid, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from workbench.adapter import NODE_CPU
-from workbench.live import RunView, StepView
-from workbench.metrics import Stats, Summary
+from workbench.results.live import RunView, StepView
+from workbench.results.metrics import Stats, Summary
+from workbench.sdk.adapter import NODE_CPU
 from workbench.tui.figures import (
     axis_us,
     format_bytes,
@@ -52,7 +52,7 @@ STEP_COLUMNS = (
 )
 # Left out in this order where the steps do not fit (80x24): the rate, p99 and hit rate stay.
 STEP_DROP_ORDER = ("MiB/s", "max", "#", "p99.9", "errors", "p50")
-# The verdict's badge on a step (workbench.verdict): warm colours where the figure is
+# The verdict's badge on a step (workbench.results.verdict): warm colours where the figure is
 # not the server's, calm ones where it is.
 VERDICT_STYLE = {
     "server-bound": "cyan",

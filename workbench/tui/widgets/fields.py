@@ -13,7 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from workbench.options import Option
+from workbench.sdk.ops import MIX_CODES
+from workbench.sdk.options import Option
 from workbench.spec.fields import SpecField
 from workbench.tui.form import (
     CUSTOM,
@@ -25,7 +26,6 @@ from workbench.tui.form import (
     text_to_value,
     value_to_text,
 )
-from workbench.workload import OP_CODES
 
 SWEPT = "\x00swept"  # the choice that stands for the profile's sweep of a field
 
@@ -266,7 +266,7 @@ class DistributionField(FormField):
 class MixField(FormField):
     """The operation mix: a weight per operation (cache_aside is get, then set on a miss)."""
 
-    OPS = tuple(OP_CODES)
+    OPS = tuple(MIX_CODES)
     DEFAULT_CSS = """
     MixField .mix-op { width: 1fr; }
     MixField .mix-name { width: auto; padding: 0 1 0 1; color: $text-muted; }

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from workbench.live import RunView
+from workbench.results.live import RunView
 from workbench.tui.figures import format_rate
 
 MODES = (

@@ -1,0 +1,659 @@
+"""What limited a step's figure: the verdict, from the CPU each side used and the schedule kept.
+
+Every step gets one of:
+
+- **server-bound**: the server used at least `SERVER_BUSY` of its cores (one core for a
+  single-threaded server such as Redis). The figure is the server's capacity for this
+  workload.
+- **machine-bound**: the load machine was at least `MACHINE_BUSY` busy and our own processes
+  (workers and server, which share it) used at least `MACHINE_OURS` of its CPUs; or it was
+  that busy with other processes (a starved worker looks idle, and reads replies late)
+  and the step shows no server stall. The figure is a lower bound of both sides.
+- **generator-bound**: a worker used at least `WORKER_BUSY` of a core while the server had
+  headroom. The figure is a lower bound of the server's capacity.
+- **fell behind** (open loop): the generator could not keep its schedule — fewer than
+  `KEPT_SCHEDULE` of the offered ops were issued, or the send lag (actual send minus
+  intended start) was large against the latency (`lagged`) — and a worker was busy.
+  The latencies include queueing in the clients. (A worker starved by other processes
+  is machine-bound.)
+- **server stalled** (open loop): the clients waited on replies while the workers idled
+  (fewer than `KEPT_SCHEDULE` of the offered ops issued, or sends late by about as much
+  as the latency, which for a busy client runs from the intended start), and one wait
+  was at least `STALL_FACTOR` times the p50 (or ops went unanswered: timed out or
+  abandoned, `UNANSWERED_KINDS`) while a typical op left the clients room
+  (rate x p50 latency below `STALL_ROOM` times the clients). Ops due meanwhile went out
+  late or never; the latencies include the wait (coordinated omission corrected).
+- **too few clients** (open loop): fewer than `KEPT_SCHEDULE` of the offered ops issued
+  while the workers idled on a machine with CPUs to spare, with no such stall: each
+  client has one op in flight, and at this latency they cannot carry the rate (rate x
+  p50 latency says how many it needs).
+- **on schedule** (open loop): the offered rate was kept and neither side was busy. The
+  latencies are the server's and the network's at this rate (an idle client's latency
+  runs from its send, so a late timer does not inflate them; the send lag says how late).
+- **latency-bound** (closed loop): neither side was busy; throughput is clients divided by
+  latency.
+- **unknown**: the step recorded no CPU figures and no offered rate (runs of an older
+  workbench); every face then leaves the verdict out.
+
+The rules are tried in that order: a busy server explains a figure before a busy machine,
+and a busy machine before a busy worker (adding workers to a full machine helps nothing).
+A machine other processes fill comes next when idle clients sent late (starved), then a
+server stall (its signature is plain even on a full machine), then the full machine
+again (a starved worker's clients seem to wait on replies), then too few clients. No
+verdict of a step that kept its schedule advises a lower rate.
+Each verdict carries its evidence in one line, e.g. ``generator-bound: workers 97% 95% of a
+core, server 41% of 1 core — the figure is a lower bound of the server's capacity: add
+workers or use the native engine``.
+
+With workers on several machines (a Ray cluster), each load machine's busy share is read
+on that machine (``stats.server["hosts"]``, see engine/hostload.py) apart from the
+coordinator's own: *machine-bound* then names the machine that was full, e.g.
+``machine-bound: host 10.77.0.3 98% busy on 4 CPUs (3.70 of them ours), ...``.
+
+Figures come from the step's intervals: worker CPU (``stats.cpu``, seconds per worker),
+the offered op count and the send-lag histogram (open loop), and from ``stats.server``
+the server's CPU seconds (``cpu_seconds``), its usable cores (``cpu_cores``) and the load
+machine's busy share (``host_busy``, 0..1 over ``host_cpus``). The server's cores, when
+the coordinator does not report them: Redis has one (``io_threads`` when managed with
+more), memcached its ``-t`` threads (``target.server.threads``, default 4), others what
+the server reports as ``threads``, else the load machine's CPUs.
+
+A native worker's idle polling (``stats.server["idle_poll"]``, seconds per worker) is left
+out of its busy share and of the machine's: it polls rather than sleeps only while its
+next send or reply is nearer than a wake-up would cost, so that CPU stands in for
+wake-ups, not for work the generator could not keep up with (``worker 31% of a core (+64%
+idle polling)``).
+
+Everything here is a pure function of recorded data; thresholds are the constants below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.results.metrics import Recorded, Stats, format_us, merged, new_histogram
+from workbench.sdk.ops import RECEIVED
+
+# --- thresholds: the one place they are set ------------------------------------------------
+WORKER_BUSY = 0.85  # share of one core at which a worker process counts as saturated
+SERVER_BUSY = 0.85  # share of its usable cores at which the server counts as saturated
+MACHINE_BUSY = 0.90  # busy share of all the load machine's CPUs at which it counts as full
+MACHINE_OURS = 0.50  # ...provided our workers and server used at least this share of them
+KEPT_SCHEDULE = 0.95  # open loop: issued / offered below this means the schedule was missed
+# Open loop: the sends were late when the send lag's p99 is above SEND_LAG_FLOOR_NS and at
+# least SEND_LAG_SHARE of the latency's p99 (late against what is measured, not absolutely).
+SEND_LAG_FLOOR_NS = 100_000
+SEND_LAG_SHARE = 0.5
+# Open loop, clients that waited on replies while the workers idled: a stall when the
+# longest wait is at least STALL_FACTOR times the p50 and a typical op left the clients
+# room (rate x p50 latency, the ops in flight it needs, below STALL_ROOM of them: at one
+# op in flight each, the clients could carry the rate at the typical latency).
+STALL_FACTOR = 100
+# Error kinds of ops whose answer never came (a timeout; still in flight at the end): a
+# wait at least as long as the reply timeout, which the latencies do not hold.
+UNANSWERED_KINDS = ("timeout", "abandoned")
+STALL_ROOM = 1.0
+
+SERVER_BOUND = "server-bound"
+MACHINE_BOUND = "machine-bound"
+GENERATOR_BOUND = "generator-bound"
+FELL_BEHIND = "fell behind"
+SERVER_STALLED = "server stalled"
+TOO_FEW_CLIENTS = "too few clients"
+ON_SCHEDULE = "on schedule"
+LATENCY_BOUND = "latency-bound"
+UNKNOWN = "unknown"
+KINDS = (
+    SERVER_BOUND,
+    MACHINE_BOUND,
+    GENERATOR_BOUND,
+    FELL_BEHIND,
+    SERVER_STALLED,
+    TOO_FEW_CLIENTS,
+    ON_SCHEDULE,
+    LATENCY_BOUND,
+    UNKNOWN,
+)
+# A generator that fails, not the target: a search stops there rather than report a knee.
+GENERATOR_KINDS = (GENERATOR_BOUND, MACHINE_BOUND, FELL_BEHIND)
+
+ADVICE = {
+    SERVER_BOUND: "the figure is the server's capacity for this workload",
+    MACHINE_BOUND: (
+        "the load machine's CPUs are full (server and load share them, with anything else "
+        "running), so the figure is a lower bound of both: give the server its own cores, "
+        "load it from another machine, or stop what else runs"
+    ),
+    GENERATOR_BOUND: (
+        "the figure is a lower bound of the server's capacity: add workers or use the native engine"
+    ),
+    FELL_BEHIND: (
+        "the generator did not keep its schedule, so latencies include queueing in the "
+        "clients: add workers or use the native engine"
+    ),
+    SERVER_STALLED: (
+        "the server stalled: the clients waited on its answers, so ops due meanwhile went out "
+        "late or never, and the latencies include the wait; look at the server, not the load"
+    ),
+    TOO_FEW_CLIENTS: (
+        "each client has one op in flight, and at this latency the clients cannot issue the "
+        "offered rate: add clients (load.concurrency)"
+    ),
+    ON_SCHEDULE: (
+        "the offered rate was kept with neither side busy: the latencies are the server's and "
+        "the network's at this rate"
+    ),
+    LATENCY_BOUND: (
+        "neither side is busy: throughput is clients divided by latency; add clients to "
+        "load the server harder"
+    ),
+    UNKNOWN: "the verdict needs them (a run of an older workbench?)",
+}
+# A step the native engine ran: it cannot be told to use the native engine.
+NATIVE_ADVICE = {
+    GENERATOR_BOUND: "the figure is a lower bound of the server's capacity: add workers",
+    FELL_BEHIND: (
+        "the generator did not keep its schedule, so latencies include queueing in the "
+        "clients: add workers"
+    ),
+}
+BADGES = {
+    SERVER_BOUND: "server-bound",
+    MACHINE_BOUND: "machine-bound",
+    GENERATOR_BOUND: "generator-bound",
+    FELL_BEHIND: "fell behind",
+    SERVER_STALLED: "server stalled",
+    TOO_FEW_CLIENTS: "too few clients",
+    ON_SCHEDULE: "on schedule",
+    LATENCY_BOUND: "latency-bound",
+    UNKNOWN: "",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the verdict needs to know about a step beyond its intervals (from its spec)."""
+
+    system: str = ""
+    open_loop: bool = False
+    server_cores: float | None = None  # known from the system; None: ask the figures
+    single_threaded: bool = False
+    clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
+    native: bool = False  # run by the native engine (the advice then cannot offer it)
+
+
+def context_for(
+    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None, engine: str = ""
+) -> Context:
+    """The context of a step from its stored spec (and the resolved managed-server options,
+    and the name of the engine its workers said they run)."""
+    target = spec.get("target", {})
+    system = str(target.get("system", ""))
+    managed = bool(target.get("managed"))
+    options = {**target.get("server", {}), **(server_options or {})}
+    cores: float | None = None
+    single = False
+    if system == "redis":
+        threads = _positive(options.get("io_threads")) if managed else None
+        cores = threads or 1.0
+        single = cores == 1.0
+    elif system == "memcached" and managed:
+        cores = _positive(options.get("threads")) or 4.0  # memcached's own default
+    elif system == "http" and managed:
+        # The managed HTTP servers (caching proxy, key-value store) are one asyncio process.
+        cores, single = 1.0, True
+    load = spec.get("load", {})
+    groups = spec.get("workload", {}).get("groups") or []
+    clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
+    return Context(
+        system,
+        bool(load.get("rate")),
+        cores,
+        single,
+        clients if _positive(clients) else None,
+        native=engine == "native",
+    )
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """CPU figures summed over a step's intervals, each weighted by its measured time.
+
+    Worker CPU travels in ``stats.cpu`` and merges by adding; the server's CPU and the
+    machine's busy share travel in ``stats.server``, which keeps only the latest figures,
+    so they are summed here as the intervals arrive (`plus`).
+    """
+
+    worker_cpu: Mapping[str, float] = field(default_factory=dict)  # worker -> CPU seconds
+    worker_span: float = 0.0  # measured seconds that reported worker CPU
+    # Of that CPU, idle polling (``stats.server["idle_poll"]``: a native worker polling
+    # rather than sleeping to a send or reply nearer than a wake-up costs): not work, so
+    # left out of the worker's busy share and of the machine's.
+    worker_polled: Mapping[str, float] = field(default_factory=dict)
+    host_polled: float = 0.0  # idle-polling seconds within the machine's busy time
+    server_cpu: float = 0.0
+    server_span: float = 0.0
+    server_cores: float | None = None  # the cores it may run on, as the coordinator reported
+    server_threads: float | None = None  # as the server reported them
+    host_busy: float = 0.0  # busy share x seconds
+    host_span: float = 0.0
+    host_cpus: int | None = None
+    # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
+    # its workers), from ``stats.server["hosts"]``.
+    hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
+    # A cluster's CPU seconds by node address (``stats.server["node_cpu"]``), summed.
+    node_cpu: Mapping[str, float] = field(default_factory=dict)
+
+    def plus(self, stats: Stats) -> Usage:
+        """This usage with one more interval added."""
+        d = stats.duration
+        if d <= 0:
+            return self
+        out = self
+        if stats.cpu:
+            cpu = dict(self.worker_cpu)
+            for worker, seconds in stats.cpu.items():
+                cpu[worker] = cpu.get(worker, 0.0) + float(seconds)
+            out = replace(out, worker_cpu=cpu, worker_span=out.worker_span + d)
+        server = stats.server
+        if _number(server.get("cpu_seconds")):
+            out = replace(
+                out,
+                server_cpu=out.server_cpu + float(server["cpu_seconds"]),
+                server_span=out.server_span + d,
+            )
+        if _positive(server.get("cpu_cores")):
+            out = replace(out, server_cores=float(server["cpu_cores"]))
+        if _positive(server.get("threads")):
+            out = replace(out, server_threads=float(server["threads"]))
+        polled = server.get("idle_poll")
+        if isinstance(polled, Mapping) and polled:
+            seconds = {w: float(v) for w, v in polled.items() if _number(v)}
+            merged_polled = dict(out.worker_polled)
+            for worker, v in seconds.items():
+                merged_polled[worker] = merged_polled.get(worker, 0.0) + v
+            out = replace(out, worker_polled=merged_polled)
+            if _number(server.get("host_busy")):
+                out = replace(out, host_polled=out.host_polled + sum(seconds.values()))
+        if _number(server.get("host_busy")):
+            out = replace(
+                out,
+                host_busy=out.host_busy + float(server["host_busy"]) * d,
+                host_span=out.host_span + d,
+            )
+        if isinstance(server.get("node_cpu"), Mapping) and server["node_cpu"]:
+            nodes = dict(out.node_cpu)
+            for name, seconds in server["node_cpu"].items():
+                if _number(seconds):
+                    nodes[name] = nodes.get(name, 0.0) + float(seconds)
+            out = replace(out, node_cpu=nodes)
+        if _positive(server.get("host_cpus")):
+            out = replace(out, host_cpus=int(server["host_cpus"]))
+        if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
+            hosts = dict(out.hosts)
+            for name, figure in server["hosts"].items():
+                if not (isinstance(figure, Mapping) and _number(figure.get("busy"))):
+                    continue
+                busy, span, _, _ = hosts.get(name, (0.0, 0.0, 0, ()))
+                workers = tuple(str(w) for w in figure.get("workers", ()))
+                cpus = int(figure.get("cpus") or 0)
+                hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
+            out = replace(out, hosts=hosts)
+        return out
+
+    @classmethod
+    def of(cls, intervals: Iterable[Stats]) -> Usage:
+        usage = cls()
+        for stats in intervals:
+            usage = usage.plus(stats)
+        return usage
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.worker_span or self.server_span or self.host_span)
+
+    def worker_shares(self) -> dict[str, float]:
+        """Each worker's CPU at work (idle polling left out) as a share of one core, in
+        worker order."""
+        if not self.worker_span:
+            return {}
+        keys = sorted(self.worker_cpu, key=lambda k: (len(k), k))
+        return {
+            k: max(0.0, self.worker_cpu[k] - self.worker_polled.get(k, 0.0)) / self.worker_span
+            for k in keys
+        }
+
+    def polled_shares(self) -> dict[str, float]:
+        """Each worker's idle polling as a share of one core (workers that polled only)."""
+        if not self.worker_span:
+            return {}
+        return {k: v / self.worker_span for k, v in self.worker_polled.items() if v > 0}
+
+    def server_cores_used(self) -> float | None:
+        return self.server_cpu / self.server_span if self.server_span else None
+
+    def node_shares(self) -> dict[str, float]:
+        """A cluster's nodes' CPU, each as a share of one core, busiest first."""
+        if not self.server_span:
+            return {}
+        out = {name: cpu / self.server_span for name, cpu in self.node_cpu.items()}
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def machine_share(self) -> float | None:
+        """The machine's busy share, our workers' idle polling counted as idle."""
+        if not self.host_span:
+            return None
+        polled = self.host_polled / self.host_cpus if self.host_cpus else 0.0
+        return max(0.0, self.host_busy - polled) / self.host_span
+
+    def host_shares(self) -> dict[str, tuple[float, int, float]]:
+        """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
+        workers = self.worker_shares()
+        out = {
+            name: (busy / span, cpus, sum(workers.get(w, 0.0) for w in ws))
+            for name, (busy, span, cpus, ws) in self.hosts.items()
+            if span > 0
+        }
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+    def full_host(self, ours_needed: bool) -> str | None:
+        """The busiest load machine that was full (with our workers using at least
+        `MACHINE_OURS` of it, if `ours_needed`), or None."""
+        for name, (share, cpus, ours) in self.host_shares().items():
+            if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
+                return name
+        return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    evidence: str  # the numbers, e.g. "workers 97% 95% of a core, server 41% of 1 core"
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    native: bool = False  # the step ran on the native engine
+
+    @property
+    def known(self) -> bool:
+        return self.kind != UNKNOWN
+
+    @property
+    def advice(self) -> str:
+        return (self.native and NATIVE_ADVICE.get(self.kind)) or ADVICE[self.kind]
+
+    @property
+    def badge(self) -> str:
+        return BADGES[self.kind]
+
+    @property
+    def line(self) -> str:
+        """The verdict, its numbers and what they mean, in one line."""
+        return f"{self.kind}: {self.evidence} — {self.advice}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "evidence": self.evidence,
+            "advice": self.advice,
+            "line": self.line,
+            "figures": dict(self.figures),
+        }
+
+
+def server_cores(context: Context, usage: Usage) -> float | None:
+    """The server's usable cores: what its threads can use, capped by what it may run on.
+
+    The coordinator reports the cores a managed server may run on (its CPU affinity); a
+    single-threaded Redis still uses one of them, memcached its threads.
+    """
+    threads = context.server_cores or usage.server_threads
+    allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
+    if threads and allowed:
+        return min(threads, allowed)
+    return threads or allowed
+
+
+def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
+    """The verdict of a step from its usage and its merged totals (ops, offered, send lag)."""
+    return replace(_judge(usage, totals, context), native=context.native)
+
+
+def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
+    workers = usage.worker_shares()
+    server_used = usage.server_cores_used()
+    cores = server_cores(context, usage)
+    server_share = server_used / cores if server_used is not None and cores else None
+    nodes = usage.node_shares()
+    if nodes:  # a cluster is as busy as its busiest node; its cores are its nodes'
+        per_node = context.server_cores or 1.0
+        allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
+        cores = min(per_node * len(nodes), allowed) if allowed else per_node * len(nodes)
+        server_share = max(nodes.values()) / per_node
+    machine = usage.machine_share()
+    issued = totals.ops + totals.error_count
+    open_loop = context.open_loop or totals.offered > 0
+    kept = issued / totals.offered if totals.offered else None
+    lag_p99 = _p99_ns(totals.send_lag) if totals.send_lag is not None else None
+    figures: dict[str, Any] = {
+        "workers_core_share": workers,
+        "server_cores_used": server_used,
+        "server_cores": cores,
+        "server_share": server_share,
+        "machine_busy": machine,
+        "machine_cpus": usage.host_cpus,
+    }
+    if nodes:
+        figures["nodes_core_share"] = nodes
+        figures["busiest_node"] = next(iter(nodes))
+    if usage.hosts:
+        figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
+    if open_loop:
+        d = totals.duration
+        figures |= {
+            "offered_per_s": totals.offered / d if d > 0 else None,
+            "issued_per_s": issued / d if d > 0 else None,
+            "kept_share": kept,
+            "send_lag_p99_us": lag_p99 / 1000 if lag_p99 is not None else None,
+        }
+    if not usage.recorded and not totals.offered:
+        return Verdict(UNKNOWN, "no CPU figures and no offered rate recorded", figures)
+
+    latency = _latency(totals)
+    lat_p50, lat_p99, lat_max = latency if latency else (0, 0, 0)
+    if open_loop:
+        figures |= {"latency_p50_us": lat_p50 / 1000, "latency_max_us": lat_max / 1000}
+    cpu = _cpu_text(workers, server_used, cores, server_share, context, usage)
+    schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
+    both = "; ".join(t for t in (schedule, cpu) if t)
+    ours = sum(workers.values()) + (server_used or 0.0)
+    full = machine is not None and machine >= MACHINE_BUSY and bool(usage.host_cpus)
+    behind = kept is not None and kept < KEPT_SCHEDULE
+    lagged = (
+        lag_p99 is not None and lag_p99 > SEND_LAG_FLOOR_NS and lag_p99 >= SEND_LAG_SHARE * lat_p99
+    )
+    busy = bool(workers) and max(workers.values()) >= WORKER_BUSY
+    if server_share is not None and server_share >= SERVER_BUSY:
+        return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
+    if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=True):  # a load machine of its own was full
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+    if busy:  # the generator's own doing: it missed its schedule or set the pace
+        kind = FELL_BEHIND if open_loop and (behind or lagged) else GENERATOR_BOUND
+        return Verdict(kind, _join(cpu, schedule), figures)
+    # A busy client sends late by as much as it waited on the answer before, which its
+    # latency (run from the intended start) holds too; an idle client woken late does not
+    # (its latency runs from the send: far below the lag).
+    # Waits that never ended (a timeout, still in flight at the end) are not latencies.
+    unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
+    waited = lagged and (
+        unanswered > 0 or (lag_p99 is not None and lat_p99 >= SEND_LAG_SHARE * lag_p99)
+    )
+    if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
+        stall = _stall(totals, context, (lat_p50, lat_max, unanswered), (schedule, cpu), figures)
+        if stall is not None:
+            return stall
+    if full:  # a starved worker reads replies late too: nothing here is the server's alone
+        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+    if host := usage.full_host(ours_needed=False):  # a load machine full of others
+        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+    if open_loop and behind:
+        need = f"rate x p50 latency needs {figures['in_flight_needed']:,.1f} ops in flight"
+        if context.clients is not None:
+            need += f", {context.clients} clients"
+        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
+    if open_loop and totals.offered:
+        return Verdict(ON_SCHEDULE, both, figures)
+    if not usage.recorded:
+        return Verdict(UNKNOWN, "no CPU figures recorded", figures)
+    return Verdict(LATENCY_BOUND, both, figures)
+
+
+def _stall(
+    totals: Stats,
+    context: Context,
+    latency: tuple[int, int, int],
+    texts: tuple[str, str],
+    figures: dict[str, Any],
+) -> Verdict | None:
+    """Clients that waited on replies while the workers idled: a stalled server, or None.
+
+    Little's law tells a stall from a shortage of clients: a typical op (p50) at the
+    offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
+    spare, and the shortfall came from a few waits far longer than a typical op.
+    """
+    p50, longest, unanswered = latency  # unanswered: ops that timed out or were abandoned
+    schedule, cpu = texts
+    rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
+    needed = rate * p50 / 1e9
+    figures["in_flight_needed"] = needed
+    clients = context.clients
+    if clients is not None and needed >= STALL_ROOM * clients:
+        return None
+    if longest >= STALL_FACTOR * max(p50, 1):
+        wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
+    elif unanswered:
+        wait = f"{unanswered:,} ops unanswered (timed out or abandoned)"
+    else:
+        return None
+    return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
+
+
+def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:
+    """The verdict of a step from its recorded intervals (the pure form of `judge`)."""
+    parts = list(intervals)
+    return judge(Usage.of(parts), merged(parts, concurrent=False), context)
+
+
+def _latency(totals: Stats) -> tuple[int, int, int] | None:
+    """p50, p99 and max (ns) over every issued op kind (deliveries are not issued)."""
+    hists = [h for k, h in totals.hist.items() if k not in RECEIVED and h.get_total_count()]
+    if not hists:
+        return None
+    every = new_histogram()
+    for h in hists:
+        every.add(h)
+    at = Recorded(every).values_at((50.0, 99.0))
+    return at[50.0], at[99.0], every.get_max_value()
+
+
+def _p99_ns(hist: Any) -> int | None:
+    if not hist.get_total_count():
+        return None
+    return Recorded(hist).values_at((99.0,))[99.0]
+
+
+def _cpu_text(
+    workers: Mapping[str, float],
+    server_used: float | None,
+    cores: float | None,
+    share: float | None,
+    context: Context,
+    usage: Usage,
+) -> str:
+    parts = []
+    if workers:
+        shares = list(workers.values())
+        if len(shares) <= 6:
+            listed = " ".join(f"{s:.0%}" for s in shares)
+            text = f"{'workers' if len(shares) > 1 else 'worker'} {listed} of a core"
+            if polled := usage.polled_shares():
+                text += f" (+{' '.join(f'{p:.0%}' for p in polled.values())} idle polling)"
+            parts.append(text)
+        else:
+            mean = sum(shares) / len(shares)
+            parts.append(
+                f"{len(shares)} workers at {max(shares):.0%} (busiest) and {mean:.0%} (mean) "
+                "of a core"
+            )
+    nodes = usage.node_shares()
+    if server_used is not None and cores and nodes:
+        per_node = context.server_cores or 1.0
+        busiest, used = next(iter(nodes.items()))
+        text = (
+            f"server {len(nodes)} nodes {server_used:.2f} of {cores:g} cores: busiest node "
+            f"{busiest} {used:.0%} of {per_node:g} core{'s' if per_node != 1 else ''}"
+        )
+        if context.single_threaded:
+            text += " (single-threaded)"
+        parts.append(text)
+    elif server_used is not None and cores:
+        n = f"{cores:g} core{'s' if cores != 1 else ''}"
+        if cores == 1:
+            text = f"server {server_used:.0%} of 1 core"
+        else:
+            text = f"server {server_used:.2f} of {n} ({share:.0%})"
+        if context.single_threaded:
+            text += " (single-threaded)"
+        parts.append(text)
+    elif server_used is not None:
+        parts.append(f"server {server_used:.0%} of a core")
+    elif context.system != "embedded":
+        parts.append("server CPU not recorded")
+    machine = usage.machine_share()
+    if machine is not None and usage.host_cpus:
+        ours = sum(workers.values()) + (server_used or 0.0)
+        parts.append(
+            f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
+        )
+    for name, (share, cpus, mine) in usage.host_shares().items():
+        parts.append(f"host {name} {share:.0%} busy on {cpus} CPUs ({mine:.2f} of them ours)")
+    return ", ".join(parts)
+
+
+def _schedule_text(totals: Stats, kept: float | None, lag_p99: int | None) -> str:
+    d = totals.duration
+    parts = []
+    if totals.offered and d > 0:
+        issued = (totals.ops + totals.error_count) / d
+        parts.append(
+            f"issued {issued:,.0f} of {totals.offered / d:,.0f} ops/s offered ({kept:.1%})"
+        )
+    if lag_p99 is not None:
+        parts.append(f"send lag p99 {format_us(lag_p99 / 1000)}")
+    return ", ".join(parts)
+
+
+def _lead(cpu: str, name: str, extra: str) -> str:
+    """`cpu` with the part about `name` first: the evidence for the verdict leads."""
+    parts = cpu.split(", ")
+    first = [p for p in parts if p.startswith(name)]
+    rest = [p for p in parts if not p.startswith(name)]
+    return _join(", ".join(first + rest), extra)
+
+
+def _join(a: str, b: str) -> str:
+    return "; ".join(t for t in (a, b) if t)
