@@ -27,13 +27,8 @@ from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client
 from workbench.results.metrics import fold, new_histogram
 from workbench.sdk.ops import GET, SET
-from workbench.workload.generator import (
-    OpStream,
-    ValueBuffer,
-    parse_key_distribution,
-    parse_ttl,
-    parse_value_size,
-)
+from workbench.workload.forms import parse_key_distribution, parse_ttl, parse_value_size
+from workbench.workload.generator import OpStream, ValueBuffer
 
 REPEATS = 5
 

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from workbench.sdk import CacheSystem, Option, OptionSet, Strategy, no_connections
+from workbench.sdk import (
+    CacheSize,
+    CacheSystem,
+    Option,
+    OptionSet,
+    ServerFigures,
+    Strategy,
+    no_connections,
+)
 from workbench_embedded.cache import LockedCache, LruCache
 
 
@@ -131,4 +139,7 @@ plugin = CacheSystem(
     default_strategy="direct",
     shared_state=False,
     split_options=("max_entries", "max_bytes"),
+    # The cache's size: its bytes, or its entries when they bind first.
+    cache_size=CacheSize("max_bytes", server=False, entries="max_entries"),
+    figures=ServerFigures(used_bytes="used_memory", items="curr_items"),
 )

@@ -69,6 +69,7 @@ from workbench.sdk import (
     pool_of,
     runs_in_native_engine,
 )
+from workbench_http import facts
 from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.config import check_target
 from workbench_http.lean import connect_lean
@@ -155,6 +156,15 @@ plugin = CacheSystem(
         ),
     ),
     default_strategy="keep-alive",
-    server=ServerLauncher(options=SERVER_OPTIONS, start=start_server),
+    # The caching proxy starts a redis-server behind it (unless given one).
+    server=ServerLauncher(
+        options=SERVER_OPTIONS,
+        start=start_server,
+        programs=(("redis-server", ("redis-server", "--version")),),
+        recipes={kind: {"kind": kind} for kind in ("kv-store", "caching-proxy")},
+    ),
     check=check_target,
+    urls=facts.URLS,
+    server_cores=facts.server_cores,
+    libraries=facts.LIBRARIES,
 )

@@ -14,6 +14,7 @@ from workbench.sdk import (
     Option,
     OptionSet,
     ServerProcess,
+    listen_address,
     make_tls_files,
     process_memory,
     start_python_server,
@@ -26,10 +27,32 @@ class ProxyServer:
 
     proxy: ServerProcess
     redis: ServerProcess | None
+    backing: str = ""  # the Redis URL behind it
 
     @property
     def pid(self) -> int:
         return self.proxy.pid
+
+    @property
+    def address(self) -> str:
+        return self.proxy.address
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.proxy.log_path
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What `workbench serve` says beside its address."""
+        throw_away = "a throw-away redis on " if self.redis is not None else ""
+        base = self.proxy.target_options.get("base_url", "")
+        return (
+            f"backed by {throw_away}{self.backing}",
+            f"curl '{base}/lookup?key=k' ; curl {base}/stats",
+        )
+
+    def alive(self) -> bool:
+        return self.proxy.alive() and (self.redis is None or self.redis.alive())
 
     @property
     def version(self) -> str:
@@ -84,7 +107,9 @@ class _Tls:
 
 
 def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
-    """Start the reference server `options["kind"]` on a free loopback port."""
+    """Start the reference server `options["kind"]` on a free loopback port (or where
+    `workbench serve` asks)."""
+    host, port = listen_address(options)
     loop = ["--loop", options["loop"]]
     tls = _Tls(options)
     if options["kind"] == "kv-store":
@@ -99,6 +124,8 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         server = start_python_server(
             "workbench_http.servers.kv_store",
             args,
+            port,
+            host,
             version=f"kv-store ({options['mode']})",
             scratch=tls.scratch,
         )
@@ -109,6 +136,10 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
             "delete": "DELETE /?key={key}",
             "stats_path": "/stats",
         }
+        base = server.target_options["base_url"]
+        server.notes = (
+            f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',
+        )
         return server
     redis: ServerProcess | None = None
     url = options["redis_url"]
@@ -128,6 +159,8 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         proxy = start_python_server(
             "workbench_http.servers.caching_proxy",
             args,
+            port,
+            host,
             version="caching-proxy",
             scratch=tls.scratch,
         )
@@ -143,7 +176,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "delete": "DELETE /lookup?key={key}",
         "stats_path": "/stats",
     }
-    return ProxyServer(proxy, redis)
+    return ProxyServer(proxy, redis, url)
 
 
 SERVER_OPTIONS = OptionSet(

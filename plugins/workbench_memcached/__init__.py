@@ -64,12 +64,14 @@ from workbench.sdk import (
     closed_after_handshake,
     count_of,
     error_kind,
+    listen_address,
     per_client,
     pool_of,
     runs_in_native_engine,
     tls_error,
     tls_settings,
 )
+from workbench_memcached import facts
 from workbench_memcached.protocol import (
     KEYS,
     Address,
@@ -348,8 +350,11 @@ async def _connect_pooled(system: dict[str, Any], strategy: dict[str, Any]) -> B
 
 
 def start_server(options: dict[str, Any]) -> ServerProcess:
-    """A throw-away memcached on a free loopback port."""
+    """A throw-away memcached on a free loopback port (or where `workbench serve` asks)."""
+    host, port = listen_address(options)
     return start_memcached(
+        port,
+        host,
         memory_mb=options["memory_mb"],
         max_item_size=options["max_item_size"],
         threads=options["threads"],
@@ -502,7 +507,14 @@ plugin = CacheSystem(
             )
         ),
         start=start_server,
+        programs=(("memcached", ("memcached", "-V")),),
     ),
     check=check_target,
+    urls=facts.URLS,
+    cache_size=facts.CACHE_SIZE,
+    server_cores=facts.server_cores,
+    figures=facts.FIGURES,
+    refusals=facts.REFUSALS,
+    libraries=facts.LIBRARIES,
     keys=KEYS,
 )

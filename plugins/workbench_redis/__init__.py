@@ -20,11 +20,13 @@ from workbench.sdk import (
     Strategy,
     TargetError,
     count_of,
+    listen_address,
     one_per_worker,
     per_client,
     pool_of,
     runs_in_native_engine,
 )
+from workbench_redis import facts
 from workbench_redis.cluster import connect_cluster, start_cluster
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
@@ -97,7 +99,10 @@ def _start(options: dict[str, Any]) -> ServerProcess:
             replicas=options["cluster_replicas"],
             tls=options["tls"],
         )
+    host, port = listen_address(options)
     return start_redis(
+        port,
+        host,
         maxmemory=str(options["maxmemory"]) if options["maxmemory"] else "",
         policy=options["maxmemory_policy"],
         extra=("--io-threads", str(options["io_threads"])) if options["io_threads"] > 1 else (),
@@ -269,6 +274,13 @@ plugin = CacheSystem(
             )
         ),
         start=_start,
+        programs=(("redis-server", ("redis-server", "--version")),),
     ),
     check=check_target,
+    urls=facts.URLS,
+    cache_size=facts.CACHE_SIZE,
+    server_cores=facts.server_cores,
+    figures=facts.FIGURES,
+    refusals=facts.REFUSALS,
+    libraries=facts.LIBRARIES,
 )

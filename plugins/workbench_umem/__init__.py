@@ -30,7 +30,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.sdk import CacheSystem, Option, OptionSet, ServerLauncher, Strategy, per_client
+from workbench.sdk import (
+    CacheSize,
+    CacheSystem,
+    Option,
+    OptionSet,
+    ServerFigures,
+    ServerLauncher,
+    Strategy,
+    per_client,
+)
 from workbench_umem.protocol import (
     KEYS,
     Link,
@@ -173,7 +182,11 @@ plugin = CacheSystem(
             )
         ),
         start=start_umem,
+        # Built from source for each memory limit.
+        programs=(("make", ("make", "--version")), ("cc", ("cc", "--version"))),
     ),
     check=check_target,
+    cache_size=CacheSize("memory"),  # compiled in (MEM_LIMIT)
+    figures=ServerFigures(limit_bytes="limit_bytes"),
     keys=KEYS,
 )

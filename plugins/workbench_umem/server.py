@@ -50,7 +50,7 @@ def start_umem(options: dict[str, Any]) -> ServerProcess:
         result = build(find_source(source), config)
         program, version = str(result.binary), f"umem-cache {result.commit}"
     port = free_port(HOST)
-    return launch(
+    server = launch(
         "umem-cache",
         [program, str(port)],
         HOST,
@@ -62,3 +62,10 @@ def start_umem(options: dict[str, Any]) -> ServerProcess:
             "limit": config.memory,
         },
     )
+    given = " (a given binary, as stated)" if binary else ""
+    server.build = (
+        f"commit: {version.removeprefix('umem-cache ')}",
+        f"built{given}: MEM_LIMIT={config.memory} THREAD_NR={config.threads} "
+        f"MAX_CONN={config.max_conn}",
+    )
+    return server

@@ -66,9 +66,10 @@ def test_a_memcached_trace_key_with_a_space_is_not_sent(
         timeout=60,
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"VALUE wb:{victim} " in _memcached(
-        memcached_server, f"get wb:{victim}\r\n".encode(), b"END\r\n"
-    ).decode(), "a key the trace never named was deleted"
+    assert (
+        f"VALUE wb:{victim} "
+        in _memcached(memcached_server, f"get wb:{victim}\r\n".encode(), b"END\r\n").decode()
+    ), "a key the trace never named was deleted"
     assert (
         "skipped 3 trace request(s) this target does not do: "
         "key over 250 bytes 1, key with a space or control character 2"

@@ -91,7 +91,13 @@ def resolved_facts(spec: Spec) -> dict[str, Any]:
     """What the engine records with a step: the resolved system, strategy and options."""
     system = load_plugin(spec.target.system)
     strategy = resolve_strategy(system, spec)
+    server = (
+        system.server.options.resolve(dict(spec.target.server), "target.server")
+        if (system.server and spec.target.managed)
+        else {}
+    )
     return {
+        "facts": system.facts(server, spec.target.managed),
         "system": system.name,
         "strategy": strategy.name,
         "system_options": system.options.resolve(dict(spec.target.options), "target.options"),

@@ -13,9 +13,10 @@ WORKBENCH = [sys.executable, "-m", "workbench.cli.main"]
 ITEMS = (
     "native engine (workbench-native)",
     "cargo",
-    "redis-server",
+    "redis-server",  # the systems' managed servers' programs (`ServerLauncher.programs`)
     "memcached",
-    "umem-cache build tools",
+    "make",
+    "cc",
     "ray",
     "libcachesim",
     "open files (ulimit -n)",

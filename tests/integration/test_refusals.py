@@ -10,20 +10,28 @@ from pathlib import Path
 import pytest
 
 from workbench.results.refusals import refusals
+from workbench.sdk import load_plugin
 
 
 @pytest.mark.parametrize(
-    ("message", "advice"),
+    ("system", "message", "advice"),
     [
-        ("memcached: SERVER_ERROR object too large for cache", "max_item_size"),
-        ("OOM command not allowed when used memory > 'maxmemory'.", "maxmemory"),
-        ("ERR max number of clients reached", "maxclients"),
-        ("SERVER_ERROR out of memory storing object", "memory"),
+        ("memcached", "memcached: SERVER_ERROR object too large for cache", "max_item_size"),
+        ("redis", "OOM command not allowed when used memory > 'maxmemory'.", "maxmemory"),
+        ("redis", "ERR max number of clients reached", "maxclients"),
+        ("memcached", "SERVER_ERROR out of memory storing object", "memory"),
     ],
 )
-def test_each_refusal_names_what_to_change(message: str, advice: str) -> None:
-    (line,) = refusals({"server": 3}, {"server": message})
+def test_each_refusal_names_what_to_change(system: str, message: str, advice: str) -> None:
+    """The system's own advice (`CacheSystem.refusals`) first, else the general one."""
+    declared = [(r.words, r.advice) for r in load_plugin(system).refusals]
+    (line,) = refusals({"server": 3}, {"server": message}, declared)
     assert line.startswith("3 server error(s)") and advice in line
+
+
+def test_a_refusal_no_system_explains_gets_the_general_advice() -> None:
+    (line,) = refusals({"server": 1}, {"server": "ERR max number of clients reached"})
+    assert "client limit" in line and "load.concurrency" in line
 
 
 def test_other_errors_are_not_refusals() -> None:

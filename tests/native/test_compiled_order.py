@@ -27,14 +27,8 @@ from workbench.engine.native_order import compile_order
 from workbench.sdk.errors import SpecError
 from workbench.spec.native_binary import ORDER_VERSION, binary_path, require_binary
 from workbench.spec.resolve import resolve_step
-from workbench.workload.generator import (
-    ValueBuffer,
-    parse_mix,
-    parse_ttl,
-    parse_value_size,
-    size_chooser,
-    ttl_chooser,
-)
+from workbench.workload.forms import parse_mix, parse_ttl, parse_value_size
+from workbench.workload.generator import ValueBuffer, size_chooser, ttl_chooser
 
 N = 2000
 

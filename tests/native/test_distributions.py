@@ -14,7 +14,8 @@ from native_workers import order, spec
 
 from workbench.engine.driver import ClientPlan, Workload
 from workbench.spec.native_binary import binary_path
-from workbench.workload.generator import ValueBuffer, parse_mix
+from workbench.workload.forms import parse_mix
+from workbench.workload.generator import ValueBuffer
 
 N = 40_000
 KEYS = 1000

@@ -13,7 +13,8 @@ from native_workers import intervals, run_worker, spec, status, total
 from pymemcache.client.base import Client as Memcache
 
 from workbench.sdk.servers import ServerProcess
-from workbench.workload.generator import ValueBuffer, format_key
+from workbench.workload.generator import ValueBuffer
+from workbench.workload.keys import format_key
 
 
 def _target(system: str, server: ServerProcess) -> dict[str, Any]:

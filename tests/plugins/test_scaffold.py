@@ -142,3 +142,29 @@ def test_its_own_test_suite_passes(installed: Path) -> None:
     )
     assert done.returncode == 0, show(done)
     assert "3 passed" in done.stdout
+
+
+def test_it_gets_a_verdict_a_simulated_hit_rate_and_mrc(
+    installed: Path, workbench_cli: Any, tmp_path: Path
+) -> None:
+    """What it declares (its cache size, its figures; in-process) is all the core needs."""
+    done = workbench_cli(
+        "run", "--set", f"target.system={NAME}", "--set", "target.options.max_bytes=64KiB",
+        "-d", "1KiB", "-n", "3000", "-c", "2", "-w", "1", "--set", "load.warmup=0",
+        "--simulate", "lru",
+    )  # fmt: skip
+    assert done.returncode == 0, show(done)
+    (verdict,) = [ln for ln in done.stdout.splitlines() if ln.startswith("verdict:")]
+    assert "worker" in verdict and "server CPU not recorded" not in verdict, verdict
+    assert "simulated lru at the same limit (libCacheSim): hit rate" in done.stdout
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        f'[target]\nsystem = "{NAME}"\n[load]\nops = 3000\nconcurrency = 2\nworkers = 1\n'
+        "warmup = 0\n[workload]\nvalue_size = 1024\nkeys = 1000\n"
+    )
+    done = workbench_cli("mrc", str(profile), "--sizes", "64KiB,2MiB", "-p", "lru", "--measure")
+    assert done.returncode == 0, show(done)
+    rows = [ln.split("|") for ln in done.stdout.splitlines() if ln.startswith("| 64KiB")]
+    rows += [ln.split("|") for ln in done.stdout.splitlines() if ln.startswith("| 2MiB")]
+    measured = [float(r[3].strip().rstrip("%")) for r in rows]
+    assert f"measured: {NAME}" in done.stdout and measured[0] < measured[1], done.stdout

@@ -6,6 +6,7 @@ from workbench.results.events import Interval, RunFinished, RunStarted, StepFini
 from workbench.results.live import RunView
 from workbench.results.metrics import Stats, merged, new_histogram
 from workbench.results.store import Store
+from workbench.sdk import load_plugin
 from workbench.spec.model import Spec, spec_to_dict
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
@@ -19,6 +20,9 @@ ENV = {
     "libraries": {},
     "cpu_model": "Test CPU",
 }
+
+# What the embedded system declares, as the engine stores it with each step.
+EMBEDDED_FACTS = load_plugin("embedded").facts({}, False)
 
 
 def interval_stats(seed: int, scale: float = 1.0) -> Stats:
@@ -86,6 +90,7 @@ def synthetic_events(
                     if system == "embedded"
                     else f"{c} clients = {c} connections, 2 workers"
                 ),
+                facts=load_plugin(system).facts({}, False),
             )
         )
         parts = []

@@ -15,13 +15,8 @@ from workbench.engine.client_plans import ClientPlan
 from workbench.engine.clients import LoadState, PubSubPlan, async_client, thread_client
 from workbench.results.metrics import STATS_KEYS, Stats, fold, new_histogram
 from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
-from workbench.workload.generator import (
-    OpStream,
-    ValueBuffer,
-    parse_key_distribution,
-    parse_ttl,
-    parse_value_size,
-)
+from workbench.workload.forms import parse_key_distribution, parse_ttl, parse_value_size
+from workbench.workload.generator import OpStream, ValueBuffer
 
 MIX = {GET: 3.0, SET: 1.0, DELETE: 1.0, CACHE_ASIDE: 1.0}
 OPS = 3000

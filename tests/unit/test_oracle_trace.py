@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from workbench.sdk import load_plugin
 from workbench.sdk.errors import SpecError
 from workbench.simulate.limits import Limit, cache_limit
 from workbench.simulate.policies import POLICIES, parse_policies
-from workbench.workload.generator import parse_value_size
+from workbench.workload.forms import parse_value_size
 from workbench.workload.oracle_trace import (
     RECORD,
     merge_parts,
@@ -57,16 +58,23 @@ def test_policies_by_name_or_all() -> None:
     assert info.value.where == "--simulate" and "lru, fifo" in info.value.message
 
 
+def facts(system: str) -> dict[str, object]:
+    """What the built-in system declares, as a stored step keeps it."""
+    return load_plugin(system).facts({}, True)
+
+
 def test_the_limit_is_read_as_each_system_counts_it() -> None:
     v = parse_value_size("fixed(100)")
-    assert cache_limit("redis", {}, {"maxmemory": 2 << 30}, {}, v) == Limit(2 << 30, "bytes")
-    assert cache_limit("memcached", {}, {"memory_mb": 64}, {}, v) == Limit(64 << 20, "bytes")
-    assert cache_limit("umem", {}, {"memory": 1 << 30}, {}, v) == Limit(1 << 30, "bytes")
+    redis = facts("redis")
+    assert cache_limit(redis, {}, {"maxmemory": 2 << 30}, {}, v) == Limit(2 << 30, "bytes")
+    assert cache_limit(facts("memcached"), {}, {"memory_mb": 64}, {}, v) == Limit(64 << 20, "bytes")
+    assert cache_limit(facts("umem"), {}, {"memory": 1 << 30}, {}, v) == Limit(1 << 30, "bytes")
     # The embedded cache: whichever limit binds first for the mean value size.
     few = {"max_entries": 2000, "max_bytes": 1 << 30}
-    assert cache_limit("embedded", few, {}, {}, v) == Limit(2000, "objects")
+    assert cache_limit(facts("embedded"), few, {}, {}, v) == Limit(2000, "objects")
     small = {"max_entries": 1_000_000, "max_bytes": 1 << 20}
-    assert cache_limit("embedded", small, {}, {}, v) == Limit(1 << 20, "bytes")
-    # An unmanaged server: what it reported, else nothing.
-    assert cache_limit("redis", {}, {}, {"maxmemory": 5000}, v) == Limit(5000, "bytes")
-    assert cache_limit("redis", {}, {}, {}, v) is None
+    assert cache_limit(facts("embedded"), small, {}, {}, v) == Limit(1 << 20, "bytes")
+    # An unmanaged server: what it reported (by the figure its system names), else nothing.
+    assert cache_limit(redis, {}, {}, {"maxmemory": 5000}, v) == Limit(5000, "bytes")
+    assert cache_limit(redis, {}, {}, {}, v) is None
+    assert cache_limit({}, {}, {"maxmemory": 1}, {"maxmemory": 1}, v) is None  # declares none

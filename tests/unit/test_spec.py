@@ -11,7 +11,7 @@ from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
 from workbench.spec.save import save_spec
 from workbench.spec.steps import check_spec, load_spec, plan
-from workbench.workload.generator import parse_ttl, parse_value_size
+from workbench.workload.forms import parse_ttl, parse_value_size
 
 
 def write(tmp_path: Path, text: str) -> Path:

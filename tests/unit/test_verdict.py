@@ -26,6 +26,18 @@ from workbench.results.verdict import (
     judge,
     verdict_of,
 )
+from workbench.sdk import load_plugin
+
+
+def context_of(spec: dict[str, Any], server: dict[str, Any] | None = None) -> Context:
+    """The context of a step of a built-in system, with the facts its plugin declares."""
+    target = spec.get("target", {})
+    system = load_plugin(target.get("system", "embedded"))
+    facts = system.facts(
+        {**target.get("server", {}), **(server or {})}, bool(target.get("managed"))
+    )
+    return context_for(spec, facts)
+
 
 REDIS = Context("redis", open_loop=False, server_cores=1.0, single_threaded=True)
 OPEN = Context("redis", open_loop=True, server_cores=1.0, single_threaded=True)
@@ -95,7 +107,7 @@ def test_single_threaded_server_near_one_core_is_server_bound() -> None:
 
 
 def test_multi_threaded_server_is_judged_on_all_its_cores() -> None:
-    memcached = context_for({"target": {"system": "memcached", "managed": True, "server": {}}})
+    memcached = context_of({"target": {"system": "memcached", "managed": True, "server": {}}})
     busy = verdict_of([interval(workers=(0.5,), server_cpu=3.6)], memcached)
     idle = verdict_of([interval(workers=(0.5,), server_cpu=2.0)], memcached)
     assert busy.kind == SERVER_BOUND
@@ -104,7 +116,7 @@ def test_multi_threaded_server_is_judged_on_all_its_cores() -> None:
 
 
 def test_the_cores_a_server_may_run_on_cap_its_threads() -> None:
-    memcached = context_for({"target": {"system": "memcached", "managed": True}})  # -t 4
+    memcached = context_of({"target": {"system": "memcached", "managed": True}})  # -t 4
     stats = interval(workers=(0.5,), server_cpu=1.9, server={"cpu_cores": 2})
     assert verdict_of([stats], memcached).kind == SERVER_BOUND
     # Redis on a two-core affinity still runs its commands on one thread.
@@ -405,21 +417,21 @@ def test_the_live_view_reaches_the_same_verdict_as_the_intervals() -> None:
 
 
 def test_context_from_the_spec() -> None:
-    redis = context_for({"target": {"system": "redis"}, "load": {}})
-    threaded = context_for(
+    redis = context_of({"target": {"system": "redis"}, "load": {}})
+    threaded = context_of(
         {"target": {"system": "redis", "managed": True, "server": {"io_threads": 4}}}
     )
-    memcached = context_for(
-        {"target": {"system": "memcached", "managed": True}}, server_options={"threads": 2}
+    memcached = context_of(
+        {"target": {"system": "memcached", "managed": True}}, server={"threads": 2}
     )
-    outside = context_for({"target": {"system": "memcached"}, "load": {"rate": 5000}})
+    outside = context_of({"target": {"system": "memcached"}, "load": {"rate": 5000}})
     assert (redis.server_cores, redis.single_threaded, redis.open_loop) == (1.0, True, False)
     assert (threaded.server_cores, threaded.single_threaded) == (4.0, False)
     assert memcached.server_cores == 2.0
     assert (outside.server_cores, outside.open_loop) == (None, True)
     assert redis.clients is None
-    sixteen = context_for({"target": {"system": "redis"}, "load": {"concurrency": 16}})
-    groups = context_for(
+    sixteen = context_of({"target": {"system": "redis"}, "load": {"concurrency": 16}})
+    groups = context_of(
         {
             "target": {"system": "redis"},
             "load": {"concurrency": 16},
@@ -448,12 +460,12 @@ def test_verdict_as_data() -> None:
 
 
 def test_a_managed_reference_http_server_is_one_asyncio_process() -> None:
-    proxy = context_for({"target": {"system": "http", "managed": True}})
+    proxy = context_of({"target": {"system": "http", "managed": True}})
     assert (proxy.server_cores, proxy.single_threaded) == (1.0, True)
     # A proxy busy on one core of a two-core machine is the limit, not latency.
     stats = interval(workers=(0.59,), server_cpu=0.99, server={"cpu_cores": 2})
     assert verdict_of([stats], proxy).kind == SERVER_BOUND
-    assert context_for({"target": {"system": "http"}}).server_cores is None  # anyone's server
+    assert context_of({"target": {"system": "http"}}).server_cores is None  # anyone's server
 
 
 def test_a_cluster_is_as_busy_as_its_busiest_node_and_the_step_names_it() -> None:

@@ -19,6 +19,7 @@ from workbench.results.events import (
 from workbench.results.live import RunView
 from workbench.results.metrics import Stats, fold, merged, new_histogram
 from workbench.results.store import Store, StoredRun
+from workbench.sdk import load_plugin
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import spec_to_dict
 
@@ -60,7 +61,9 @@ def record(
             section, key = path.split(".")
             step_spec[section][key] = value
         label = {k: str(v) for k, v in overrides.items()}
-        events.append(StepStarted(run_id, i, title, label, step_spec, 1, 16))
+        # What the system declares, as the engine stores it with the step (its cores).
+        facts = load_plugin(step_spec["target"]["system"]).facts({}, False)
+        events.append(StepStarted(run_id, i, title, label, step_spec, 1, 16, facts=facts))
         events += [Interval(run_id, i, k, k + 1.0, p) for k, p in enumerate(parts)]
         events.append(StepFinished(run_id, i, "completed", merged(parts, concurrent=False)))
     events.append(RunFinished(run_id, "completed"))

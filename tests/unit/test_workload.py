@@ -9,20 +9,9 @@ import pytest
 
 from workbench.sdk.errors import SpecError
 from workbench.sdk.ops import GET, MIX_CODES, NEEDS, OPERATIONS, SET
-from workbench.workload.generator import (
-    OpStream,
-    ValueBuffer,
-    format_key,
-    key_chooser,
-    owned_chooser,
-    owned_keys,
-    parse_key_distribution,
-    parse_mix,
-    parse_ttl,
-    parse_value_size,
-    size_chooser,
-    ttl_chooser,
-)
+from workbench.workload.forms import parse_key_distribution, parse_mix, parse_ttl, parse_value_size
+from workbench.workload.generator import OpStream, ValueBuffer, size_chooser, ttl_chooser
+from workbench.workload.keys import format_key, key_chooser, owned_chooser, owned_keys
 
 DRAWS = 200_000
 

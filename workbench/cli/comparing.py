@@ -20,6 +20,8 @@ from workbench.report.changes import Comparison, compare_runs, within_run
 from workbench.report.json_read import looks_like_file, read_json_runs
 from workbench.report.model import RunData, read_run
 from workbench.report.regressions import WHERE, failures, parse_all
+
+__all__ = ["Baseline", "comparisons_of", "judge", "load_runs", "parse_all", "read_run", "show"]
 from workbench.results.store import StoredRun
 from workbench.sdk.errors import SpecError
 

@@ -18,6 +18,8 @@ from typing import Annotated
 import typer
 
 from workbench.cli.common import one_line_errors, out
+from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.discovery import plugin_statuses
 
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
@@ -49,15 +51,32 @@ def _program(name: str, argv: list[str], needed_for: str) -> Item:
     return Item(name, True, _version(argv) or path, needed_for)
 
 
+def _systems() -> list[CacheSystem]:
+    return [row.system for row in plugin_statuses() if row.system is not None]
+
+
 def _native() -> Item:
     from workbench.engine.native import version
     from workbench.spec.native_binary import binary_path, missing_reason
 
-    needed = "the native strategies: the default of redis, memcached and http (measures the server)"
+    native = [s.name for s in _systems() if any(t.engine == "native" for t in s.strategies)]
+    needed = f"the native strategies: the default of {', '.join(native)} (measures the server)"
     path = binary_path()
     if path is None:
         return Item("native engine (workbench-native)", False, missing_reason(), needed)
     return Item("native engine (workbench-native)", True, f"{version()} at {path}", needed)
+
+
+def _server_programs() -> list[Item]:
+    """The programs the systems' managed servers run (`ServerLauncher.programs`)."""
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    for system in _systems():
+        for program, argv in system.server.programs if system.server else ():
+            found.setdefault(program, (list(argv), []))[1].append(system.name)
+    return [
+        _program(name, argv, f"managed {' and '.join(names)} servers")
+        for name, (argv, names) in found.items()
+    ]
 
 
 def _python_package(name: str, needed_for: str) -> Item:
@@ -70,15 +89,6 @@ def _python_package(name: str, needed_for: str) -> Item:
     except metadata.PackageNotFoundError:
         found = "installed"
     return Item(name, True, found, needed_for)
-
-
-def _build_tools() -> Item:
-    tools = {t: shutil.which(t) for t in ("make", "cc")}
-    missing = [t for t, p in tools.items() if p is None]
-    needed = "umem-cache servers (built from source for each memory limit)"
-    if missing:
-        return Item("umem-cache build tools", False, f"missing {', '.join(missing)}", needed)
-    return Item("umem-cache build tools", True, "make, cc", needed)
 
 
 def _fd_limit() -> Item:
@@ -116,9 +126,7 @@ def checks() -> list[Item]:
     return [
         _native(),
         _program("cargo", ["cargo", "--version"], "building the native engine (./dev, pip)"),
-        _program("redis-server", ["redis-server", "--version"], "managed Redis servers"),
-        _program("memcached", ["memcached", "-V"], "managed memcached servers"),
-        _build_tools(),
+        *_server_programs(),
         _python_package("ray", "load.launcher = 'ray' (pip install 'cache-workbench[ray]')"),
         _python_package("libcachesim", "simulated eviction references of hit-rate runs"),
         _fd_limit(),

@@ -17,41 +17,22 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
-from workbench.cli.format import SummaryStyle
+from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import SpecError
 from workbench.spec.load import read_profile, spec_from_data
-from workbench.spec.model import Spec
+from workbench.spec.model import DEFAULT_SYSTEM, Spec
 from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
-from workbench.workload.generator import KEY_DEFAULTS
+from workbench.workload.forms import KEY_DEFAULTS
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
-# workbench's own names; a bare name takes memtier's default parameters (workload.py's).
-KEY_NAMES = {
-    "r": "uniform",
-    "random": "uniform",
-    "uniform": "uniform",
-    "s": "sequential",
-    "sequential": "sequential",
-    "g": "gaussian",
-    "gaussian": "gaussian",
-    "z": "zipf",
-    "zipf": "zipf",
-    "hotcold": "hotcold",
-}
-KEY_PATTERNS = {
-    letter: f"{name}({','.join(KEY_DEFAULTS[name])})" if name in KEY_DEFAULTS else name
-    for letter, name in KEY_NAMES.items()
-}
-
-# URL scheme -> the system it names
-SCHEMES = {
-    "redis": "redis",
-    "rediss": "redis",
-    "memcached": "memcached",
-    "http": "http",
-    "https": "http",
-}
+# workbench's own names; a bare name takes memtier's default parameters (workload/forms.py's).
+KEY_NAMES = {"r": "uniform", "random": "uniform", "uniform": "uniform", "s": "sequential",
+             "sequential": "sequential", "g": "gaussian", "gaussian": "gaussian", "z": "zipf",
+             "zipf": "zipf", "hotcold": "hotcold"}  # fmt: skip
+KEY_PATTERNS = {letter: f"{name}({','.join(KEY_DEFAULTS[name])})" if name in KEY_DEFAULTS
+                else name for letter, name in KEY_NAMES.items()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,45 +104,67 @@ def key_pattern(text: str) -> str:
     )
 
 
+def _systems() -> list[CacheSystem]:
+    """Every plugin that loads (a broken one is `workbench plugins`' to report)."""
+    return [row.system for row in plugin_statuses() if row.system is not None]
+
+
+def system_of_scheme(scheme: str) -> CacheSystem | None:
+    """The system whose URLs have this scheme (`CacheSystem.urls`), if one declares it."""
+    scheme = scheme.lower()
+    return next((s for s in _systems() if s.urls and scheme in s.urls.schemes), None)
+
+
+def _target(profile: Mapping[str, Any]) -> Mapping[str, Any]:
+    target = profile.get("target", {})
+    return target if isinstance(target, Mapping) else {}
+
+
+def _option_overrides(options: Mapping[str, Any]) -> list[str]:
+    """`target.options.NAME=VALUE` for each option, VALUE written as TOML (JSON's strings,
+    numbers, booleans and lists are TOML's)."""
+    return [f"target.options.{name}={json.dumps(value)}" for name, value in options.items()]
+
+
 def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
-    """``-s URL``: the system from the scheme, its address option from the rest; the run
-    talks to that server, so a managed server of the profile is not started."""
+    """``-s URL``: the system whose scheme it is, its options from the rest (as the system
+    declares, `CacheSystem.urls`); the run talks to that server, so a managed server of the
+    profile is not started."""
     parts = urlsplit(url)
-    system = SCHEMES.get(parts.scheme.lower())
-    if system is None or not parts.netloc:
-        raise SpecError(
-            "expected redis://HOST:PORT[/DB], memcached://HOST:PORT[,HOST:PORT] or "
-            f"http://HOST:PORT[/PATH]; got {url!r}",
-            "--server",
-        )
+    system = system_of_scheme(parts.scheme)
+    if system is None or system.urls is None or not parts.netloc:
+        forms = [f for s in _systems() if s.urls for f in s.urls.forms]
+        raise SpecError(f"expected {' or '.join(forms)}; got {url!r}", "--server")
     if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
         raise SpecError(
-            "expected no user or password in the URL: give them in REDIS_USERNAME and "
-            "REDIS_PASSWORD (or target.options.password_env), which are never stored",
+            "expected no user or password in the URL: give them through the target's "
+            "options that read the environment (such as target.options.password_env), "
+            "which are never stored",
             "--server",
         )
-    target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
-    same_system = target.get("system", "embedded") == system
-    out = [f"target.system={_quoted(system)}", "target.managed=false"]
+    same_system = _target(profile).get("system", DEFAULT_SYSTEM) == system.name
+    out = [f"target.system={_quoted(system.name)}", "target.managed=false"]
     if not same_system:  # another system's options would be unknown to this one
         out.append("target.options={}")
         out.append("target.server={}")
         if profile.get("strategy"):
             out.append('strategy.name=""')
             out.append("strategy.options={}")
-    if system == "redis":
-        out.append(f"target.options.url={_quoted(url)}")
-    elif system == "memcached":
-        servers = [s.strip() for s in parts.netloc.split(",") if s.strip()]
-        out.append("target.options.servers=[" + ",".join(_quoted(s) for s in servers) + "]")
-    else:
-        out.append(f"target.options.base_url={_quoted(url.rstrip('/'))}")
-    return out
+    return out + _option_overrides(system.urls.options(url))
+
+
+def with_tls_scheme(url: str) -> str:
+    """The URL with its system's TLS scheme (redis:// to rediss://), if it declares one."""
+    scheme = urlsplit(url).scheme
+    system = system_of_scheme(scheme)
+    tls = system.urls.tls_schemes.get(scheme.lower()) if system and system.urls else None
+    return tls + url[len(scheme) :] if tls else url
 
 
 def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     """memtier's --tls, --cert, --key, --cacert, --tls-skip-verify and --sni (redis-benchmark's
-    --tls) as the target's TLS options; --tls on a managed server makes it a TLS server."""
+    --tls) as the target's TLS options; --tls on a managed server makes it a TLS server, on
+    another the system says how its options speak TLS (`Urls.with_tls`)."""
     options = {
         "tls_cert": flags.cert,
         "tls_key": flags.key,
@@ -173,26 +176,23 @@ def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
         out.append("target.options.tls_insecure=true")
     if not flags.tls:
         return out
-    target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
-    system = (
-        SCHEMES.get(urlsplit(flags.server).scheme.lower(), "")
-        if flags.server
-        else target.get("system", "embedded")
-    )
-    given = target.get("options", {}) if isinstance(target.get("options"), Mapping) else {}
+    target = _target(profile)
     if flags.server is None and target.get("managed"):
-        out.append("target.server.tls=true")
-    elif system == "memcached":
-        out.append("target.options.tls=true")
-    elif system == "redis" and flags.server is None:
-        url = str(given.get("url", "redis://127.0.0.1:6379/0"))
-        out.append(f"target.options.url={_quoted(re.sub(r'^redis://', 'rediss://', url))}")
-    elif system == "http" and flags.server is None and "base_url" in given:
-        url = str(given["base_url"])
-        out.append(f"target.options.base_url={_quoted(re.sub(r'^http://', 'https://', url))}")
-    elif system not in ("redis", "http", "memcached"):
-        raise SpecError(f"expected a redis, memcached or http target; got {system}", "--tls")
-    return out
+        return [*out, "target.server.tls=true"]
+    if flags.server is not None:
+        system, given = system_of_scheme(urlsplit(flags.server).scheme), {}
+    else:
+        system = load_plugin(str(target.get("system", DEFAULT_SYSTEM)))
+        options = target.get("options", {})
+        given = options if isinstance(options, Mapping) else {}
+    urls = system.urls if system is not None else None
+    if system is None or urls is None or urls.with_tls is None:
+        name = system.name if system is not None else "this target"
+        raise SpecError(f"expected a target that speaks TLS; {name} declares none", "--tls")
+    schemes = {*urls.tls_schemes, *urls.tls_schemes.values()}
+    if flags.server is not None and urlsplit(flags.server).scheme.lower() in schemes:
+        return out  # the URL's own scheme says TLS (`with_tls_scheme`)
+    return out + _option_overrides(urls.with_tls(given) or {})
 
 
 def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
@@ -203,11 +203,11 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     if flags.server is not None:
         server = flags.server
         if flags.tls:  # memtier/redis-benchmark --tls with -s redis://: rediss://
-            server = re.sub(r"^(redis|http)://", lambda m: m.group(1) + "s://", server)
+            server = with_tls_scheme(server)
         out += server_overrides(server, profile)
     out += tls_overrides(flags, profile)
     if flags.cluster_mode:  # memtier --cluster-mode, redis-benchmark --cluster
-        target = profile.get("target", {}) if isinstance(profile.get("target"), Mapping) else {}
+        target = _target(profile)
         managed = flags.server is None and target.get("managed")
         out.append("target.server.cluster=true" if managed else "target.options.cluster=true")
     simple = (
@@ -304,11 +304,6 @@ def percentiles(text: str | None) -> tuple[float, ...]:
             "--print-percentiles",
         )
     return values
-
-
-def summary_style(flags: Flags) -> SummaryStyle:
-    """How the step summaries print: memtier's --print-percentiles and --hide-histogram."""
-    return SummaryStyle(percentiles(flags.print_percentiles), not flags.hide_histogram)
 
 
 # memtier counts clients per thread; `-t` there is workers here.
@@ -503,12 +498,8 @@ PRINT_PERCENTILES = _opt(
     help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
 )
 
-HIDE_HISTOGRAM = _opt(
-    "--hide-histogram",
-    metavar="",
-    help="no percentile ladder in the step summaries (the per-op table stays); "
-    "memtier --hide-histogram",
-)
+HIDE_HISTOGRAM = _opt("--hide-histogram", metavar="",
+                      help="no percentile ladder in summaries (memtier's)")  # fmt: skip
 
 TLS = _opt(
     "--tls",

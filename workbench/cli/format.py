@@ -51,7 +51,11 @@ def step_summary(step: StepView, style: SummaryStyle = SummaryStyle()) -> list[s
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
         for kind, n in step.totals.errors.items()
     ]
-    refused = [f"notice: {line}" for line in refusals(step.totals.errors, step.totals.first_errors)]
+    declared = step.facts.get("refusals") or ()
+    refused = [
+        f"notice: {line}"
+        for line in refusals(step.totals.errors, step.totals.first_errors, declared)
+    ]
     if s is None or not s.ops:
         every = ", every operation failed" if errors else ""
         return [f"== {step.title} ({step.status}): nothing measured{every} ==", *errors, *refused]

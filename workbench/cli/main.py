@@ -6,6 +6,10 @@ import os
 import sys
 from typing import Annotated
 
+from workbench.cli import stop_signals
+
+stop_signals.install()  # first: a SIGTERM during the imports is an interruption too
+
 try:
     import typer
 
@@ -28,6 +32,7 @@ try:
     from workbench.cli.run import run_command
 except KeyboardInterrupt:  # a Ctrl-C while the imports load: nothing has started yet
     sys.stderr.write("interrupted\n")
+    stop_signals.exiting(130)
     raise SystemExit(130) from None
 
 app = typer.Typer(
@@ -44,7 +49,7 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(plugins.app, name="plugins")
 app.command("report")(report.command)
 app.add_typer(profiles.app, name="profiles")
-app.add_typer(serve.app, name="serve")
+app.command("serve")(serve.command)
 app.command("check")(check.command)
 app.command("compare")(compare.command)
 app.command("search")(search.command)
@@ -91,7 +96,12 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # a Ctrl-C while typer builds the commands, before any runs
         sys.stderr.write("interrupted\n")
+        stop_signals.exiting(130)
         raise SystemExit(130) from None
+    except SystemExit as done:  # typer ends every command so
+        code = done.code
+        stop_signals.exiting(code if isinstance(code, int) else (0 if code is None else 1))
+        raise
 
 
 if __name__ == "__main__":

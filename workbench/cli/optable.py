@@ -24,7 +24,10 @@ def _latencies(recorded: Recorded) -> list[str]:
 
 def _row(name: str, recorded: Recorded, seconds: float, hits: int | None, misses: int | None,
          moved: int) -> list[str]:  # fmt: skip
-    per_s = (lambda n: f"{n / seconds:,.0f}") if seconds > 0 else (lambda n: "-")
+
+    def per_s(n: int) -> str:
+        return f"{n / seconds:,.0f}" if seconds > 0 else "-"
+
     return [
         name,
         per_s(recorded.total),

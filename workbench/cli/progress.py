@@ -104,7 +104,7 @@ class RunProgress:
             return 0.0
         return min(1.0, (self.done + self.fraction) / self.steps)
 
-    def _fields(self) -> dict[str, str]:
+    def _fields(self) -> dict[str, Any]:
         spent = time.monotonic() - self.started
         share = self._share()
         eta = _clock(spent * (1 - share) / share) if share > 0 else "-:--"

@@ -15,7 +15,7 @@ from typing import Annotated, TextIO
 import typer
 
 from workbench.cli import flags as f
-from workbench.cli import outputs
+from workbench.cli import outputs, stop_signals
 from workbench.cli.check import FailOnOption, checks_for, judge_steps, with_fail_on
 from workbench.cli.common import (
     EXIT_CODES_HELP,
@@ -56,8 +56,7 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+JSON_OUT = "the stored run as JSON (--report json:FILE); memtier --json-out-file"
 
 # Where a command's events come from, given the stop request: `session.run` unless told.
 EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
@@ -103,12 +102,7 @@ def run_command(
     ] = None,
     json_out: Annotated[
         Path | None,
-        typer.Option(
-            "--json-out",
-            "--json-out-file",
-            help="the stored run as JSON (--report json:FILE); memtier --json-out-file",
-            rich_help_panel=OUT_PANEL,
-        ),
+        typer.Option("--json-out", "--json-out-file", rich_help_panel=OUT_PANEL, help=JSON_OUT),
     ] = None,
     csv_out: Annotated[
         Path | None,
@@ -197,10 +191,12 @@ def run_command(
         from workbench.cli.comparing import Baseline  # numpy and the bootstrap: only when asked
 
         against = Baseline.read(baseline, fail_on_regression or [], noise, store)
+    if stop_signals.stop_seen():  # one came where Python dropped its KeyboardInterrupt
+        raise KeyboardInterrupt
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
-    view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=f.summary_style(flags)))
+    view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=summary_style(flags)))
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
@@ -212,8 +208,9 @@ def run_command(
         passed = against.judge(st.load(view.run_id)) and passed
     if print_id:
         result(view.run_id)
-    if view.status == "interrupted":
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    if view.status == "interrupted":  # by Ctrl-C: out now, a second one has nothing to wait on
+        st.close()  # its last writes reach the file itself, not only the journal
+        stop_signals.leave(int(ExitStatus.INTERRUPTED))
     if view.status == "failed" or failed_files:
         raise typer.Exit(int(ExitStatus.RUN_FAILED))
     if not passed:
@@ -302,9 +299,12 @@ async def _drive(  # type: ignore[no-untyped-def]
 
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
-    for sig in STOP_SIGNALS:
+    stops = stop_signals.handled()
+    for sig in stops:
         loop.add_signal_handler(sig, on_signal)
     loop.add_signal_handler(signal.SIGUSR1, show_waits)
+    if stop_signals.stop_seen():  # one came before the loop's handlers, and was dropped
+        on_signal()
     view = RunView()
     try:
         events = source(stop) if source else session.run(spec, st, stop=stop, name=name)
@@ -322,9 +322,15 @@ async def _drive(  # type: ignore[no-untyped-def]
     finally:
         if bar is not None:
             bar.close()
-        for sig in (*STOP_SIGNALS, signal.SIGUSR1):
+        for sig in (*stops, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
+        stop_signals.install()  # asyncio left SIGTERM and SIGHUP fatal: the files still to write
     return view
+
+
+def summary_style(flags: f.Flags) -> SummaryStyle:
+    """How the step summaries print: memtier's --print-percentiles and --hide-histogram."""
+    return SummaryStyle(f.percentiles(flags.print_percentiles), not flags.hide_histogram)
 
 
 def show_event(

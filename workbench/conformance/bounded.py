@@ -67,7 +67,7 @@ async def bounded(what: str, call: Awaitable[Any] | Callable[[], Any], timeout: 
     if callable(call) and not inspect.isawaitable(call):
         awaitable: Awaitable[Any] = _in_thread(call)
     else:
-        awaitable = call  # type: ignore[assignment]
+        awaitable = call
     try:
         return await asyncio.wait_for(awaitable, timeout)
     except TimeoutError:

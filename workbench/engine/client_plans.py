@@ -9,14 +9,8 @@ from dataclasses import dataclass, field
 
 from workbench.engine.arrivals import OfferedCounter, Schedule, client_seed
 from workbench.spec.model import Spec
-from workbench.workload.generator import (
-    OpStream,
-    ValueBuffer,
-    parse_key_distribution,
-    parse_mix,
-    parse_ttl,
-    parse_value_size,
-)
+from workbench.workload.forms import parse_key_distribution, parse_mix, parse_ttl, parse_value_size
+from workbench.workload.generator import OpStream, ValueBuffer
 
 
 @dataclass

@@ -35,7 +35,14 @@ from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
 from workbench.engine.trace_feed import UNREADABLE
-from workbench.results.events import Event, Interval, Notice, StepFinished, StepStarted
+from workbench.results.events import (
+    Event,
+    Interval,
+    Notice,
+    RunStatus,
+    StepFinished,
+    StepStarted,
+)
 from workbench.results.metrics import Stats, merged
 from workbench.sdk.adapter import ManagedServer
 from workbench.sdk.errors import TargetError
@@ -156,7 +163,7 @@ class Coordinator:
         self.pumps: list[asyncio.Task[None]] = []
         self.server: ManagedServer | None = None
         self.hosts: HostMonitor | None = None  # the load machines' CPU, with workers elsewhere
-        self.status = "completed"
+        self.status: RunStatus = "completed"
         self.dead: set[int] = set()
         map_large_blocks()  # histograms freed back to the kernel: a long run stays flat
 
@@ -269,6 +276,8 @@ class Coordinator:
             "version": self.server.version,
             **{k: str(v) for k, v in self.server.target_options.items()},
         }
+        if build := getattr(self.server, "build", ()):  # how it was built, for reports
+            info["build"] = list(build)
         return resolved.with_server(self.server.target_options), info
 
     def _started(
@@ -302,6 +311,7 @@ class Coordinator:
                 workers,
                 resolved.system_options,
             ),
+            facts=resolved.facts,
         )
 
     async def _order(self, step: Step, resolved: ResolvedStep, n: int) -> None:

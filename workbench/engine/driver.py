@@ -29,15 +29,9 @@ from workbench.engine.trace_keys import TraceKeys
 from workbench.results.metrics import Stats
 from workbench.sdk.adapter import Connection
 from workbench.sdk.ops import PUBLISH, SET
-from workbench.workload.generator import (
-    ValueBuffer,
-    format_key,
-    max_value_size,
-    owned_keys,
-    parse_mix,
-    parse_value_size,
-    share,
-)
+from workbench.workload.forms import max_value_size, parse_mix, parse_value_size
+from workbench.workload.generator import ValueBuffer, share
+from workbench.workload.keys import format_key, owned_keys
 from workbench.workload.oracle_trace import triples, warmup_path, write_part
 
 Send = Callable[[dict[str, Any]], None]

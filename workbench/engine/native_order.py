@@ -1,7 +1,7 @@
 """The native engine's step order: one step compiled to numbers, once, in Python.
 
 The native engine (native/) never reads the spec's text forms. What a step means arrives
-here already parsed by `workbench.workload.generator` and planned by `engine.client_plans`, as
+here already parsed by `workbench.workload.forms` and planned by `engine.client_plans`, as
 numbers: distribution kinds with their parameters, sizes in bytes, durations in ns, TTLs in
 seconds, each client's mix and schedule (period, offset, arrival process and its seed:
 `engine.arrivals`), where keys go over several servers, this
@@ -28,20 +28,21 @@ from workbench.sdk.ops import MIX_CODES, PUBLISH, RECORDED
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
 from workbench.spec.resolve import total_clients
-from workbench.workload.generator import (
-    SEQUENCE_STRIDE,
+from workbench.workload.forms import (
     Dist,
-    ValueBuffer,
-    gaussian_keys,
-    hot_cold_split,
-    hot_end,
     max_value_size,
     parse_key_distribution,
     parse_mix,
     parse_ttl,
     parse_value_size,
+)
+from workbench.workload.generator import ValueBuffer, share
+from workbench.workload.keys import (
+    SEQUENCE_STRIDE,
+    gaussian_keys,
+    hot_cold_split,
+    hot_end,
     partition,
-    share,
 )
 from workbench.workload.traces.formats import format_of
 

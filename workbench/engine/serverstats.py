@@ -5,8 +5,8 @@ connection of its own; each merged interval then takes the latest figures at onc
 never waiting for a slow or stopped server. Added to every interval's ``server`` dict:
 
 - ``cpu_seconds``: server process CPU (user+sys) since the previous interval: from
-  /proc/PID/stat for a managed server, else from the server's own counters (Redis
-  ``used_cpu_user``/``used_cpu_sys``, memcached ``rusage_user``/``rusage_system``);
+  /proc/PID/stat for a managed server, else from the server's own counters (the pair its
+  system declares in `ServerFigures.cpu`, such as INFO's ``used_cpu_user``/``used_cpu_sys``);
 - ``cpu_cores``: the cores the server may use, when known (a managed server's affinity);
 - ``node_cpu``: a cluster's CPU seconds by node address (a managed cluster's node
   processes, else the figures ``node_cpu@HOST:PORT`` its nodes report); then
@@ -29,8 +29,6 @@ from workbench.sdk.adapter import NODE_CPU, CacheSystem, Connection, ManagedServ
 
 STATS_TIMEOUT = 2.0
 FINAL_TIMEOUT = 1.0  # the last reading of a step waits at most this long
-# Counters of CPU seconds by the names servers give them (Redis INFO, memcached stats).
-CPU_COUNTERS = (("used_cpu_user", "used_cpu_sys"), ("rusage_user", "rusage_system"))
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -74,12 +72,12 @@ def host_times() -> tuple[int, int] | None:
     return total - idle, total
 
 
-def counted_cpu(figures: dict[str, Any]) -> float | None:
-    """CPU seconds a server reports about itself, if it does."""
-    for user, system in CPU_COUNTERS:
-        if user in figures and system in figures:
-            return float(figures[user]) + float(figures[system])
-    return None
+def counted_cpu(figures: dict[str, Any], names: tuple[str, str] | None) -> float | None:
+    """CPU seconds a server reports about itself (user and system, by the names its system
+    declared), if it does."""
+    if names is None or not all(n in figures for n in names):
+        return None
+    return float(figures[names[0]]) + float(figures[names[1]])
 
 
 class ServerMonitor:
@@ -101,6 +99,7 @@ class ServerMonitor:
         self._node_cpu: dict[str, float] = {}
         self.cpus = os.cpu_count() or 1
         self.begun = False  # CPU deltas count only once the measured phase has begun
+        self.cpu_names: tuple[str, str] | None = None  # the system's own CPU counters
 
     def watch(
         self,
@@ -110,6 +109,7 @@ class ServerMonitor:
         strategy_options: dict[str, Any],
     ) -> None:
         """Start polling the server's own statistics (only for a server shared by workers)."""
+        self.cpu_names = system.figures.cpu
         if system.shared_state:
             connect = connect_for_stats(system, strategy, system_options, strategy_options)
             self.task = asyncio.create_task(self._poll(connect))
@@ -123,7 +123,7 @@ class ServerMonitor:
                     figures = await _bounded(conn.server_stats())
                     self.latest = dict(figures)
                     if self._cpu is None:  # the baseline of the first interval's CPU
-                        self._cpu = counted_cpu(self.latest)
+                        self._cpu = counted_cpu(self.latest, self.cpu_names)
                 await asyncio.sleep(self.poll_every)
         except Exception:
             return  # no statistics: the intervals go on without them
@@ -141,7 +141,7 @@ class ServerMonitor:
         if self.managed is not None:
             self._cpu = process_cpu_seconds(self.managed.pid)
         elif self.latest:
-            self._cpu = counted_cpu(self.latest)
+            self._cpu = counted_cpu(self.latest, self.cpu_names)
 
     def sample(self) -> dict[str, Any]:
         """Figures for the interval ending now: never waits for the server.
@@ -160,7 +160,7 @@ class ServerMonitor:
             out.update(self.managed.memory())
             cpu = process_cpu_seconds(self.managed.pid)
         else:
-            cpu = counted_cpu(self.latest)
+            cpu = counted_cpu(self.latest, self.cpu_names)
         if cpu is not None:
             if self._cpu is not None:
                 out["cpu_seconds"] = round(max(0.0, cpu - self._cpu), 4)

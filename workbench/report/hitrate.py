@@ -22,20 +22,14 @@ from workbench.report.markdown import escape_cell, footer, header, step_sections
 from workbench.report.model import (
     RunData,
     StepData,
-    server_options,
+    figure_name,
+    system_facts,
     target_options,
-    target_version,
 )
-from workbench.workload.generator import (
-    DEFAULT_HOT_SHARE,
-    mean_value_size,
-    parse_key_distribution,
-    parse_value_size,
-)
+from workbench.workload.forms import mean_value_size, parse_key_distribution, parse_value_size
+from workbench.workload.keys import DEFAULT_HOT_SHARE
 
 RULE = "=" * 55
-USED_KEYS = ("used_memory", "bytes", "used_bytes", "cached_bytes")
-LIMIT_KEYS = ("maxmemory", "limit_maxbytes", "max_bytes", "limit_bytes")
 
 
 def _pct(part: float, whole: float) -> float:
@@ -72,18 +66,21 @@ def _size(value: Any) -> int | None:
     return None
 
 
+def _figure(step: StepData, meaning: str) -> int | None:
+    """The server's figure that means `meaning`, by the name its system declared."""
+    key = figure_name(step, meaning)
+    return _size(step.totals.server.get(key)) if key else None
+
+
 def memory(step: StepData) -> tuple[int | None, int | None]:
-    """(bytes cached, the cache's byte limit), from the server's figures or the spec."""
-    server = step.totals.server
-    used = next((v for k in USED_KEYS if (v := _size(server.get(k))) is not None), None)
-    limit = next((v for k in LIMIT_KEYS if (v := _size(server.get(k))) is not None), None)
-    if limit is None or limit == 0:
-        options = target_options(step)
-        for key in ("max_bytes", "maxmemory", "memory_limit", "memory_mb"):
-            if (v := _size(options.get(key))) is not None and v > 0:
-                limit = v * 1024 * 1024 if key == "memory_mb" else v
-                break
-    return used, limit
+    """(bytes cached, the cache's byte limit), from the server's figures (by the names its
+    system declared) or the option its system sizes the cache with."""
+    limit = _figure(step, "limit_bytes")
+    declared = system_facts(step).get("cache_size") or {}
+    if not limit and declared.get("option"):
+        size = _size(target_options(step).get(declared["option"]))
+        limit = size * int(declared.get("unit") or 1) if size else limit
+    return _figure(step, "used_bytes"), limit
 
 
 def mem(n: float) -> str:
@@ -123,10 +120,11 @@ def block(step: StepData) -> list[str]:
         text = f"cached: {mem(used):>5}({mem(working_set):>6} {_pct(used, working_set):3.0f}%"
         text += f"  - {mem(limit):>6} {_pct(used, limit):3.0f}%)" if limit else ")"
         lines.append(text)
-    items = t.server.get("curr_items")
+    items = t.server.get(figure_name(step, "items") or "items")
     if isinstance(items, int):
         text = f"items: {items:>6}({keys:>6} {_pct(items, keys):3.0f}%"
-        most = target_options(step).get("max_entries")
+        entries = (system_facts(step).get("cache_size") or {}).get("entries")
+        most = target_options(step).get(entries) if entries else None
         if isinstance(most, int) and most < keys:
             text += f"  - {most:>6} {_pct(items, most):3.0f}%"
         lines.append(text + ")")
@@ -137,26 +135,16 @@ def block(step: StepData) -> list[str]:
     return lines
 
 
-def umem_build(step: StepData) -> list[str]:
-    """A managed umem-cache's commit and compiled-in configuration (the document's
-    "commit:" and "BUILT CONFIG"); nothing for other systems."""
-    target = step.spec.get("target", {})
-    if step.system != "umem" or not target.get("managed"):
-        return []
-    opts = server_options(step)  # as stored with the step: reports never load a plugin
-    version = target_version(step)
-    commit = version.removeprefix("umem-cache ") if version else "unknown"
-    given = " (a given binary, as stated)" if opts.get("binary") else ""
-    return [
-        f"commit: {commit}",
-        f"built{given}: MEM_LIMIT={opts.get('memory', '?')} "
-        f"THREAD_NR={opts.get('threads', '?')} MAX_CONN={opts.get('max_conn', '?')}",
-        "",
-    ]
+def build_lines(step: StepData) -> list[str]:
+    """How a managed server was built, as it said when started (umem-cache's commit and
+    compiled-in configuration: the document's "commit:" and "BUILT CONFIG"); nothing for
+    a server that says nothing."""
+    lines = step.server.get("build")
+    return [*map(str, lines), ""] if isinstance(lines, list) and lines else []
 
 
 def _section(step: StepData) -> list[str]:
-    lines = umem_build(step)
+    lines = build_lines(step)
     if lines:
         lines = ["```", *lines[:-1], "```", ""]
     return [*lines, "```", *block(step), "```", ""]
@@ -250,13 +238,16 @@ def render(runs: Sequence[RunData], **options: Any) -> str:
     lines = header(runs, options.get("title") or "Cache hit rates")
     lines += ["## Hit rates", "", *summary_table(runs), *repeats_table(runs)]
     lines += simulated.table(runs)
-    embedded = [
-        s for r in runs for s in r.started_steps if s.system == "embedded" and s.workers > 1
+    in_workers = [
+        s
+        for r in runs
+        for s in r.started_steps
+        if system_facts(s).get("in_process") and s.workers > 1
     ]
-    if embedded:
+    if in_workers:
         lines += [
-            "The embedded cache lives in each worker, each with its share of the keys: its "
-            "cached bytes and items are those of the first worker's cache.",
+            f"The {in_workers[0].system} cache lives in each worker, each with its share of "
+            "the keys: its cached bytes and items are those of the first worker's cache.",
             "",
         ]
     lines += step_sections(runs, _section)

@@ -213,6 +213,20 @@ def target_options(step: StepData) -> dict[str, Any]:
     return out
 
 
+def system_facts(step: StepData) -> dict[str, Any]:
+    """What the step's system declared that a reader needs (`CacheSystem.facts`), as stored
+    with the step; {} for runs stored before it was kept."""
+    if step.stored is not None and step.stored.resolved:
+        return dict(step.stored.resolved.get("facts") or {})
+    return {}
+
+
+def figure_name(step: StepData, meaning: str) -> str:
+    """The name of the server figure that means `meaning` (used_bytes, limit_bytes, items,
+    version) for the step's system, as it declared (`ServerFigures`); "" for none."""
+    return str((system_facts(step).get("figures") or {}).get(meaning) or "")
+
+
 def server_options(step: StepData) -> dict[str, Any]:
     """The managed server's options as the step ran them (defaults filled in, as recorded),
     else, for runs stored before those were kept, what its spec wrote."""
@@ -224,11 +238,11 @@ def server_options(step: StepData) -> dict[str, Any]:
 
 def target_version(step: StepData) -> str:
     """The version of the system measured, when anything recorded it."""
-    for source in (step.server, step.totals.server):
-        for key in ("version", "redis_version", "server_version"):
-            if source.get(key):
-                return str(source[key])
-    if step.system == "embedded":
+    if step.server.get("version"):  # a managed server's, as the workbench started it
+        return str(step.server["version"])
+    if (key := figure_name(step, "version")) and step.totals.server.get(key):
+        return str(step.totals.server[key])
+    if system_facts(step).get("in_process"):
         return f"in-process, workbench {step.run.environment.get('workbench', '?')}"
     return ""
 

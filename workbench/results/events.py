@@ -50,6 +50,9 @@ class StepStarted:
     # How the clients map to connections, in one sentence (`workbench.engine.connections`), said
     # when the step starts and stored, so a reader never needs the plugin.
     connections: str = ""
+    # What the system declared that a reader needs (`CacheSystem.facts`): its server's
+    # cores, the option that sizes its cache, its figures' names, its refusals.
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> dict[str, Any]:
         """The resolved facts as the store keeps them."""
@@ -63,6 +66,7 @@ class StepStarted:
             "allow_remote": self.allow_remote,
             "nodes": self.nodes,
             "connections": self.connections,
+            "facts": self.facts,
         }
 
 

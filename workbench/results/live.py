@@ -90,6 +90,7 @@ class StepView:
     simulated: dict[str, Any] = field(default_factory=dict)  # StepSimulated.results
     reason: str = ""  # why the step failed, in one line
     connections: str = ""  # how its clients map to connections (workbench.engine.connections)
+    facts: dict[str, Any] = field(default_factory=dict)  # what its system declared (StepStarted)
 
     @property
     def points(self) -> tuple[Point, ...]:
@@ -147,10 +148,11 @@ class RunView:
                 server=dict(event.server),
                 context=context_for(
                     event.spec,
-                    getattr(event, "server_options", None),
+                    event.facts,
                     str((event.engine or {}).get("name", "")),
                 ),
                 connections=event.connections,
+                facts=dict(event.facts),
             )
             return replace(self, steps=_put(steps, step), current=event.step)
         if isinstance(event, Interval):

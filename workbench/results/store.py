@@ -40,7 +40,7 @@ from workbench.results.live import RunView, point
 from workbench.results.metrics import Stats, merged, summarise
 from workbench.results.timeline import Point
 from workbench.sdk.errors import RunActiveError, RunRefError, StoreError
-from workbench.spec.model import check_name
+from workbench.spec.model import DEFAULT_SYSTEM, check_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -255,6 +255,7 @@ class StoredStep:
             allow_remote=bool(r.get("allow_remote", False)),
             nodes=list(r.get("nodes") or []),
             connections=str(r.get("connections") or ""),
+            facts=dict(r.get("facts") or {}),
         )
 
 
@@ -803,7 +804,7 @@ def target_and_strategy(spec: dict[str, Any], ran: list[str]) -> tuple[str, str]
         if axis["path"] == "target.system":
             systems = [str(v) for v in axis["values"]]
         elif axis["path"] == "target":
-            systems = [str(v.get("system", "embedded")) for v in axis["values"]]
+            systems = [str(v.get("system", DEFAULT_SYSTEM)) for v in axis["values"]]
         elif axis["path"] == "strategy.name":
             strategies = [str(v) for v in axis["values"]]
     if strategies == ["default"] and ran:

@@ -182,38 +182,27 @@ class Context:
     single_threaded: bool = False
     clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
     native: bool = False  # run by the native engine (the advice then cannot offer it)
+    in_process: bool = False  # the cache lives in the workers: no server CPU to record
 
 
 def context_for(
-    spec: Mapping[str, Any], server_options: Mapping[str, Any] | None = None, engine: str = ""
+    spec: Mapping[str, Any], facts: Mapping[str, Any] | None = None, engine: str = ""
 ) -> Context:
-    """The context of a step from its stored spec (and the resolved managed-server options,
-    and the name of the engine its workers said they run)."""
-    target = spec.get("target", {})
-    system = str(target.get("system", ""))
-    managed = bool(target.get("managed"))
-    options = {**target.get("server", {}), **(server_options or {})}
-    cores: float | None = None
-    single = False
-    if system == "redis":
-        threads = _positive(options.get("io_threads")) if managed else None
-        cores = threads or 1.0
-        single = cores == 1.0
-    elif system == "memcached" and managed:
-        cores = _positive(options.get("threads")) or 4.0  # memcached's own default
-    elif system == "http" and managed:
-        # The managed HTTP servers (caching proxy, key-value store) are one asyncio process.
-        cores, single = 1.0, True
+    """The context of a step from its stored spec, what its system declared (the stored
+    step's `facts`: the cores its server may use) and the name of the engine its workers
+    said they run."""
+    facts = facts or {}
     load = spec.get("load", {})
     groups = spec.get("workload", {}).get("groups") or []
     clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
     return Context(
-        system,
+        str(spec.get("target", {}).get("system", "")),
         bool(load.get("rate")),
-        cores,
-        single,
+        _positive(facts.get("server_cores")),
+        bool(facts.get("single_threaded")),
         clients if _positive(clients) else None,
         native=engine == "native",
+        in_process=bool(facts.get("in_process")),
     )
 
 
@@ -621,7 +610,7 @@ def _cpu_text(
         parts.append(text)
     elif server_used is not None:
         parts.append(f"server {server_used:.0%} of a core")
-    elif context.system != "embedded":
+    elif not context.in_process:
         parts.append("server CPU not recorded")
     machine = usage.machine_share()
     if machine is not None and usage.host_cpus:

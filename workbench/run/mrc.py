@@ -17,15 +17,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.engine.client_plans import Workload, client_plans
+from workbench.engine.clients import TRACED
 from workbench.report.mrc import Curves
 from workbench.results.store import Store
+from workbench.sdk.discovery import load_plugin
 from workbench.simulate.runner import simulate
 from workbench.spec.load import spec_from_data
-from workbench.spec.model import Spec
+from workbench.spec.model import DEFAULT_SYSTEM, Spec
 from workbench.spec.steps import check_spec
 from workbench.workload.oracle_trace import warmup_path, write_trace
 
-TRACED = (0, 1, 3)  # get, set, cache-aside: the requests a trace holds (oracle_trace)
 DEFAULT_OPS = 100_000  # requests of a duration-bound profile
 
 
@@ -67,19 +68,13 @@ def simulated_curves(
 
 
 def _limit_target(target: dict[str, Any], size: int) -> dict[str, Any]:
-    """A target table with its cache's limit set to `size` bytes."""
+    """A target table with its cache's limit set to `size` bytes, in the option its system
+    declares (`CacheSystem.cache_size`); unchanged for a system that declares none."""
     target = copy.deepcopy(target)
-    system = target.get("system", "embedded")
-    server = target.setdefault("server", {})
-    if system == "redis":
-        server["maxmemory"] = size
-    elif system == "memcached":
-        server["memory_mb"] = max(1, size // 1024**2)
-    elif system == "umem":
-        server["memory"] = size
-    elif system == "embedded":
-        target.pop("server", None)
-        target.setdefault("options", {})["max_bytes"] = size
+    declared = load_plugin(str(target.get("system", DEFAULT_SYSTEM))).cache_size
+    if declared is not None:
+        table = target.setdefault("server" if declared.server else "options", {})
+        table[declared.option] = max(1, size // declared.unit)
     return target
 
 

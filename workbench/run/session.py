@@ -43,7 +43,9 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.resolve import fallback_notice
 from workbench.spec.steps import Step, check_spec, plan
 
-LIBRARIES = ("redis", "hiredis", "pymemcache", "aiohttp", "hdrhistogram", "uvloop", "textual")
+# The workbench's own libraries whose versions a run records; each system adds its own
+# (`CacheSystem.libraries`: its client libraries).
+LIBRARIES = ("hdrhistogram", "uvloop", "textual")
 
 
 def new_run_id() -> str:
@@ -55,10 +57,18 @@ def launcher_log(store: Store, run_id: str) -> Path:
     return store.path.parent / "logs" / f"{run_id}.ray.log"
 
 
-def environment() -> dict[str, Any]:
+def run_libraries(spec: Spec, steps: list[Step]) -> tuple[str, ...]:
+    """The systems' client libraries (every step's, or the spec's for a search that plans
+    as it goes), then the workbench's own."""
+    systems = [s.resolved.system for s in steps if s.resolved] or [load_plugin(spec.target.system)]
+    own = [name for system in systems for name in system.libraries]
+    return tuple(dict.fromkeys([*own, *LIBRARIES]))
+
+
+def environment(libraries: tuple[str, ...] = LIBRARIES) -> dict[str, Any]:
     """The machine and software a run was measured on, for the report's header."""
     libs = {}
-    for name in LIBRARIES:
+    for name in libraries:
         try:
             libs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -119,7 +129,7 @@ async def run(
         name or spec.name,
         spec_to_dict(spec),
         [{"index": s.index, "label": s.label, "title": s.title} for s in steps],
-        environment(),
+        environment(run_libraries(spec, steps)),
         time.time(),
         this_runner(),
     )

@@ -10,7 +10,11 @@ import-linter contract checks both). What is here:
 - `errors`: the error hierarchy every face prints
 - `ops`: the op kinds, their codes and what each needs of a strategy
 - `protocols`: the wire protocols the native engine speaks, for `Strategy.protocol`
+- `facts`: what a system declares so the core never matches its name (URLs, cache size...)
 - `servers`: managed servers (free port, start, wait, memory, stop by pid)
+- `resp_server`, `builds`, `origin` (imported by name, not re-exported here): the recipe of
+  a Redis-compatible managed server, a server built once from its source, and the reference
+  HTTP origin an HTTP cache is put in front of
 - `remote`: the loopback guard and the remote-target opt-in
 - `tls`, `tls_certs`: TLS options, contexts, error lines, throw-away certificates
 - `discovery`: plugins by entry point; `scaffold`: ``workbench plugins new``
@@ -41,6 +45,7 @@ from workbench.sdk.adapter import (
 )
 from workbench.sdk.discovery import load_plugin, plugin_names
 from workbench.sdk.errors import PluginError, SpecError, TargetError, WorkbenchError
+from workbench.sdk.facts import CacheSize, CoresRule, Refusal, ServerCores, ServerFigures, Urls
 from workbench.sdk.ops import OPERATIONS, OpKind
 from workbench.sdk.options import Option, OptionSet, parse_duration, parse_size
 from workbench.sdk.protocols import HTTP1, MEMCACHE_META, MEMCACHE_TEXT, RESP, WireProtocol
@@ -51,6 +56,7 @@ from workbench.sdk.servers import (
     free_port,
     host_port,
     launch,
+    listen_address,
     process_memory,
     program_version,
     python_module,
@@ -79,10 +85,12 @@ __all__ = [
     "RESP",
     "TLS_OPTIONS",
     "AdapterError",
+    "CacheSize",
     "CacheSystem",
     "ConnectFn",
     "Connection",
     "ConnectionCount",
+    "CoresRule",
     "KeyRule",
     "ManagedServer",
     "OpKind",
@@ -90,6 +98,9 @@ __all__ = [
     "OptionSet",
     "PluginError",
     "ProtocolChoice",
+    "Refusal",
+    "ServerCores",
+    "ServerFigures",
     "ServerLauncher",
     "ServerProcess",
     "SpecError",
@@ -97,6 +108,7 @@ __all__ = [
     "TargetError",
     "TlsFiles",
     "TlsSettings",
+    "Urls",
     "WireCheck",
     "WireProtocol",
     "WorkbenchError",
@@ -107,6 +119,7 @@ __all__ = [
     "host_port",
     "is_loopback",
     "launch",
+    "listen_address",
     "load_plugin",
     "make_tls_files",
     "no_connections",

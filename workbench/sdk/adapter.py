@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from workbench.sdk.errors import PluginError
+from workbench.sdk.facts import CacheSize, CoresRule, Refusal, ServerFigures, Urls
 from workbench.sdk.ops import OPERATIONS
 from workbench.sdk.options import Option, OptionSet
 from workbench.sdk.protocols import protocol as known_protocol
@@ -253,6 +254,15 @@ class ServerLauncher:
 
     options: OptionSet
     start: Callable[[dict[str, Any]], ManagedServer]
+    # The programs it runs, each with the arguments that make it print its version
+    # (("redis-server", ("redis-server", "--version")),): `workbench doctor` looks for them.
+    programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Named server options `workbench serve NAME` starts, besides the system's own name
+    # (the HTTP plugin's {"kv-store": {"kind": "kv-store"}, ...}).
+    recipes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+    # `start` is also what `workbench serve` runs: it adds `listen_host` and `listen_port`
+    # to the options (`workbench.sdk.servers.listen_address`), which a launcher honours
+    # by listening there.
 
 
 @dataclass(frozen=True)
@@ -278,6 +288,31 @@ class CacheSystem:
     placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
     # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
     check: WireCheck | None = None
+    # What the core asks instead of matching the system's name (`workbench.sdk.facts`):
+    # how `-s URL` names it, the option that sizes its cache (`--simulate`, `mrc`), the
+    # cores its server may use (the verdict), which of its server's figures mean what,
+    # the refusals its server gives with what to change, and the Python distributions
+    # whose versions a run records.
+    urls: Urls | None = None
+    cache_size: CacheSize | None = None
+    server_cores: CoresRule | None = None
+    figures: ServerFigures = field(default_factory=ServerFigures)
+    refusals: tuple[Refusal, ...] = ()
+    libraries: tuple[str, ...] = ()
+
+    def facts(self, server_options: Mapping[str, Any], managed: bool) -> dict[str, Any]:
+        """What readers of a stored step need of this system, as plain data (kept with the
+        step, so that reading a run never imports the plugin)."""
+        cores = self.server_cores(server_options, managed) if self.server_cores else None
+        return {
+            "in_process": not self.shared_state,
+            "server_cores": cores.cores if cores else None,
+            "single_threaded": bool(cores and cores.single_threaded),
+            "cache_size": self.cache_size.to_dict() if self.cache_size else None,
+            "figures": self.figures.to_dict(),
+            "refusals": [[r.words, r.advice] for r in self.refusals],
+        }
+
     # What its keys may be (see KeyRule): a trace's keys that break it are not sent.
     keys: KeyRule = KeyRule()
 

@@ -31,7 +31,7 @@ PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(
         RESP,
         "RESP",
-        "the Redis serialization protocol (Redis, Valkey, KeyDB, Dragonfly...): "
+        "the Redis serialization protocol (Redis and the servers that speak it): "
         "GET/SET/DEL/PUBLISH, SUBSCRIBE, Redis Cluster's MOVED/ASK",
     ),
     WireProtocol(

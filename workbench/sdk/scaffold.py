@@ -132,15 +132,27 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from workbench.sdk import AdapterError, CacheSystem, Option, OptionSet, Strategy, no_connections
+from workbench.sdk import (
+    AdapterError,
+    CacheSize,
+    CacheSystem,
+    Option,
+    OptionSet,
+    ServerFigures,
+    Strategy,
+    no_connections,
+)
 
 
 class Store:
-    """Stands in for the cache server: a bounded dict with TTLs (oldest evicted first)."""
+    """Stands in for the cache server: a dict bounded in entries and in bytes of values,
+    with TTLs (oldest evicted first)."""
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.data: OrderedDict[bytes, tuple[bytes, float]] = OrderedDict()
+        self.used_bytes = 0
         self.lock = threading.Lock()  # the blocking strategy calls from many threads
         self.evictions = 0
 
@@ -151,7 +163,7 @@ class Store:
                 return None
             value, expires = entry
             if expires and expires <= time.monotonic():
-                del self.data[key]
+                self._drop(key)
                 return None
             return value
 
@@ -160,16 +172,23 @@ class Store:
             # A refusal from the "server": an error of our own kind, counted apart.
             raise AdapterError("server", f"value of {len(value)} bytes is over the 8 MiB limit")
         with self.lock:
-            self.data.pop(key, None)
+            self._drop(key)
             # bytes(): keep a copy; the engine reuses the memoryview's buffer.
             self.data[key] = (bytes(value), time.monotonic() + ttl if ttl else 0.0)
-            while len(self.data) > self.max_entries:
-                self.data.popitem(last=False)
+            self.used_bytes += len(value)
+            while len(self.data) > self.max_entries or self.used_bytes > self.max_bytes:
+                self._drop(next(iter(self.data)))
                 self.evictions += 1
 
     def delete(self, key: bytes) -> bool:
         with self.lock:
-            return self.data.pop(key, None) is not None
+            return self._drop(key)
+
+    def _drop(self, key: bytes) -> bool:
+        entry = self.data.pop(key, None)
+        if entry is not None:
+            self.used_bytes -= len(entry[0])
+        return entry is not None
 
 
 class AsyncClient:
@@ -235,7 +254,11 @@ class Connection:
 
     async def server_stats(self) -> dict[str, Any]:
         # Numbers or strings, keyed by name; the engine asks once per interval.
-        return {"curr_items": len(self.store.data), "evictions": self.store.evictions}
+        return {
+            "curr_items": len(self.store.data),
+            "used_bytes": self.store.used_bytes,
+            "evictions": self.store.evictions,
+        }
 
     async def close(self) -> None:
         return None
@@ -243,11 +266,16 @@ class Connection:
 
 async def connect_async(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
     # Options arrive parsed, with defaults filled in: system's and strategy's apart.
-    return Connection(Store(system["max_entries"]), AsyncClient, strategy["delay"])
+    return Connection(_store(system), AsyncClient, strategy["delay"])
 
 
 async def connect_blocking(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
-    return Connection(Store(system["max_entries"]), BlockingClient, strategy["delay"])
+    return Connection(_store(system), BlockingClient, strategy["delay"])
+
+
+def _store(system: dict[str, Any]) -> Store:
+    # Options arrive parsed, with defaults filled in: a size is an int of bytes.
+    return Store(system["max_entries"], system["max_bytes"])
 
 
 DELAY = Option("delay", "duration", 0.0, "simulated round trip per operation", maximum=1.0)
@@ -256,7 +284,10 @@ plugin = CacheSystem(
     name="$name",
     description="$name cache (in-memory example: replace with your own)",
     options=OptionSet(
-        (Option("max_entries", "int", 100_000, "evict the oldest past this many keys", minimum=1),)
+        (
+            Option("max_entries", "int", 100_000, "evict the oldest past this many", minimum=1),
+            Option("max_bytes", "size", 64 * 1024**2, "evict the oldest past this many bytes"),
+        )
     ),
     strategies=(
         Strategy(
@@ -281,10 +312,21 @@ plugin = CacheSystem(
         ),
     ),
     default_strategy="async",
-    # Each worker process holds its own store here; a real server is shared (True).
+    # Each worker process holds its own store here; a real server is shared (True). Not
+    # shared, the CPU verdict counts the workers' cores only: the cache runs in them.
     shared_state=False,
-    # A system with a server the workbench can start declares it here, e.g.:
-    # server=ServerLauncher(OptionSet(()), lambda opts: workbench.sdk.servers.launch(...)),
+    # What the core asks of a system (docs/plugins.md, "What a system declares"). The
+    # option that sizes the cache, in bytes (unit=1) of the system's own options
+    # (server=False), capped in entries as well: `--simulate` replays the run at this limit
+    # and `workbench mrc` sets it per size.
+    cache_size=CacheSize("max_bytes", server=False, entries="max_entries"),
+    # Which of `server_stats`'s figures are the bytes held and the items held.
+    figures=ServerFigures(used_bytes="used_bytes", items="curr_items"),
+    # A system with a server declares, besides:
+    # server=ServerLauncher(OptionSet(...), start),  # how to start one (`target.managed`)
+    # server_cores=lambda server, managed: ServerCores(1.0),  # the cores it may use
+    # urls=Urls(("$name",), lambda url: {...}),  # `workbench run -s $name://HOST:PORT`
+    # refusals=(Refusal("out of memory", "raise max_bytes"),),  # advice for its errors
 )
 '''
 

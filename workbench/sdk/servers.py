@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +171,9 @@ class ServerProcess:
     version: str
     target_options: dict[str, Any] = field(default_factory=dict)
     log_path: Path | None = None
+    # How it was built, for reports (umem-cache's commit and compiled-in configuration).
+    build: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what `workbench serve` says beside its address
 
     @property
     def pid(self) -> int:
@@ -339,6 +342,18 @@ def program_version(argv: Sequence[str]) -> str:
         return ""
     text = (done.stdout or done.stderr).decode(errors="replace").strip()
     return text.splitlines()[0] if text else ""
+
+
+# Where `workbench serve --host/--port` asks a launcher's server to listen: keys it adds to
+# the server options it hands `ServerLauncher.start` (a run's managed server has neither:
+# a free loopback port).
+LISTEN_HOST, LISTEN_PORT = "listen_host", "listen_port"
+
+
+def listen_address(options: Mapping[str, Any]) -> tuple[str, int]:
+    """(host, port) a launcher's server should listen on: as `workbench serve` asked, else
+    loopback and 0 (a free port)."""
+    return str(options.get(LISTEN_HOST) or LOOPBACK), int(options.get(LISTEN_PORT) or 0)
 
 
 def python_module(module: str, *args: str) -> list[str]:

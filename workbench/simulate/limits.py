@@ -1,9 +1,9 @@
 """The limit a step's cache had, as libCacheSim counts it: bytes, or objects.
 
-Read from the step's resolved options, never from a plugin: Redis's ``maxmemory``,
-memcached's ``memory_mb``, umem-cache's ``memory`` (compiled in), the embedded cache's
-``max_entries`` or ``max_bytes`` (whichever binds first for the step's mean value size);
-else the limit the server itself reported.
+Read from the step's resolved options through what its system declared and the step
+stored (`CacheSize`: the option that sizes the cache, its unit, an option capping the
+objects too, whichever binds first for the step's mean value size), never from a
+plugin; else the limit the server itself reported (its declared `limit_bytes` figure).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.workload.generator import Dist, mean_value_size
+from workbench.workload.forms import Dist, mean_value_size
 
 MiB = 1024**2
-REPORTED = ("maxmemory", "limit_maxbytes", "limit_bytes")
 
 
 @dataclass(frozen=True)
@@ -40,26 +39,24 @@ def _int(value: Any) -> int | None:
 
 
 def cache_limit(
-    system: str,
+    facts: Mapping[str, Any],
     options: Mapping[str, Any],
     server_options: Mapping[str, Any],
     server_figures: Mapping[str, Any],
     value_size: Dist,
 ) -> Limit | None:
-    """The step's limit, or None when nothing says it (an unmanaged server with none)."""
-    if system == "redis" and (size := _int(server_options.get("maxmemory"))):
-        return Limit(size, "bytes")
-    if system == "memcached" and (mb := _int(server_options.get("memory_mb"))):
-        return Limit(mb * MiB, "bytes")
-    if system == "umem" and (size := _int(server_options.get("memory"))):
-        return Limit(size, "bytes")
-    if system == "embedded":
-        entries, size = _int(options.get("max_entries")), _int(options.get("max_bytes"))
+    """The step's limit, or None when nothing says it (an unmanaged server with none).
+    `facts` are the step's stored system facts (`CacheSystem.facts`)."""
+    declared = facts.get("cache_size") or {}
+    if option := declared.get("option"):
+        source = server_options if declared.get("server", True) else options
+        size = (_int(source.get(option)) or 0) * int(declared.get("unit") or 1)
+        entries = _int(options.get(declared["entries"])) if declared.get("entries") else None
         if entries and (not size or entries * max(mean_value_size(value_size), 1) < size):
             return Limit(entries, "objects")
         if size:
             return Limit(size, "bytes")
-    for key in REPORTED:
-        if size := _int(server_figures.get(key)):
-            return Limit(size, "bytes")
+    reported = (facts.get("figures") or {}).get("limit_bytes")
+    if reported and (figure := _int(server_figures.get(reported))):
+        return Limit(figure, "bytes")
     return None

@@ -51,7 +51,8 @@ def _run(args: list[str]) -> dict[str, Any]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise WorkbenchError(f"libcachesim failed: {last}", "simulate")
-    return json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 def simulate(

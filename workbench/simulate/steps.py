@@ -12,7 +12,8 @@ from typing import Any
 
 from workbench.simulate.limits import cache_limit
 from workbench.simulate.runner import simulate
-from workbench.workload.generator import DEFAULT_HOT_SHARE, parse_key_distribution, parse_value_size
+from workbench.workload.forms import parse_key_distribution, parse_value_size
+from workbench.workload.keys import DEFAULT_HOT_SHARE
 from workbench.workload.oracle_trace import warmup_path
 
 
@@ -37,7 +38,7 @@ def simulate_step(
     if not os.path.exists(trace):
         return {"error": f"the trace {trace} is gone"}
     limit = cache_limit(
-        str(resolved.get("system", spec["target"]["system"])),
+        resolved.get("facts") or {},
         resolved.get("system_options") or spec["target"].get("options", {}),
         resolved.get("server_options") or {},
         server_figures,
@@ -45,7 +46,9 @@ def simulate_step(
     )
     if limit is None:
         return {"error": "the cache's limit is not known (an unmanaged server reported none)"}
-    warm = warmup_path(trace) if os.path.exists(warmup_path(trace)) else ""
+    # A step without a warm-up leaves an empty one, which libCacheSim refuses to read.
+    warmed = os.path.exists(warmup_path(trace)) and os.path.getsize(warmup_path(trace)) > 0
+    warm = warmup_path(trace) if warmed else ""
     results, seconds = simulate(
         trace, policies, [limit.size], limit.unit, hot_below(spec), warmup=warm
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def get_path(data: dict[str, Any], path: str) -> Any:
+def get_path(data: Mapping[str, Any], path: str) -> Any:
     node: Any = data
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:

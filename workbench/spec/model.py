@@ -20,9 +20,13 @@ from workbench.sdk.errors import SpecError
 ARRIVALS = ("uniform", "poisson")
 
 
+# The system a spec that names none runs: the in-process cache, which needs no server.
+DEFAULT_SYSTEM = "embedded"
+
+
 @dataclass(frozen=True)
 class TargetSpec:
-    system: str = "embedded"
+    system: str = DEFAULT_SYSTEM
     options: Mapping[str, Any] = field(default_factory=dict)
     # Start the system's own server on a free loopback port for the run, and stop it after.
     managed: bool = False
@@ -226,7 +230,7 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
             except SpecError:
                 continue
         raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
             raise SpecError(f"expected a table; got {value!r}", where)
         return _from_dict(tp, value, where)
@@ -293,4 +297,5 @@ def check_name(name: str, where: str = "name") -> str:
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:
     """Build a Spec from plain data, checking every field's type (not yet its meaning)."""
-    return _from_dict(Spec, data, "")
+    spec: Spec = _from_dict(Spec, data, "")
+    return spec

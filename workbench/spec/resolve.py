@@ -22,7 +22,7 @@ from workbench.sdk.errors import PluginError, SpecError, TargetError
 from workbench.sdk.ops import NEEDS
 from workbench.sdk.remote import ALLOW_REMOTE, check_remote
 from workbench.spec.model import Spec
-from workbench.workload.generator import format_key
+from workbench.workload.keys import format_key
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,11 @@ class ResolvedStep:
         """The wire protocol the strategy speaks with these options (`workbench.sdk.protocols`),
         or None for the plugin's own, spoken by its adapter in the Python engine."""
         return self.strategy.protocol_for(self.system_options, self.strategy_options)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """What readers of the stored step need of its system (`CacheSystem.facts`)."""
+        return self.system.facts(self.server_options, self.managed)
 
     @property
     def blocking(self) -> bool:
@@ -141,7 +146,7 @@ def needs(op: str, strategy: Strategy) -> set[str]:
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
     from workbench.spec.native_binary import binary_path, building_log, version_mismatch
-    from workbench.workload.generator import parse_ttl
+    from workbench.workload.forms import parse_ttl
 
     path = binary_path()
     if path is None:

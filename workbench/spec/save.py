@@ -34,7 +34,7 @@ def _drop_none(value: Any) -> Any:
 
 
 def _profile_data(spec: Spec) -> dict[str, Any]:
-    data = _drop_none(spec_to_dict(spec))
+    data: dict[str, Any] = _drop_none(spec_to_dict(spec))
     if not data.get("sweep"):
         data.pop("sweep", None)
     return data

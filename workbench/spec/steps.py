@@ -33,7 +33,7 @@ from workbench.spec.resolve import (
     used_operations,
     workers_for,
 )
-from workbench.workload.generator import (
+from workbench.workload.forms import (
     max_value_size,
     parse_key_distribution,
     parse_mix,

@@ -20,7 +20,7 @@ from workbench.spec.load import fold_sweeps as fold_axes
 from workbench.spec.load import get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.steps import Step, check_spec
-from workbench.workload.generator import (
+from workbench.workload.forms import (
     KEY_DEFAULTS,
     KEY_DISTRIBUTIONS,
     TTL_DEFAULTS,

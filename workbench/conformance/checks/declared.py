@@ -68,8 +68,8 @@ async def check_declaration(t: Target) -> str:
                     problems.append(f"default {opt.default!r} is invalid: {exc}")
     if problems:
         raise CheckFailed("; ".join(problems))
-    ops = ", ".join(o for o in OPERATIONS if o in t.strategy.operations)
-    return f"{'blocking' if t.blocking else 'asyncio'}; {ops}"
+    listed = ", ".join(o for o in OPERATIONS if o in t.strategy.operations)
+    return f"{'blocking' if t.blocking else 'asyncio'}; {listed}"
 
 
 def _connections_problems(t: Target) -> list[str]:

@@ -23,7 +23,7 @@ from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import PluginError, SpecError
 from workbench.spec.fields import SECTION_TITLES, Section, fields_in
 from workbench.spec.load import get_path, read_profile
-from workbench.spec.model import Spec, TargetSpec, spec_to_dict
+from workbench.spec.model import DEFAULT_SYSTEM, Spec, TargetSpec, spec_to_dict
 from workbench.spec.profile_files import is_shipped
 from workbench.spec.resolve import default_strategy
 from workbench.spec.save import save_spec
@@ -189,7 +189,7 @@ class SetupScreen(Screen[None]):
         try:
             self.base = fold_sweeps(data)
             self.source = source
-            system = get_path(self.base, SYSTEM) or "embedded"
+            system = get_path(self.base, SYSTEM) or DEFAULT_SYSTEM
             select = self.query_one("#system", Select)
             known = {v for _, v in self._system_options()}
             if isinstance(system, str) and system in known:

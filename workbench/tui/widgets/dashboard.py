@@ -35,7 +35,7 @@ from workbench.tui.figures import (
 )
 from workbench.tui.layout import mark_narrow
 from workbench.tui.widgets.chart import Axis, Chart, Series
-from workbench.tui.widgets.fitted import FittedTable
+from workbench.tui.widgets.fitted import FittedTable, fit_parts
 
 STEP_COLUMNS = (
     "#",
@@ -113,19 +113,6 @@ def latency_series(step: StepView) -> tuple[Series, ...]:
         Series("p99", stepped([(p.elapsed, p.p99_us) for p in pts])),
         Series("p99.9", stepped([(p.elapsed, p.p999_us) for p in pts])),
     )
-
-
-def fit_parts(chart: Chart, *parts: str) -> str:
-    """The parts (markup) that fit the chart's border, the first first: a legend or a figure
-    is left out whole, never cut."""
-    room = chart.size.width - 6 if chart.size.width else 1_000
-    kept: list[str] = []
-    for part in parts:
-        trial = "  ".join([*kept, part])
-        if Text.from_markup(trial).cell_len > room:
-            break
-        kept.append(part)
-    return "  ".join(kept)
 
 
 def curve_series(name: str, curve: list[tuple[float, float]]) -> Series:
@@ -431,24 +418,17 @@ class RunDashboard(Container):
                 pct.series = (curve,) if curve.points else ()
                 s = step.summary
                 if s is not None and s.ops:
-                    pct.border_subtitle = fit_parts(
-                        pct,
-                        f"p50 {format_us(s.p(50.0))}",
-                        f"p99 {format_us(s.p(99.0))}",
-                        f"p99.9 {format_us(s.p(99.9))}",
-                        f"max {format_us(s.max_us)}",
-                    )
+                    ticks = (("p50", s.p(50.0)), ("p99", s.p(99.0)), ("p99.9", s.p(99.9)))
+                    figures = [f"{name} {format_us(us)}" for name, us in ticks]
+                    pct.border_subtitle = fit_parts(pct, *figures, f"max {format_us(s.max_us)}")
                 if step.latest is not None:
                     latest = step.latest
                     lat.border_subtitle = fit_parts(
                         lat, lat.legend(), f"now {format_us(latest.p(99.0))}"
                     )
-                    tp.border_subtitle = fit_parts(
-                        tp,
-                        tp.legend(),
-                        f"now {format_rate(latest.ops_per_s)}/s",
-                        f"{latest.mib_per_s:.1f} MiB/s",
-                    )
+                    rate = f"now {format_rate(latest.ops_per_s)}/s"
+                    mib = f"{latest.mib_per_s:.1f} MiB/s"
+                    tp.border_subtitle = fit_parts(tp, tp.legend(), rate, mib)
             box = self.query_one("#counters", VerticalScroll)
             # two label/value pairs a line where they fit (not at 80x24)
             wide = box.content_size.width >= 60 or not box.is_mounted

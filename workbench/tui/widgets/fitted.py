@@ -1,11 +1,12 @@
-"""A table that fits its width: when its columns do not fit, it leaves out the least
-important ones first and says which, instead of cutting the row at the edge."""
+"""Figures that fit their width: a table that leaves out its least important columns first
+and says which, and a border line that leaves out whole parts, instead of cutting at the edge."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 Cell = str | Text
@@ -76,3 +77,16 @@ class FittedTable(DataTable[Cell]):
     def on_resize(self) -> None:
         if self._columns:
             self._refill()
+
+
+def fit_parts(chart: Widget, *parts: str) -> str:
+    """The parts (markup) that fit the chart's border, the first first: a legend or a figure
+    is left out whole, never cut."""
+    room = chart.size.width - 6 if chart.size.width else 1_000
+    kept: list[str] = []
+    for part in parts:
+        trial = "  ".join([*kept, part])
+        if Text.from_markup(trial).cell_len > room:
+            break
+        kept.append(part)
+    return "  ".join(kept)

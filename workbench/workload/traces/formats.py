@@ -57,11 +57,13 @@ def _sniff(path: str) -> str | None:
 
 
 def reader(fmt: str) -> Callable[[str], Iterator[Request]]:
-    return FORMATS[fmt].read
+    read: Callable[[str], Iterator[Request]] = FORMATS[fmt].read
+    return read
 
 
 def writer(fmt: str) -> Callable[[Iterable[Request], str], int]:
-    return FORMATS[fmt].write
+    write: Callable[[Iterable[Request], str], int] = FORMATS[fmt].write
+    return write
 
 
 def read(path: str, fmt: str | None = None) -> Iterator[Request]:

@@ -77,9 +77,9 @@ def open_write(path: str | Path) -> Iterator[BinaryIO]:
     with open_output(path) as raw:
         if compressed(path):
             with zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False) as writer:
-                yield writer  # type: ignore[misc]
+                yield writer
         else:
-            buffered = io.BufferedWriter(raw, CHUNK)  # type: ignore[arg-type]
+            buffered = io.BufferedWriter(raw, CHUNK)
             yield buffered
             buffered.flush()
 

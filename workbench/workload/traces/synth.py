@@ -7,12 +7,9 @@ from array import array
 from collections.abc import Iterator
 
 from workbench.sdk.errors import SpecError
-from workbench.workload.generator import (
-    key_chooser,
-    parse_key_distribution,
-    parse_value_size,
-    size_chooser,
-)
+from workbench.workload.forms import parse_key_distribution, parse_value_size
+from workbench.workload.generator import size_chooser
+from workbench.workload.keys import key_chooser
 from workbench.workload.traces.records import Request
 
 
