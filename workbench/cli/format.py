@@ -10,8 +10,9 @@ from typing import Any
 from workbench.cli.optable import op_table
 from workbench.results.events import StepStarted
 from workbench.results.live import StepView
-from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, summarise
 from workbench.results.refusals import refusals
+from workbench.results.step_text import outcomes_text, redirects_text
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:
@@ -66,6 +67,8 @@ def step_summary(step: StepView, style: SummaryStyle = SummaryStyle()) -> list[s
         f"{step.clients} clients on {step.workers} worker(s)",
         f"hits {s.hits:,}  misses {s.misses:,}  hit rate {hit}  errors {s.errors:,}",
     ]
+    # What the conditional writes did (stored, not stored, exists...), per op kind.
+    lines += [f"  {kind}: {outcomes_text(n)}" for kind, n in step.totals.outcomes.items()]
     if step.totals.published:
         lines.append(
             f"pub/sub: published {step.totals.published:,}, delivered "

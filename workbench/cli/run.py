@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -256,6 +256,29 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
     return any(w.error for w in done)
 
 
+class _Presses:
+    """Stop signals as they come (Ctrl-C, SIGTERM, SIGHUP): the first stops the run and
+    keeps what was measured, the second abandons it (cancels `task`)."""
+
+    def __init__(
+        self, stop: asyncio.Event, task: asyncio.Task[Any] | None, say: Callable[[str], None]
+    ) -> None:
+        self.stop, self.task, self.say = stop, task, say
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.say(
+                "stopping: finishing the current interval and keeping what was measured "
+                "(Ctrl-C again to abandon)"
+            )
+            self.stop.set()
+        elif self.count == 2 and self.task is not None:
+            self.say("abandoning: workers killed, complete intervals kept")
+            self.task.cancel()
+
+
 async def _drive(  # type: ignore[no-untyped-def]
     spec,
     st,
@@ -275,28 +298,12 @@ async def _drive(  # type: ignore[no-untyped-def]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    presses = {"n": 0}
     bar = None
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
         bar = RunProgress(bar_on, style)
-
-    def say(text: str) -> None:
-        (bar.print if bar is not None else out)(text)
-
-    def on_signal() -> None:
-        presses["n"] += 1
-        if presses["n"] == 1:
-            say(
-                "stopping: finishing the current interval and keeping what was measured "
-                "(Ctrl-C again to abandon)"
-            )
-            stop.set()
-        elif presses["n"] == 2 and task is not None:
-            say("abandoning: workers killed, complete intervals kept")
-            task.cancel()
-
+    on_signal = _Presses(stop, task, bar.print if bar is not None else out)
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
     stops = stop_signals.handled()
@@ -315,7 +322,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             else:
                 (show or functools.partial(show_event, style=style))(event, view, quiet)
     except asyncio.CancelledError:
-        if presses["n"] < 2 or task is None:
+        if on_signal.count < 2 or task is None:
             raise
         task.uncancel()  # our own abandonment: the run is stored, report it
         view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))

@@ -24,7 +24,7 @@ from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
-from workbench.sdk.ops import MIX_CODES, PUBLISH, RECORDED
+from workbench.sdk.ops import ADD, BY_NAME, MIX_CODES, PUBLISH, RECORDED
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
 from workbench.spec.resolve import total_clients
@@ -78,8 +78,10 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "allow_remote": own.allow_remote,  # the remote decision, as resolved
         "worker": worker,
         "seed": spec.seed,
-        "operations": list(MIX_CODES),  # a mix names operations by their index here
-        "record": list(RECORDED),  # the op kinds a report has histograms for
+        # A mix names operations by their index here (their codes, 0..4).
+        "operations": [name for name, code in MIX_CODES.items() if code < NATIVE_UNTIL],
+        # The op kinds a report has histograms for, of those the engine does.
+        "record": [name for name in RECORDED if BY_NAME[name].code < NATIVE_UNTIL],
         "keys": keys,
         "value_size": _value_size(value_size),
         "values": {
@@ -104,6 +106,11 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
         "trace": _trace(spec, sorted(own.strategy.operations), TraceKeys.of(system.keys)),
     }
+
+
+# The engine does the kinds below the conditional writes (get to subscribe); no native
+# strategy declares those, so no mix sent to it weighs one and a replay skips them.
+NATIVE_UNTIL = ADD
 
 
 def _ns(seconds: float | None) -> int | None:

@@ -180,6 +180,8 @@ class Stats:
     # ("incr", "cas") or a value too large to send ("value over 4 MiB"). Not errors:
     # nothing was tried. On the wire and in the store only when there are any.
     skipped: dict[str, int] = field(default_factory=dict)
+    # What conditional writes did, by op then outcome (`ops.OUTCOMES`), as `skipped` is kept.
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -219,6 +221,8 @@ class Stats:
         self.ask += other.ask
         for what, n in other.skipped.items():
             self.skipped[what] = self.skipped.get(what, 0) + n
+        for kind, counts in other.outcomes.items():
+            self.outcomes[kind] = dict(Counter(self.outcomes.get(kind, {})) + Counter(counts))
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -237,6 +241,8 @@ class Stats:
         data = self._fields()
         if self.skipped:
             data["skipped"] = dict(self.skipped)
+        if self.outcomes:
+            data["outcomes"] = {kind: dict(counts) for kind, counts in self.outcomes.items()}
         return data
 
     def _fields(self) -> dict[str, Any]:
@@ -285,6 +291,7 @@ class Stats:
         stats.server = dict(data.get("server", {}))
         stats.cpu = dict(data.get("cpu", {}))
         stats.skipped = dict(data.get("skipped", {}))
+        stats.outcomes = {k: dict(v) for k, v in data.get("outcomes", {}).items()}
         lag = data.get("send_lag")
         stats.send_lag = decode(lag) if lag else None
         return stats
@@ -296,7 +303,7 @@ _STATS_FIELDS = frozenset(f.name for f in dataclass_fields(Stats))
 # The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
 STATS_KEYS = tuple(Stats().to_dict())
 # Keys an interval's statistics hold only when they have something (a trace replay's).
-OPTIONAL_STATS_KEYS = ("skipped",)
+OPTIONAL_STATS_KEYS = ("skipped", "outcomes")
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:
@@ -559,21 +566,6 @@ def format_us(us: float) -> str:
     if us < 1_000_000:
         return f"{us / 1000:.2f}ms"
     return f"{us / 1e6:.2f}s"
-
-
-def redirects_text(stats: Stats) -> str:
-    """Redis Cluster redirections as memtier shows them (MOVED/s, ASK/s); "" when none."""
-    if not (stats.moved or stats.ask):
-        return ""
-    dur = stats.duration or 0.0
-
-    def rate(n: int) -> str:
-        return f" ({n / dur:,.1f}/s)" if dur > 0 else ""
-
-    return (
-        f"redirects: MOVED {stats.moved:,}{rate(stats.moved)}, ASK {stats.ask:,}{rate(stats.ask)}"
-        " (each op sent again and counted once)"
-    )
 
 
 def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:

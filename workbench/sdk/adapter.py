@@ -11,6 +11,11 @@ Robustness rules:
   classified by `error_kind`; raise `AdapterError(kind, ...)` to name the kind yourself.
 - ``set`` receives a ``bytes`` or ``memoryview`` value and a TTL in seconds or ``None``.
 - ``delete`` returns whether the key was there, or ``None`` when the protocol does not say.
+- The conditional writes a strategy declares (``add``, ``replace``, ``cas``, ``append``,
+  ``prepend``, ``incr``, ``decr``, ``touch``) each return their outcome, one of
+  `workbench.sdk.ops.OUTCOMES` (``"stored"``, ``"not_stored"``...); ``gets`` returns
+  ``(value, token)`` or ``None``, and ``cas(key, value, ttl, token)`` gets that token back
+  (``None`` when no gets brought one). docs/plugins.md lists each one's signature.
 - A strategy that declares ``cache_aside`` without ``get`` and ``set`` (a server whose
   read is get-or-set, such as umem-cache) is driven the same way: ``get``, and on a miss
   the ``set`` of that key at once; it need not support them on their own.

@@ -13,6 +13,7 @@ from workbench.files.output_files import check_output
 from workbench.sdk.adapter import Strategy
 from workbench.sdk.errors import SpecError
 from workbench.simulate.policies import parse_policies
+from workbench.spec.limits import check_ranges, check_step_count
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import (
     ARRIVALS,
@@ -74,10 +75,11 @@ REPEAT = "load.repeat"  # the label of a repeated step: which repeat it is, from
 def plan(spec: Spec) -> list[Step]:
     """One step per combination of sweep values, first axis outermost; with load.repeat = N,
     the whole list N times over (A B A B), each step labelled with its repeat."""
-    steps = _combinations(spec)
     n = spec.load.repeat
     if n < 1:
         raise SpecError(f"expected 1 or more repeats; got {n}", REPEAT)
+    check_step_count([len(axis.values) for axis in spec.sweep], n)
+    steps = _combinations(spec)
     if n > 1:
         steps = [
             Step(r * len(steps) + s.index, {**s.label, REPEAT: str(r + 1)}, s.spec)
@@ -143,6 +145,7 @@ def check_step(spec: Spec) -> ResolvedStep:
     step resolves to, when nothing is."""
     wl, ld = spec.workload, spec.load
     check_name(spec.name)
+    check_ranges(spec)
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
@@ -159,8 +162,6 @@ def check_step(spec: Spec) -> ResolvedStep:
                 )
     else:
         parse_mix(wl.mix)
-    if wl.keys < 1:
-        raise SpecError(f"expected at least 1 key; got {wl.keys}", "workload.keys")
     if wl.key_length < 1 or wl.key_length > 250:
         raise SpecError(f"expected 1 to 250 characters; got {wl.key_length}", "workload.key_length")
     if ld.concurrency < 1:

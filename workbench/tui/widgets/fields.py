@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from workbench.sdk.ops import MIX_CODES
+from workbench.sdk.ops import CONDITIONAL, MIX_CODES
 from workbench.sdk.options import Option
 from workbench.spec.fields import SpecField
 from workbench.tui.form import (
@@ -264,20 +264,34 @@ class DistributionField(FormField):
 
 
 class MixField(FormField):
-    """The operation mix: a weight per operation (cache_aside is get, then set on a miss)."""
+    """The operation mix: a weight per operation (cache_aside is get, then set on a miss);
+    the conditional writes, and the gets whose token a cas sends, on rows of their own."""
 
     OPS = tuple(MIX_CODES)
+    PER_ROW = 5  # weights a row holds: each keeps a few columns at 80
+
     DEFAULT_CSS = """
+    MixField .mix-rows { height: auto; width: 1fr; }
+    MixField .mix-row { height: auto; }
     MixField .mix-op { width: 1fr; }
     MixField .mix-name { width: auto; padding: 0 1 0 1; color: $text-muted; }
     """
 
     def compose_input(self) -> ComposeResult:
-        for op in self.OPS:
-            yield Label("aside" if op == "cache_aside" else op, classes="mix-name")
-            yield Input(
-                compact=True, classes=f"mix-op op-{op}", tooltip=self.help or None, id=f"mix-{op}"
-            )
+        first = [op for op in self.OPS if op not in CONDITIONAL]
+        more = [op for op in self.OPS if op in CONDITIONAL]
+        rows = [first] + [more[i : i + self.PER_ROW] for i in range(0, len(more), self.PER_ROW)]
+        with Vertical(classes="mix-rows"):
+            for row in rows:
+                with Horizontal(classes="mix-row"):
+                    for op in row:
+                        yield Label("aside" if op == "cache_aside" else op, classes="mix-name")
+                        yield Input(
+                            compact=True,
+                            classes=f"mix-op op-{op}",
+                            tooltip=self.help or None,
+                            id=f"mix-{op}",
+                        )
 
     def read(self) -> tuple[bool, Any]:
         mix = {}
