@@ -661,13 +661,13 @@ FIELD_FLAGS = {
         ("data_size_range", "--data-size-range"),
         ("data_size_list", "--data-size-list"),
     ),
-    "load.ops": (("requests", "-n/--requests"),),
-    "load.duration": (("test_time", "--test-time"),),
+    "load.ops": (("requests", "-n/--requests"),), "load.duration": (("test_time", "--test-time"),),
     "workload.mix": (("ratio", "--ratio"),),
     "workload.keys": (("key_minimum", "--key-minimum"), ("key_maximum", "--key-maximum")),
     "load.rate": (("rate", "--rate"),),
     "workload.ttl": (("ttl", "--ttl"), ("expiry_range", "--expiry-range")),
     "load.repeat": (("repeat", "--repeat"),),
+    "workload.key_distribution": (("key_pattern", "--key-pattern"),),
 }
 
 

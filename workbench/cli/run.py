@@ -178,7 +178,7 @@ def run_command(
     remote = ["target.allow_remote=true"] if allow_remote else []
     remote += simulation_overrides(trace_out, simulate)
     if name is not None:
-        check_name(name, "--name")
+        check_name(name, "--name", given=True)
     spec = with_fail_on(f.load_with_flags(profile, flags, [*(set_ or []), *remote]), fail_on or [])
     if profile is not None and not read_profile(find_profile(profile)):
         out(_empty_profile_note(profile, spec))
