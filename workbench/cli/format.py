@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from workbench.cli.optable import op_table
 from workbench.results.events import StepStarted
 from workbench.results.live import StepView
 from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, summarise
@@ -16,9 +19,10 @@ def live_line(elapsed: float, s: Summary, skipped: int = 0) -> str:
     """One interval's figures; `skipped`: the trace requests the step skipped so far, said
     when there are any."""
     hits = f"hits {s.hits:,} misses {s.misses:,}" if s.hits + s.misses else "no gets"
+    # Within 100 columns for the usual figures: a terminal of that width never wraps it.
     return (
-        f"[{elapsed:6.1f}s] {s.ops_per_s:>11,.0f} ops/s {s.mib_per_s:8.2f} MiB/s  "
-        f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}  {hits}  "
+        f"[{elapsed:5.1f}s] {s.ops_per_s:>9,.0f} ops/s {s.mib_per_s:7.2f} MiB/s  "
+        f"p50 {format_us(s.p(50.0)):>7}  p99 {format_us(s.p(99.0)):>7}  {hits}  "
         f"errors {s.errors:,}" + (f"  skipped {skipped:,}" if skipped else "")
     )
 
@@ -29,9 +33,20 @@ def skipped_line(skipped: dict[str, int]) -> str:
     return f"skipped {sum(skipped.values()):,} trace request(s) this target does not do: {kinds}"
 
 
-def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
-    """The step's figures; `ticks`: the percentiles to list (memtier's --print-percentiles),
-    else the usual ones."""
+@dataclass(frozen=True)
+class SummaryStyle:
+    """How a step's summary is printed: the percentiles its ladder lists (memtier's
+    --print-percentiles; empty: the usual ones), whether the ladder is shown at all
+    (memtier's --hide-histogram), and the width the verdict is wrapped to."""
+
+    ticks: tuple[float, ...] = ()
+    ladder: bool = True
+    width: int = 100
+
+
+def step_summary(step: StepView, style: SummaryStyle = SummaryStyle()) -> list[str]:
+    """The step's figures: totals, the percentile ladder, a row per op kind, and the
+    verdict wrapped at words."""
     s = step.summary
     errors = [
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
@@ -52,13 +67,8 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
         f"{step.clients} clients on {step.workers} worker(s)",
         f"hits {s.hits:,}  misses {s.misses:,}  hit rate {hit}  errors {s.errors:,}",
     ]
-    outcomes = step.totals.outcomes
-    for kind, (count, rate, p50, p99) in s.per_op.items():
-        did = f"  ({outcomes_text(outcomes[kind])})" if kind in outcomes else ""
-        lines.append(
-            f"  {kind:<8} {count:>12,}  {rate:>11,.0f}/s  p50 {format_us(p50):>8}  "
-            f"p99 {format_us(p99):>8}{did}"
-        )
+    # What the conditional writes did (stored, not stored, exists...), per op kind.
+    lines += [f"  {kind}: {outcomes_text(n)}" for kind, n in step.totals.outcomes.items()]
     if step.totals.published:
         lines.append(
             f"pub/sub: published {step.totals.published:,}, delivered "
@@ -71,15 +81,25 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
     if step.totals.skipped:
         lines.append(skipped_line(step.totals.skipped))
     lines += refused
-    lines.append("Response times percentiles:")
+    if style.ladder:
+        lines += percentile_ladder(step, s, style.ticks)
+    lines += op_table(step.totals)
+    verdict = step.verdict
+    if verdict.known:
+        lines += textwrap.wrap(
+            f"verdict: {verdict.line}", width=max(40, style.width), subsequent_indent="  "
+        )
+    return lines
+
+
+def percentile_ladder(step: StepView, s: Summary, ticks: Sequence[float]) -> list[str]:
+    """The percentile ticks of the source documents (or `ticks`), then the max."""
+    lines = ["Response times percentiles:"]
     if ticks:
         s = summarise(step.totals, ticks)
     for tick in ticks or SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
-    verdict = step.verdict
-    if verdict.known:
-        lines.append(f"verdict: {verdict.line}")
     return lines
 
 

@@ -8,7 +8,7 @@ import inspect
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
@@ -28,7 +28,13 @@ from workbench.cli.common import (
     result,
 )
 from workbench.cli.compare_options import DEFAULT_NOISE, FailOnRegressionOption, NoiseOption
-from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
+from workbench.cli.format import (
+    SummaryStyle,
+    live_line,
+    simulated_lines,
+    step_heading,
+    step_summary,
+)
 from workbench.cli.waits import show_waits
 from workbench.files.output_files import protect_database
 from workbench.results.events import (
@@ -50,6 +56,7 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
+JSON_OUT = "the stored run as JSON (--report json:FILE); memtier --json-out-file"
 
 # Where a command's events come from, given the stop request: `session.run` unless told.
 EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
@@ -95,7 +102,7 @@ def run_command(
     ] = None,
     json_out: Annotated[
         Path | None,
-        typer.Option(help="the stored run as JSON (--report json:FILE)", rich_help_panel=OUT_PANEL),
+        typer.Option("--json-out", "--json-out-file", rich_help_panel=OUT_PANEL, help=JSON_OUT),
     ] = None,
     csv_out: Annotated[
         Path | None,
@@ -189,9 +196,7 @@ def run_command(
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
-    view = asyncio.run(
-        _drive(spec, st, name, quiet, bar_on, ticks=f.percentiles(flags.print_percentiles))
-    )
+    view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=summary_style(flags)))
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
@@ -282,7 +287,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     bar_on: TextIO | None,
     source: EventSource | None = None,
     show: Callable[[object, RunView, bool], None] | None = None,
-    ticks: Sequence[float] = (),
+    style: SummaryStyle = SummaryStyle(),
 ) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
@@ -297,7 +302,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
-        bar = RunProgress(bar_on, ticks)
+        bar = RunProgress(bar_on, style)
     on_signal = _Presses(stop, task, bar.print if bar is not None else out)
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
@@ -315,7 +320,7 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
+                (show or functools.partial(show_event, style=style))(event, view, quiet)
     except asyncio.CancelledError:
         if on_signal.count < 2 or task is None:
             raise
@@ -330,9 +335,16 @@ async def _drive(  # type: ignore[no-untyped-def]
     return view
 
 
-def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
-    """One event as `workbench run` prints it (the live line only when not quiet; `ticks`:
-    the percentiles a step's summary lists)."""
+def summary_style(flags: f.Flags) -> SummaryStyle:
+    """How the step summaries print: memtier's --print-percentiles and --hide-histogram."""
+    return SummaryStyle(f.percentiles(flags.print_percentiles), not flags.hide_histogram)
+
+
+def show_event(
+    event: object, view: RunView, quiet: bool, style: SummaryStyle = SummaryStyle()
+) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet; `style`:
+    how a step's summary is printed)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
@@ -344,7 +356,7 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):
-        for line in step_summary(view.steps[event.step], ticks):
+        for line in step_summary(view.steps[event.step], style):
             out(line)
     elif isinstance(event, StepSimulated):
         for line in simulated_lines(event.results):

@@ -145,11 +145,13 @@ def needs(op: str, strategy: Strategy) -> set[str]:
 
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
-    from workbench.spec.native_binary import binary_path, version_mismatch
+    from workbench.spec.native_binary import binary_path, building_log, version_mismatch
     from workbench.workload.forms import parse_ttl
 
     path = binary_path()
     if path is None:
+        if building_log():
+            return f"the native engine is still being built (progress: {building_log()})"
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
