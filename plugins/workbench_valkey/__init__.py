@@ -2,9 +2,9 @@
 
 Strategies: ``async-pool`` (redis.asyncio, one connection pool per worker shared by its
 clients), ``sync-per-client`` (redis.Redis, one blocking connection per client) and
-``cluster`` (RedisCluster per client). A native-engine strategy (``protocol=RESP``) comes
-once the native engine is told the protocol rather than the system. The target is
-``valkey://HOST:PORT/DB``, or ``valkeys://`` for TLS with the TLS options every system has.
+``native`` (the native engine's RESP codec, one connection per client with ``pipeline``
+requests in flight). The target is ``valkey://HOST:PORT/DB``, or ``valkeys://`` for TLS
+with the TLS options every system has.
 
 With ``target.managed = true`` the workbench starts a throw-away valkey-server: the one on
 PATH, a given ``binary``, or one built once from the source tarball named by
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.sdk import (
+    RESP,
     TLS_OPTIONS,
     CacheSystem,
     Option,
@@ -29,6 +30,7 @@ from workbench.sdk import (
     listen_address,
     per_client,
     pool_of,
+    runs_in_native_engine,
 )
 from workbench_valkey import facts
 from workbench_valkey.clients import connect_async_pool, connect_sync_per_client
@@ -40,7 +42,7 @@ from workbench_valkey.server import (
     start_valkey,
     version_of,
 )
-from workbench_valkey.target import check_target
+from workbench_valkey.target import check_target, endpoints
 
 KV = frozenset({"get", "set", "delete"})
 POLICIES = (
@@ -148,7 +150,7 @@ SERVER_OPTIONS = OptionSet(
 
 plugin = CacheSystem(
     name="valkey",
-    description="Valkey (the BSD fork of Redis) over RESP: redis-py pool, per-client, cluster",
+    description="Valkey (the BSD fork of Redis) over RESP: redis-py pool, per-client, native",
     options=SYSTEM_OPTIONS,
     strategies=(
         Strategy(
@@ -176,6 +178,27 @@ plugin = CacheSystem(
             operations=KV,
             connections=per_client,
         ),
+        Strategy(
+            "native",
+            "native engine (Rust): one connection per client, `pipeline` requests in flight",
+            runs_in_native_engine,
+            operations=KV,
+            options=OptionSet(
+                (
+                    Option(
+                        "pipeline",
+                        "int",
+                        1,
+                        "requests each connection keeps in flight, refilled after each reply",
+                        minimum=1,
+                        maximum=4096,
+                    ),
+                )
+            ),
+            engine="native",
+            connections=per_client,
+            protocol=RESP,
+        ),
     ),
     default_strategy="async-pool",
     server=ServerLauncher(
@@ -184,6 +207,7 @@ plugin = CacheSystem(
         programs=(("valkey-server", ("valkey-server", "--version")),),
     ),
     check=check_target,
+    endpoints=endpoints,
     urls=facts.URLS,
     cache_size=facts.CACHE_SIZE,
     server_cores=facts.server_cores,

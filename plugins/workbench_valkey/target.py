@@ -1,14 +1,15 @@
 """Where the Valkey server is and how to log in, read once from the system's options.
 
 ``valkey://HOST:PORT/DB``, or ``valkeys://`` for TLS (the schemes valkey-py reads). Valkey
-speaks RESP as Redis does, so the Python strategies use redis-py. Passwords and ACL users
-are never options: the options name environment variables that hold them, so a stored
-run or an exported report cannot carry a secret.
+speaks RESP as Redis does, so the Python strategies use redis-py and the native engine its
+RESP codec. Passwords and ACL users are never options: the options name environment
+variables that hold them, so a stored run or an exported report cannot carry a secret.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -19,7 +20,14 @@ from redis.backoff import NoBackoff
 from redis.connection import SSLConnection
 from redis.retry import Retry
 
-from workbench.sdk import TargetError, TlsSettings, require_loopback, tls_settings
+from workbench.sdk import (
+    Endpoints,
+    Login,
+    TargetError,
+    TlsSettings,
+    require_loopback,
+    tls_settings,
+)
 
 DEFAULT_PORT = 6379
 SCHEMES = ("valkey", "valkeys")
@@ -108,4 +116,17 @@ def parse_target(options: dict[str, Any]) -> ValkeyTarget:
         password=os.environ.get(options["password_env"]) or None,
         connect_timeout=float(options["connect_timeout"]),
         timeout=float(options["timeout"]),
+    )
+
+
+def endpoints(options: Mapping[str, Any]) -> Endpoints:
+    """The server, TLS and login as `parse_target` reads them: the native engine's too."""
+    t = parse_target(dict(options))
+    return Endpoints(
+        servers=((t.host, t.port),),
+        origin=WHERE,
+        tls=t.tls,
+        login=Login(db=t.db, username=t.username, password_env=options["password_env"]),
+        cluster=bool(options.get("cluster")),
+        tls_advice="use valkeys://",
     )

@@ -7,12 +7,11 @@ hit (200) or a miss (404, the origin not asked), a set goes to the origin and is
 into Varnish at once, a delete purges it. So the hit rate the clients see is Varnish's
 own at its memory limit, and ``n_lru_nuked`` counts its evictions.
 
-Strategy: ``keep-alive`` (aiohttp, one session per worker whose keep-alive pool is shared
-by its clients). A native-engine strategy (``protocol=HTTP1``) comes once the native
-engine is told the protocol rather than the system. Server statistics come from
-``varnishstat -j`` of the instance named by ``instance`` (varnishd's ``-n``; a managed
-server sets its own): cache_hit, cache_miss, n_lru_nuked, n_object and the bytes its
-storage holds. Against a Varnish the
+Strategies: ``keep-alive`` (aiohttp, one session per worker whose keep-alive pool is
+shared by its clients) and ``native`` (the native engine's http1 codec, one keep-alive
+connection per client). Server statistics come from ``varnishstat -j`` of the instance
+named by ``instance`` (varnishd's ``-n``; a managed server sets its own): cache_hit,
+cache_miss, n_lru_nuked, n_object and the bytes its storage holds. Against a Varnish the
 workbench did not start, its VCL must answer the same requests.
 """
 
@@ -21,18 +20,21 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.sdk import (
+    HTTP1,
     CacheSystem,
     Option,
     OptionSet,
     ServerLauncher,
     Strategy,
     listen_address,
+    per_client,
     pool_of,
+    runs_in_native_engine,
 )
 from workbench_varnish import facts
 from workbench_varnish.client import connect_keep_alive
 from workbench_varnish.server import VarnishServer, start_varnish
-from workbench_varnish.target import check_target
+from workbench_varnish.target import check_target, endpoints
 
 KV = frozenset({"get", "set", "delete"})
 MiB = 1 << 20
@@ -78,6 +80,15 @@ plugin = CacheSystem(
             ),
             connections=pool_of("pool_size"),
         ),
+        Strategy(
+            "native",
+            "native engine (Rust): one keep-alive connection per client, as wrk",
+            runs_in_native_engine,
+            operations=KV,
+            engine="native",
+            connections=per_client,
+            protocol=HTTP1,
+        ),
     ),
     default_strategy="keep-alive",
     server=ServerLauncher(
@@ -97,6 +108,7 @@ plugin = CacheSystem(
         programs=(("varnishd", ("varnishd", "-V")),),
     ),
     check=check_target,
+    endpoints=endpoints,
     urls=facts.URLS,
     cache_size=facts.CACHE_SIZE,
     server_cores=facts.server_cores,

@@ -3,11 +3,12 @@ instance whose statistics are read."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from workbench.sdk import TargetError, require_loopback
+from workbench.sdk import Endpoints, TargetError, require_loopback
 
 WHERE = "target.options.base_url"
 DEFAULT_PORT = 80
@@ -49,3 +50,32 @@ def parse_target(options: dict[str, Any]) -> VarnishTarget:
 def check_target(options: dict[str, Any], longest_key: bytes) -> None:
     """The spec check's: the URL reads (keys travel percent-encoded: any key can be sent)."""
     parse_target(options)
+
+
+# The requests the managed VCL answers, for the native engine's http1 codec (the Python
+# strategy sends the same: `workbench_varnish.client`).
+HTTP1 = {
+    "get": "GET /?key={key}",
+    "set": "PUT /?key={key}&ttl={ttl}",
+    "delete": "DELETE /?key={key}",
+    "set_body": "{value}",
+    "value_encoding": "latin-1",
+    "hit_status": ["200"],
+    "miss_status": ["404"],
+    "set_status": ["204"],
+    "delete_status": ["200"],
+    "hit_field": "",
+    "value_field": "",
+    "headers": [],
+}
+
+
+def endpoints(options: Mapping[str, Any]) -> Endpoints:
+    """Varnish as `parse_target` reads it, and the requests its VCL answers."""
+    t = parse_target(dict(options))
+    netloc = t.base_url.split("://", 1)[1]
+    return Endpoints(
+        servers=((t.host, t.port),),
+        origin=WHERE,
+        http1={**HTTP1, "host_header": netloc, "base_path": ""},
+    )

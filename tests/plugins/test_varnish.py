@@ -113,7 +113,7 @@ def test_statistics_of_an_instance_that_is_not_there_are_an_error(tmp_path: Path
     assert caught.value.kind == "stats" and "nothing" in str(caught.value)
 
 
-@pytest.mark.parametrize("strategy", ["keep-alive"])
+@pytest.mark.parametrize("strategy", ["keep-alive", "native"])
 def test_a_003_run_at_a_memory_limit(strategy: str, tmp_path: Path) -> None:
     """Cache-aside over 64 keys of 64 KiB (4 MiB) into 2 MiB: some hits, not all."""
     argv = [
