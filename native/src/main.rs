@@ -9,6 +9,7 @@
 mod addr;
 mod cluster;
 mod frames;
+mod hash;
 mod net;
 mod order;
 mod os;

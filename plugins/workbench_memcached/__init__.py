@@ -41,8 +41,6 @@ from pymemcache.client.base import PooledClient
 from pymemcache.exceptions import MemcacheError
 
 from workbench.sdk import (
-    MEMCACHE_META,
-    MEMCACHE_TEXT,
     TLS_OPTIONS,
     CacheSystem,
     ConnectionCount,
@@ -62,6 +60,7 @@ from workbench.sdk import (
 )
 from workbench.sdk.ops import CONDITIONAL
 from workbench_memcached import facts
+from workbench_memcached.endpoints import endpoints, native_protocol, placement
 from workbench_memcached.errors import translate
 from workbench_memcached.protocol import (
     KEYS,
@@ -338,17 +337,6 @@ def _on_each_server(count: ConnectionCount) -> ConnectionCount:
     return each
 
 
-def _native_protocol(system: Mapping[str, Any], strategy: Mapping[str, Any]) -> str:
-    """The native strategy's `protocol` option names the wire protocol it speaks."""
-    return MEMCACHE_META if strategy["protocol"] == "meta" else MEMCACHE_TEXT
-
-
-def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
-    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
-    servers = parse_servers(system["servers"], options=system)
-    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
-
-
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -372,7 +360,8 @@ plugin = CacheSystem(
             *TLS_OPTIONS,
         )
     ),
-    placement=_placement,
+    placement=placement,
+    endpoints=endpoints,
     strategies=(
         Strategy(
             "multiplexed",
@@ -443,7 +432,7 @@ plugin = CacheSystem(
             ),
             engine="native",
             connections=_on_each_server(per_client),
-            protocol=_native_protocol,
+            protocol=native_protocol,
         ),
     ),
     default_strategy="multiplexed",

@@ -29,6 +29,7 @@ from workbench.sdk import (
     TlsSettings,
     closed_after_handshake,
     plain_port_timeout,
+    read_host_port,
     require_loopback,
     tls_error,
 )
@@ -65,23 +66,13 @@ def parse_servers(
         raise TargetError("expected at least one memcached server such as 127.0.0.1:11211", where)
     out: list[Address] = []
     for text in values:
-        text = text.strip()
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port_text = rest[1:] if rest.startswith(":") else rest
-        elif text.count(":") == 1:
-            host, _, port_text = text.partition(":")
-        else:
-            host, port_text = text, ""
         try:
-            port = int(port_text) if port_text else DEFAULT_PORT
-            if not 0 < port < 65536:
-                raise ValueError
-        except ValueError:
+            host, port = read_host_port(str(text).strip(), DEFAULT_PORT, where)
+        except TargetError:
             raise TargetError(
                 f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
             ) from None
-        require_loopback(host or text, where, options)
+        require_loopback(host, where, options)
         out.append((host, port))
     return out
 

@@ -33,7 +33,7 @@ from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
 from workbench_redis.server import POLICY, start_redis
-from workbench_redis.target import check_target, parse_target
+from workbench_redis.target import check_target, endpoints, parse_target
 
 KV = frozenset({"get", "set", "delete"})
 KV_PUBSUB = KV | {"publish", "subscribe"}
@@ -278,6 +278,7 @@ plugin = CacheSystem(
         programs=(("redis-server", ("redis-server", "--version")),),
     ),
     check=check_target,
+    endpoints=endpoints,
     urls=facts.URLS,
     cache_size=facts.CACHE_SIZE,
     server_cores=facts.server_cores,
