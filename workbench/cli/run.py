@@ -331,6 +331,8 @@ async def _drive(  # type: ignore[no-untyped-def]
             bar.close()
         for sig in (*stops, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
+        # asyncio restores SIGUSR1's default, which kills: one sent as the run ends must not
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         stop_signals.install()  # asyncio left SIGTERM and SIGHUP fatal: the files still to write
     return view
 
