@@ -27,7 +27,7 @@ from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.errors import TargetError
-from workbench.sdk.ops import ADD, BY_NAME, KINDS, MIX_CODES, PUBLISH, RECORDED
+from workbench.sdk.ops import ADD, BY_NAME, KINDS, MIX_CODES, PUBLISH, RECORDED, replay_code
 from workbench.sdk.remote import ALLOW_REMOTE
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
@@ -235,6 +235,7 @@ def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] 
     tr = spec.workload.trace
     if tr is None:
         return None
+    runs = {name for name in supported if BY_NAME[name].code < NATIVE_UNTIL}
     return {
         "path": str(Path(tr.path).resolve()),
         "format": format_of(tr.path, tr.format or None),
@@ -246,9 +247,18 @@ def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] 
         "supported": supported,
         "max_value": MAX_TRACE_VALUE,
         # Each op name a trace may hold, with its kind's code (the op registry's).
-        "op_codes": {name: k.code for k in KINDS for name in k.trace_names},
+        # A name the engine cannot send keeps its own kind's code, which the order's table
+        # leaves without an action: the replay skips it by name.
+        "op_codes": {name: _sent_as(name, runs, k.code) for k in KINDS for name in k.trace_names},
         "keys": keys.order(),
     }
+
+
+def _sent_as(trace_name: str, runs: set[str], own: int) -> int:
+    """The code a trace op is sent as (`ops.replay_code`); one the engine cannot send keeps
+    its own kind's code, which the order's table leaves without an action: it is skipped."""
+    code = replay_code(trace_name, runs)
+    return own if code is None else code
 
 
 # A warm-up that the replay ends (at a trace time), not a count: the engine's op-count
