@@ -12,10 +12,16 @@ also gives the load generator's CPU (its workers, in cores) and the server's.
   issue's goal: at least 0.9x the synthetic rate, and 1M requests/s from a file to a
   pipelined server on a quiet machine).
 
-Usage: python bench/bench_trace_replay.py [requests] [objects] [pairs] [engines] [pipeline] [file]
+With `kinds` = writes, the trace is Twitter's format replayed as recorded: 70% get, 10%
+gets and 20% writes of the conditional kinds (add, replace, cas, append, prepend, incr,
+decr, touch, 2.5% each), against the same mix drawn by the engine (workload.mix).
+
+Usage: python bench/bench_trace_replay.py [requests] [objects] [pairs] [engines] [pipeline]
+  [file] [kinds]
   engines: python, native or both (default both); pipeline: the native P (default 16);
   file: zst (the trace compressed, the default) or plain. A .zst trace is decompressed on
   a thread of the worker's own, which on a 2-core machine takes CPU from the server's core.
+  kinds: aside (get-set-on-miss, the default) or writes.
 The machine may be shared: compare ratios within a pair, not absolute figures.
 """
 
@@ -23,8 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from workbench.results.events import Interval, StepFinished
@@ -32,7 +40,13 @@ from workbench.results.store import Store
 from workbench.run import session
 from workbench.spec.steps import load_spec
 from workbench.workload.traces.formats import writer
+from workbench.workload.traces.records import Request
 from workbench.workload.traces.synth import synth
+
+# The writes workload: 20% conditional writes, and the gets whose tokens the cas send.
+WRITES = {"get": 70.0, "gets": 10.0} | dict.fromkeys(
+    ("add", "replace", "cas", "append", "prepend", "incr", "decr", "touch"), 2.5
+)
 
 COMMON = [
     "target.system=redis",
@@ -77,29 +91,56 @@ def line(name: str, f: Figures) -> str:
     )
 
 
+def with_writes(requests: Iterator[Request]) -> Iterator[Request]:
+    """The requests with their ops drawn from WRITES (seeded)."""
+    rng = random.Random(2)
+    names, weights = list(WRITES), list(WRITES.values())
+    for r in requests:
+        yield r._replace(op=rng.choices(names, weights)[0])
+
+
+def workloads(trace: str, requests: int, objects: int, kinds: str) -> tuple[list[str], list[str]]:
+    """The overrides of the replay and of the synthetic workload of the same shape."""
+    mix = "{" + ", ".join(f"{k}={v}" for k, v in WRITES.items()) + "}"
+    replay = [f'workload.trace.path="{trace}"', "load.duration=600"]
+    if kinds == "writes":
+        replay.append('workload.trace.ops="as-recorded"')
+    shaped = [
+        f"workload.mix={mix if kinds == 'writes' else '{cache_aside=1}'}",
+        f"workload.keys={objects}",
+        'workload.key_distribution="zipf(0.9)"',
+        'workload.value_size="uniform(10,1000)"',
+        f"load.ops={requests}",
+        "load.duration=600",
+    ]
+    return replay, shaped
+
+
+def write_trace(tmp: str, file: str, kinds: str, requests: int, objects: int) -> str:
+    fmt = "twitter" if kinds == "writes" else "oracleGeneral"
+    name = "bench.twitter.csv" if kinds == "writes" else "bench.oracleGeneral"
+    trace = os.path.join(tmp, name + (".zst" if file == "zst" else ""))
+    print(f"trace file: {os.path.basename(trace)}, {requests:,} requests, {objects:,} objects")
+    made = synth(requests, objects, seed=1)
+    writer(fmt)(with_writes(made) if kinds == "writes" else made, trace)
+    return trace
+
+
 async def main(
-    requests: int, objects: int, pairs: int, engines: str, pipeline: int, file: str
+    requests: int, objects: int, pairs: int, engines: str, pipeline: int, file: str, kinds: str
 ) -> None:
     chosen = ["python", "native"] if engines == "both" else [engines]
     if file not in ("zst", "plain"):
         raise SystemExit(f"file: expected zst or plain, got {file!r}")
+    if kinds not in ("aside", "writes"):
+        raise SystemExit(f"kinds: expected aside or writes, got {kinds!r}")
     with tempfile.TemporaryDirectory() as tmp:
-        trace = os.path.join(tmp, "bench.oracleGeneral" + (".zst" if file == "zst" else ""))
-        print(f"trace file: {os.path.basename(trace)}, {requests:,} requests, {objects:,} objects")
-        writer("oracleGeneral")(synth(requests, objects, seed=1), trace)
+        trace = write_trace(tmp, file, kinds, requests, objects)
         store = Store(os.path.join(tmp, "runs.sqlite"))
+        replayed, drawn = workloads(trace, requests, objects, kinds)
         for engine in chosen:
             common = [*COMMON, *engine_options(engine, pipeline)]
-            replay = [*common, f'workload.trace.path="{trace}"', "load.duration=600"]
-            shaped = [
-                *common,
-                "workload.mix={cache_aside=1}",
-                f"workload.keys={objects}",
-                'workload.key_distribution="zipf(0.9)"',
-                'workload.value_size="uniform(10,1000)"',
-                f"load.ops={requests}",
-                "load.duration=600",
-            ]
+            replay, shaped = [*common, *replayed], [*common, *drawn]
             for pair in range(pairs):
                 a = await measure(replay, store)
                 b = await measure(shaped, store)
@@ -114,6 +155,6 @@ async def main(
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    defaults: list[str] = ["200000", "10000", "2", "both", "16", "zst"]
+    defaults: list[str] = ["200000", "10000", "2", "both", "16", "zst", "aside"]
     a = args + defaults[len(args) :]
-    asyncio.run(main(int(a[0]), int(a[1]), int(a[2]), a[3], int(a[4]), a[5]))
+    asyncio.run(main(int(a[0]), int(a[1]), int(a[2]), a[3], int(a[4]), a[5], a[6]))

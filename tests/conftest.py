@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers on free loopback ports, each stopped by its pid."""
+"""Shared fixtures: real servers on free loopback ports, each stopped by its pid; how the
+parallel pass groups tests (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,29 @@ from workbench.sdk.servers import ServerProcess
 def _need(program: str) -> None:
     if shutil.which(program) is None:
         pytest.fail(f"{program} is not installed; `./dev test` installs it")
+
+
+# Started once per xdist worker, cheap: they never pin a module to one worker.
+PER_WORKER = {"redis_server", "memcached_server"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of a module that share fixtures outliving a test (a TLS server, a Ray cluster,
+    the namespace test bed) run on one worker, so that those are set up once, not once per
+    worker. The group is the module and the fixtures: a module's tests on different shared
+    fixtures (the kit on live targets, the kit on TLS targets) go to different workers."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = sorted(  # the suite's own (pytest's and plugins' have no baseid)
+            name
+            for name, defs in info.name2fixturedefs.items()
+            if defs[-1].scope != "function" and defs[-1].baseid and name not in PER_WORKER
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}:{'+'.join(shared)}"))
 
 
 @pytest.fixture(scope="session")

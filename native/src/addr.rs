@@ -1,6 +1,7 @@
-//! Server addresses: host and port read from `host:port` text, and the loopback guard a
-//! remote target needs the order's consent to pass (nothing is connected here).
+//! Server addresses: a target's hosts looked up, and the loopback guard a remote target
+//! needs the order's consent to pass (nothing is connected here).
 
+use crate::order::TargetOrder;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 pub fn is_loopback(host: &str) -> bool {
@@ -33,23 +34,37 @@ pub fn resolve(
         .ok_or_else(|| format!("{}: no address for {}", where_, host))
 }
 
-pub fn split_host_port(text: &str, default: u16, where_: &str) -> Result<(String, u16), String> {
-    let bad = || format!("{}: expected host:port; got {:?}", where_, text);
-    if let Some(rest) = text.strip_prefix('[') {
-        let close = rest.find(']').ok_or_else(bad)?;
-        let port = rest[close + 1..].trim_start_matches(':');
-        let port = if port.is_empty() {
-            default
-        } else {
-            port.parse().map_err(|_| bad())?
+/// The addresses of a target's servers, in its order: each host looked up (a name, or an
+/// address as text), a remote one only when the order allows it. No URL is read here: the
+/// plugin's parser gave host and port.
+pub fn servers(t: &TargetOrder) -> Result<Vec<SocketAddr>, String> {
+    t.servers
+        .iter()
+        .map(|(host, port)| resolve(host, *port, &t.origin, t.allow_remote))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_remote_address_needs_the_orders_consent() {
+        let target = |allow_remote: bool| {
+            let t = json!({"protocol": "resp", "servers": [["192.0.2.7", 6379]],
+                           "origin": "target.options.url"});
+            TargetOrder::from_value(&t, allow_remote).unwrap()
         };
-        return Ok((rest[..close].to_string(), port));
-    }
-    match text.rfind(':') {
-        Some(i) if text.matches(':').count() == 1 => Ok((
-            text[..i].to_string(),
-            text[i + 1..].parse().map_err(|_| bad())?,
-        )),
-        _ => Ok((text.to_string(), default)),
+        let e = servers(&target(false)).unwrap_err();
+        assert!(
+            e.starts_with("target.options.url: \"192.0.2.7\" is not a loopback"),
+            "{}",
+            e
+        );
+        assert_eq!(
+            servers(&target(true)).unwrap()[0].to_string(),
+            "192.0.2.7:6379"
+        );
     }
 }

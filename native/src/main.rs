@@ -10,6 +10,7 @@
 mod addr;
 mod cluster;
 mod frames;
+mod hash;
 mod hiccup;
 mod net;
 mod order;

@@ -1,8 +1,8 @@
 //! Probe mode: one request at a time through this engine's own encoders and parsers, for
 //! the conformance kit (`workbench/engine/native.py`) and the tests that compare the two
 //! engines. Frames in, frames out, like a worker:
-//!   {"op":"open","system":S,"options":{...},"allow_remote":B,"placement":[seeds]|null}
-//!   -> {"ok":true} or {"error":...}
+//!   {"op":"open","target":{target},"allow_remote":B,"timeout":S,"connect_timeout":S}
+//!   -> {"ok":true} or {"error":...}: `target` is a step order's (`order/target.rs`)
 //!   {"op":"get"|"set"|"delete","client":N,"key":B64,"value":B64,"ttl":T}
 //!   -> {"ok":true,"value":B64|null,"deleted":bool} or {"error":{"kind":K,"message":M}}
 //!   {"op":"stream","order":{step order},"client":N,"count":C}
@@ -21,10 +21,12 @@
 //! (`cluster/`).
 
 use crate::frames::{In, Out};
+use crate::net::placement::Rendezvous;
 use crate::order::StepOrder;
+use crate::order::TargetOrder;
 use crate::pacing::Schedule;
 use crate::protocols::wire::{Reply, Req};
-use crate::protocols::{codec_for, Codec, Target};
+use crate::protocols::Codec;
 use crate::text::{base64, base64_decode};
 use crate::workload::keys::format_key_into;
 use crate::workload::{size_at, ttl_at, OpStream};
@@ -42,6 +44,7 @@ type Conns = HashMap<(u64, usize), (Box<dyn Stream>, Vec<u8>)>;
 
 struct Session {
     codec: Codec,
+    placement: Rendezvous,
     addrs: Vec<SocketAddr>,
     timeout: Duration,
     conns: Conns,
@@ -133,7 +136,7 @@ impl Session {
         };
         let mut si = match &self.slots {
             Some(slots) => crate::cluster::slot_node(slots, &key),
-            None => self.codec.server_for(&key),
+            None => self.placement.index(&key),
         };
         let mut asking = false;
         // A cluster's redirections are followed, a few at most (as redis-py does).
@@ -351,14 +354,8 @@ fn schedule(frame: &Value) -> Value {
 /// The codec and addresses a step order names, without connecting.
 fn order_target(frame: &Value) -> Result<(StepOrder, Codec, Vec<SocketAddr>), Value> {
     let order = StepOrder::from_frame(&frame["order"]).map_err(|e| fail("spec", &e))?;
-    let (codec, addrs) = codec_for(&Target {
-        system: &order.system,
-        options: &order.target,
-        strategy: &frame["order"]["native"]["strategy_options"],
-        allow_remote: order.allow_remote,
-        placement: order.placement.as_deref(),
-    })
-    .map_err(|e| fail("target", &e))?;
+    let codec = Codec::for_target(&order.target).map_err(|e| fail("target", &e))?;
+    let addrs = crate::addr::servers(&order.target).map_err(|e| fail("target", &e))?;
     Ok((order, codec, addrs))
 }
 
@@ -375,10 +372,11 @@ fn target(frame: &Value) -> Value {
 
 /// The server index each key index of `indexes` goes to.
 fn place(frame: &Value) -> Value {
-    let (order, codec, _) = match order_target(frame) {
-        Ok(x) => x,
+    let order = match order_target(frame) {
+        Ok((order, _, _)) => order,
         Err(e) => return e,
     };
+    let placement = Rendezvous::new(order.target.placement.as_deref().unwrap_or(&[]));
     let mut key = Vec::new();
     let servers: Vec<usize> = frame["indexes"]
         .as_array()
@@ -387,46 +385,38 @@ fn place(frame: &Value) -> Value {
         .into_iter()
         .map(|i| {
             format_key_into(&mut key, &order.keys.prefix, i, order.keys.length);
-            codec.server_for(&key)
+            placement.index(&key)
         })
         .collect();
     json!({ "servers": servers })
 }
 
-/// The "open" order: the codec and addresses from the options, each server reachable.
+/// Seconds from the open frame (`name`), 5 when absent or not above 0.
+fn seconds(frame: &Value, name: &str) -> Duration {
+    Duration::from_secs_f64(frame[name].as_f64().filter(|&t| t > 0.0).unwrap_or(5.0))
+}
+
+/// The "open" order: the codec and addresses of the target, each server reachable.
 fn open(frame: &Value, session: &mut Option<Session>) -> Value {
-    let system = frame["system"].as_str().unwrap_or("");
-    let options = &frame["options"];
-    let seeds: Option<Vec<u32>> = frame["placement"].as_array().map(|l| {
-        l.iter()
-            .filter_map(|s| s.as_u64())
-            .map(|s| s as u32)
-            .collect()
-    });
-    let (codec, addrs) = match codec_for(&Target {
-        system,
-        options,
-        strategy: &frame["strategy_options"],
-        allow_remote: frame["allow_remote"].as_bool().unwrap_or(false),
-        placement: seeds.as_deref(),
-    }) {
-        Ok(x) => x,
-        Err(e) => return fail("target", &e),
-    };
-    if let Err(message) = reachable(&addrs, options) {
-        return json!({"error": {"kind": "target", "message": message, "where": where_of(system)}});
-    }
-    let t = options["timeout"]
-        .as_f64()
-        .filter(|&t| t > 0.0)
-        .unwrap_or(5.0);
-    let tls = match crate::tls::config_for(system, options) {
+    let allow_remote = frame["allow_remote"].as_bool().unwrap_or(false);
+    let t = match TargetOrder::from_value(&frame["target"], allow_remote) {
         Ok(t) => t,
         Err(e) => return fail("target", &e),
     };
-    let allow_remote = frame["allow_remote"].as_bool().unwrap_or(false);
-    let (slots, addrs) = if options["cluster"].as_bool().unwrap_or(false) {
-        let timeout = Duration::from_secs_f64(t);
+    let built = Codec::for_target(&t).and_then(|c| Ok((c, crate::addr::servers(&t)?)));
+    let (codec, addrs) = match built {
+        Ok(x) => x,
+        Err(e) => return fail("target", &e),
+    };
+    if let Err(message) = reachable(&addrs, seconds(frame, "connect_timeout")) {
+        return json!({"error": {"kind": "target", "message": message, "where": t.origin}});
+    }
+    let timeout = seconds(frame, "timeout");
+    let tls = match crate::tls::config_for(t.tls.as_ref()) {
+        Ok(tls) => tls,
+        Err(e) => return fail("target", &e),
+    };
+    let (slots, addrs) = if t.cluster {
         match crate::cluster::slot_map(&codec, addrs[0], tls.as_ref(), timeout, allow_remote) {
             Ok((slots, nodes)) => (Some(slots), nodes),
             Err(e) => return fail("connection", &e),
@@ -436,8 +426,9 @@ fn open(frame: &Value, session: &mut Option<Session>) -> Value {
     };
     *session = Some(Session {
         codec,
+        placement: Rendezvous::new(t.placement.as_deref().unwrap_or(&[])),
         addrs,
-        timeout: Duration::from_secs_f64(t),
+        timeout,
         conns: HashMap::new(),
         tls,
         slots,
@@ -447,23 +438,9 @@ fn open(frame: &Value, session: &mut Option<Session>) -> Value {
 }
 
 /// Every server answers a TCP connection, or one line saying which does not.
-fn reachable(addrs: &[SocketAddr], options: &Value) -> Result<(), String> {
-    let t = options["connect_timeout"]
-        .as_f64()
-        .filter(|&t| t > 0.0)
-        .unwrap_or(5.0);
+fn reachable(addrs: &[SocketAddr], wait: Duration) -> Result<(), String> {
     for a in addrs {
-        TcpStream::connect_timeout(a, Duration::from_secs_f64(t))
-            .map_err(|e| format!("cannot reach {}: {}", a, e))?;
+        TcpStream::connect_timeout(a, wait).map_err(|e| format!("cannot reach {}: {}", a, e))?;
     }
     Ok(())
-}
-
-fn where_of(system: &str) -> &'static str {
-    match system {
-        "redis" => "target.options.url",
-        "memcached" => "target.options.servers",
-        "http" => "target.options.base_url",
-        _ => "target.options",
-    }
 }

@@ -5,7 +5,8 @@ the key space between workers (each owns every N-th key and draws from the globa
 popularity restricted to them) and, with it, the capacity (``max_entries`` and
 ``max_bytes`` are totals: each of N workers holds 1/N), so N workers act as one cache and
 every hit rate means what it says whatever the number of workers. It is the
-"simplistic cache" of the client-strategy document: get, set, delete, publish, subscribe.
+"simplistic cache" of the client-strategy document: get, set, delete, publish, subscribe,
+and memcached's conditional writes with memcached's outcomes (`workbench_embedded.cache`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from workbench.sdk import (
     Strategy,
     no_connections,
 )
+from workbench.sdk.ops import CONDITIONAL
 from workbench_embedded.cache import LockedCache, LruCache
 
 
@@ -39,6 +41,35 @@ class DirectClient:
 
     async def delete(self, key: bytes) -> bool:
         return self.cache.delete(key)
+
+    async def gets(self, key: bytes) -> tuple[bytes, Any] | None:
+        return self.cache.gets(key)
+
+    async def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return self.cache.add(key, value, ttl)
+
+    async def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return self.cache.replace(key, value, ttl)
+
+    async def cas(
+        self, key: bytes, value: bytes | memoryview, ttl: float | None, token: Any
+    ) -> str:
+        return self.cache.cas(key, value, ttl, token)
+
+    async def append(self, key: bytes, value: bytes | memoryview) -> str:
+        return self.cache.append(key, value)
+
+    async def prepend(self, key: bytes, value: bytes | memoryview) -> str:
+        return self.cache.prepend(key, value)
+
+    async def incr(self, key: bytes, delta: int) -> str:
+        return self.cache.incr(key, delta)
+
+    async def decr(self, key: bytes, delta: int) -> str:
+        return self.cache.decr(key, delta)
+
+    async def touch(self, key: bytes, ttl: float | None) -> str:
+        return self.cache.touch(key, ttl)
 
     async def publish(self, channel: bytes, message: bytes) -> None:
         self.cache.publish(channel, message)
@@ -80,6 +111,33 @@ class ThreadClient:
 
     def delete(self, key: bytes) -> bool:
         return self.locked.delete(key)
+
+    def gets(self, key: bytes) -> tuple[bytes, Any] | None:
+        return self.locked.call("gets", key)  # type: ignore[no-any-return]
+
+    def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return self.locked.call("add", key, value, ttl)  # type: ignore[no-any-return]
+
+    def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return self.locked.call("replace", key, value, ttl)  # type: ignore[no-any-return]
+
+    def cas(self, key: bytes, value: bytes | memoryview, ttl: float | None, token: Any) -> str:
+        return self.locked.call("cas", key, value, ttl, token)  # type: ignore[no-any-return]
+
+    def append(self, key: bytes, value: bytes | memoryview) -> str:
+        return self.locked.call("append", key, value)  # type: ignore[no-any-return]
+
+    def prepend(self, key: bytes, value: bytes | memoryview) -> str:
+        return self.locked.call("prepend", key, value)  # type: ignore[no-any-return]
+
+    def incr(self, key: bytes, delta: int) -> str:
+        return self.locked.call("incr", key, delta)  # type: ignore[no-any-return]
+
+    def decr(self, key: bytes, delta: int) -> str:
+        return self.locked.call("decr", key, delta)  # type: ignore[no-any-return]
+
+    def touch(self, key: bytes, ttl: float | None) -> str:
+        return self.locked.call("touch", key, ttl)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         return None
@@ -125,13 +183,14 @@ plugin = CacheSystem(
             "direct",
             "clients call the cache on the worker's event loop",
             _connect_direct,
-            operations=frozenset({"get", "set", "delete", "publish", "subscribe"}),
+            operations=frozenset({"get", "set", "delete", "publish", "subscribe"}) | CONDITIONAL,
             connections=no_connections,
         ),
         Strategy(
             "threads",
             "one thread per client, the cache behind a lock",
             _connect_threads,
+            operations=frozenset({"get", "set", "delete"}) | CONDITIONAL,
             blocking=True,
             connections=no_connections,
         ),

@@ -71,7 +71,7 @@ from workbench.sdk import (
 )
 from workbench_http import facts
 from workbench_http.client import connect_keep_alive, connect_new
-from workbench_http.config import check_target
+from workbench_http.config import check_target, endpoints
 from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
@@ -164,6 +164,7 @@ plugin = CacheSystem(
         recipes={kind: {"kind": kind} for kind in ("kv-store", "caching-proxy")},
     ),
     check=check_target,
+    endpoints=endpoints,
     urls=facts.URLS,
     server_cores=facts.server_cores,
     libraries=facts.LIBRARIES,

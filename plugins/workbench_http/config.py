@@ -6,32 +6,64 @@ import base64
 import json
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from workbench.sdk import AdapterError, TargetError, TlsSettings, require_loopback, tls_settings
+from workbench.sdk import (
+    AdapterError,
+    Endpoints,
+    TargetError,
+    TlsSettings,
+    Url,
+    read_url,
+    require_loopback,
+    tls_settings,
+)
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
+SCHEMES = {"http": 80, "https": 443}
 
-def check_base_url(url: str, options: dict[str, Any] | None = None) -> str:
-    """The base URL without its trailing slash; loopback unless the engine's opt-in is in
-    `options` (the system options of a step that allowed remote targets)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+
+def read_base_url(url: str, options: Mapping[str, Any] | None = None) -> Url:
+    """The base URL read exactly (`read_url`: no query, no fragment, no user part); loopback
+    unless the engine's opt-in is in `options` (a step that allowed remote targets)."""
+    parts = read_url(url, SCHEMES, option_where("base_url"))
+    if parts.username is not None:
         raise TargetError(
-            f"expected an http:// or https:// URL such as http://127.0.0.1:8000; got {url!r}",
+            f"expected no user part in the base URL (give credentials as headers); got {url!r}",
             option_where("base_url"),
         )
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if port is not None and not 0 < port < 65536:  # 0 is not "the default": name a port
-        raise TargetError(f"expected a port from 1 to 65535 in {url!r}", option_where("base_url"))
-    require_loopback(parts.hostname, option_where("base_url"), options)
+    require_loopback(parts.host, option_where("base_url"), options)
+    return parts
+
+
+def check_base_url(url: str, options: Mapping[str, Any] | None = None) -> str:
+    """The base URL without its trailing slash, as `read_base_url` reads it."""
+    read_base_url(url, options)
     return url.rstrip("/")
+
+
+def endpoints(options: Mapping[str, Any]) -> Endpoints:
+    """The server as `read_base_url` reads it, and what the native engine's http1 codec needs:
+    the Host header as the URL spells it, the base path, the templates and the statuses."""
+    parts = read_base_url(str(options["base_url"]), options)
+    http1 = {name: options[name] for name in _NATIVE_SETTINGS}
+    http1.update(host_header=parts.netloc, base_path=parts.path)
+    return Endpoints(
+        servers=((parts.host, parts.port),),
+        origin=option_where("base_url"),
+        tls=tls_settings(dict(options), "target.options") if parts.scheme == "https" else None,
+        http1=http1,
+        tls_advice="use https://",
+    )
+
+
+# The options the native engine's http1 codec reads (native/src/protocols/http.rs).
+_NATIVE_SETTINGS = (
+    "get", "set", "delete", "set_body", "value_encoding", "hit_status", "miss_status",
+    "set_status", "delete_status", "hit_field", "value_field", "headers",
+)  # fmt: skip
 
 
 # An HTTP header name is a token (RFC 9110 5.6.2); a value holds no CR, LF or other

@@ -7,6 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from workbench_redis.server import start_redis
 
@@ -14,6 +15,8 @@ from workbench.sdk import (
     Option,
     OptionSet,
     ServerProcess,
+    SpecError,
+    is_loopback,
     listen_address,
     make_tls_files,
     process_memory,
@@ -110,39 +113,44 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
     """Start the reference server `options["kind"]` on a free loopback port (or where
     `workbench serve` asks)."""
     host, port = listen_address(options)
-    loop = ["--loop", options["loop"]]
     tls = _Tls(options)
     if options["kind"] == "kv-store":
-        args = [
-            "--mode", options["mode"],
-            "--partitions", str(options["partitions"]),
-            "--expiration", _duration_arg(options["expiration"]),
-            "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
-            *loop,
-            *tls.args,
-        ]  # fmt: skip
-        server = start_python_server(
-            "workbench_http.servers.kv_store",
-            args,
-            port,
-            host,
-            version=f"kv-store ({options['mode']})",
-            scratch=tls.scratch,
-        )
-        server.target_options = {
-            **tls.client,
-            "base_url": tls.base_url(server),
-            "get": "GET /?key={key}",
-            "delete": "DELETE /?key={key}",
-            "stats_path": "/stats",
-        }
-        base = server.target_options["base_url"]
-        server.notes = (
-            f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',
-        )
-        return server
+        return _start_kv_store(options, host, port, tls)
+    return _start_caching_proxy(options, host, port, tls)
+
+
+def _start_kv_store(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ServerProcess:
+    args = [
+        "--mode", options["mode"],
+        "--partitions", str(options["partitions"]),
+        "--expiration", _duration_arg(options["expiration"]),
+        "--cleanup-interval", _duration_arg(options["cleanup_interval"]),
+        "--loop", options["loop"],
+        *tls.args,
+    ]  # fmt: skip
+    server = start_python_server(
+        "workbench_http.servers.kv_store",
+        args,
+        port,
+        host,
+        version=f"kv-store ({options['mode']})",
+        scratch=tls.scratch,
+    )
+    server.target_options = {
+        **tls.client,
+        "base_url": tls.base_url(server),
+        "get": "GET /?key={key}",
+        "delete": "DELETE /?key={key}",
+        "stats_path": "/stats",
+    }
+    base = server.target_options["base_url"]
+    server.notes = (f'curl -d \'{{"key": "k", "value": "v"}}\' {base}/ ; curl \'{base}/?key=k\'',)
+    return server
+
+
+def _start_caching_proxy(options: dict[str, Any], host: str, port: int, tls: _Tls) -> ProxyServer:
     redis: ServerProcess | None = None
-    url = options["redis_url"]
+    url = _loopback_redis(options["redis_url"])
     if not url:
         redis = start_redis()
         url = redis.target_options["url"]
@@ -152,7 +160,7 @@ def start_server(options: dict[str, Any]) -> ServerProcess | ProxyServer:
         "--ttl", _duration_arg(options["lru_ttl"]),
         "--rate-limit", f"{options['rate_limit']:g}",
         "--throttle-status", str(options["throttle_status"]),
-        *loop,
+        "--loop", options["loop"],
         *tls.args,
     ]  # fmt: skip
     try:
@@ -222,3 +230,20 @@ SERVER_OPTIONS = OptionSet(
         ),
     )
 )
+
+
+def _loopback_redis(url: str) -> str:
+    """The proxy's backing Redis is on this machine: a managed server never sends its
+    traffic elsewhere (nothing else in the workbench may either, without --allow-remote)."""
+    if not url or url.startswith("unix://"):  # a socket file is on this machine
+        return url
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    if not url.startswith(("redis://", "rediss://")) or not is_loopback(host):
+        raise SpecError(
+            f"expected a redis:// URL on this machine (127.0.0.1, ::1, localhost); got {url!r}",
+            "target.server.redis_url",
+        )
+    return url

@@ -32,27 +32,16 @@ with ``target.server.memory_mb`` (-m), ``max_item_size`` (-I) and ``threads`` (-
 from __future__ import annotations
 
 import asyncio
-import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pymemcache.client.base import Client as PymemcacheClient
 from pymemcache.client.base import PooledClient
-from pymemcache.exceptions import (
-    MemcacheClientError,
-    MemcacheError,
-    MemcacheIllegalInputError,
-    MemcacheServerError,
-    MemcacheUnexpectedCloseError,
-    MemcacheUnknownCommandError,
-)
+from pymemcache.exceptions import MemcacheError
 
 from workbench.sdk import (
-    MEMCACHE_META,
-    MEMCACHE_TEXT,
     TLS_OPTIONS,
-    AdapterError,
     CacheSystem,
     ConnectionCount,
     Option,
@@ -63,15 +52,16 @@ from workbench.sdk import (
     TlsSettings,
     closed_after_handshake,
     count_of,
-    error_kind,
     listen_address,
     per_client,
     pool_of,
     runs_in_native_engine,
-    tls_error,
     tls_settings,
 )
+from workbench.sdk.ops import CONDITIONAL
 from workbench_memcached import facts
+from workbench_memcached.endpoints import endpoints, native_protocol, placement
+from workbench_memcached.errors import translate
 from workbench_memcached.protocol import (
     KEYS,
     Address,
@@ -85,32 +75,6 @@ from workbench_memcached.protocol import (
     to_stats,
 )
 from workbench_memcached.server import MAX_ITEM_SIZE, MEMORY_MB, THREADS, start_memcached
-
-
-def _translate(exc: Exception, server: str) -> AdapterError:
-    """pymemcache's exceptions in the engine's kinds, worded like the server's reply."""
-    if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
-        # An alert (no client certificate, a certificate that does not verify): `tls`. An
-        # EOF stays a lost connection, as a server that went away mid-run gives one.
-        failed = tls_error(exc, server)
-        if failed is not None:
-            return failed
-    if isinstance(exc, OSError):  # timeout or connection, said with the server's address
-        return AdapterError(error_kind(exc), f"memcached at {server}: {type(exc).__name__}: {exc}")
-    detail = exc.args[0] if exc.args else ""
-    if isinstance(detail, bytes):
-        detail = detail.decode(errors="replace")
-    if isinstance(exc, MemcacheUnexpectedCloseError):
-        return AdapterError("connection", f"memcached at {server} closed the connection")
-    if isinstance(exc, MemcacheIllegalInputError):
-        return AdapterError("invalid", f"not sent to memcached at {server}: {detail}")
-    if isinstance(exc, MemcacheUnknownCommandError):
-        return AdapterError("server", f"memcached at {server}: ERROR")
-    if isinstance(exc, MemcacheServerError):
-        return AdapterError("server", f"memcached at {server}: SERVER_ERROR {detail}")
-    if isinstance(exc, MemcacheClientError):
-        return AdapterError("server", f"memcached at {server}: CLIENT_ERROR {detail}")
-    return AdapterError("protocol", f"memcached at {server}: {type(exc).__name__}: {detail}")
 
 
 class _Bounded:
@@ -169,7 +133,7 @@ class BlockingClient:
         try:
             value: bytes | None = client.get(key)
         except (MemcacheError, OSError) as exc:
-            raise _translate(exc, _name(client)) from exc
+            raise translate(exc, _name(client)) from exc
         return value
 
     def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
@@ -178,14 +142,14 @@ class BlockingClient:
         try:
             client.set(key, data, expire=0 if ttl is None else exptime(ttl), noreply=False)
         except (MemcacheError, OSError) as exc:
-            raise _translate(exc, _name(client)) from exc
+            raise translate(exc, _name(client)) from exc
 
     def delete(self, key: bytes) -> bool:
         client = self.pick(key)
         try:
             return bool(client.delete(key, noreply=False))
         except (MemcacheError, OSError) as exc:
-            raise _translate(exc, _name(client)) from exc
+            raise translate(exc, _name(client)) from exc
 
     def close(self) -> None:
         if self.owned:
@@ -229,7 +193,7 @@ def _handshake(client: Any, tls: TlsSettings) -> None:
     try:
         client.version()
     except (MemcacheError, OSError) as exc:
-        failed = _translate(exc, _name(client))
+        failed = translate(exc, _name(client))
         if failed.kind != "tls" and not tls.cert:
             raise closed_after_handshake(_name(client), exc) from exc
         raise failed from exc
@@ -373,17 +337,6 @@ def _on_each_server(count: ConnectionCount) -> ConnectionCount:
     return each
 
 
-def _native_protocol(system: Mapping[str, Any], strategy: Mapping[str, Any]) -> str:
-    """The native strategy's `protocol` option names the wire protocol it speaks."""
-    return MEMCACHE_META if strategy["protocol"] == "meta" else MEMCACHE_TEXT
-
-
-def _placement(system: Mapping[str, Any]) -> tuple[int, ...]:
-    """Each server's rendezvous seed, as every strategy here hashes keys over them."""
-    servers = parse_servers(system["servers"], options=system)
-    return tuple(Rendezvous([address_text(a) for a in servers]).seeds)
-
-
 plugin = CacheSystem(
     name="memcached",
     description="memcached: a lean asyncio multiplexed client, or pymemcache clients and pools",
@@ -407,7 +360,8 @@ plugin = CacheSystem(
             *TLS_OPTIONS,
         )
     ),
-    placement=_placement,
+    placement=placement,
+    endpoints=endpoints,
     strategies=(
         Strategy(
             "multiplexed",
@@ -425,6 +379,7 @@ plugin = CacheSystem(
                 )
             ),
             connections=_on_each_server(count_of("connections")),
+            operations=frozenset({"get", "set", "delete"}) | CONDITIONAL,
         ),
         Strategy(
             "client-per-client",
@@ -477,7 +432,7 @@ plugin = CacheSystem(
             ),
             engine="native",
             connections=_on_each_server(per_client),
-            protocol=_native_protocol,
+            protocol=native_protocol,
         ),
     ),
     default_strategy="multiplexed",

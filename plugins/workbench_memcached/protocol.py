@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import socket
-import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -31,13 +29,15 @@ from workbench.sdk import (
     TlsSettings,
     closed_after_handshake,
     plain_port_timeout,
+    read_host_port,
     require_loopback,
     tls_error,
 )
+from workbench_memcached.conditional import GETS, ConditionalCommands, outcome_of
+from workbench_memcached.expiry import exptime
 
-GET, STORE, DELETE, STATS = 0, 1, 2, 3
+GET, STORE, DELETE, STATS = 0, 1, 2, 3  # and conditional.py's OUTCOME, DELTA, TOUCH, GETS
 DEFAULT_PORT = 11211
-THIRTY_DAYS = 60 * 60 * 24 * 30  # memcached reads a larger exptime as a unix time
 STALL_TICKS = 5  # watchdog ticks of timeout/4 without a reply: the oldest request timed out
 STAT_NAMES = (
     "curr_items",
@@ -66,23 +66,13 @@ def parse_servers(
         raise TargetError("expected at least one memcached server such as 127.0.0.1:11211", where)
     out: list[Address] = []
     for text in values:
-        text = text.strip()
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port_text = rest[1:] if rest.startswith(":") else rest
-        elif text.count(":") == 1:
-            host, _, port_text = text.partition(":")
-        else:
-            host, port_text = text, ""
         try:
-            port = int(port_text) if port_text else DEFAULT_PORT
-            if not 0 < port < 65536:
-                raise ValueError
-        except ValueError:
+            host, port = read_host_port(str(text).strip(), DEFAULT_PORT, where)
+        except TargetError:
             raise TargetError(
                 f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
             ) from None
-        require_loopback(host or text, where, options)
+        require_loopback(host, where, options)
         out.append((host, port))
     return out
 
@@ -104,18 +94,6 @@ def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
     """The spec check's: the servers parse, and every key fits the text protocol."""
     parse_servers(options["servers"], options=options)
     check_key(longest_key)
-
-
-def exptime(ttl: float | None) -> int:
-    """memcached's exptime for a TTL in seconds: 0 is none; past 30 days, a unix time."""
-    if ttl is None or ttl == 0:
-        return 0
-    if ttl < 0:
-        return -1  # already expired
-    seconds = math.ceil(ttl)
-    if seconds > THIRTY_DAYS:
-        return int(time.time()) + seconds
-    return seconds
 
 
 def _fmix32(h: int) -> int:
@@ -313,9 +291,13 @@ class Wire(asyncio.Protocol):
                 break
             line = buf[pos:eol]
             kind, fut = pending[0]
-            if kind == GET and line[:1] == b"V":  # VALUE <key> <flags> <bytes>
+            if kind in (GET, GETS) and line[:1] == b"V":  # VALUE <key> <flags> <bytes>
                 start = eol + 2
-                end = start + int(line[line.rindex(b" ") :])
+                if kind == GET:
+                    end = start + int(line[line.rindex(b" ") :])
+                else:  # ... <cas unique>
+                    fields = line.split(b" ")
+                    end = start + int(fields[3])
                 if n < end + 7:
                     self.need = end + 7  # made relative to the kept bytes by the caller
                     break
@@ -324,6 +306,8 @@ class Wire(asyncio.Protocol):
                         "protocol", f"expected END after a value; got {buf[end : end + 7]!r}"
                     )
                 result: Any = bytes(buf[start:end]) if copy else buf[start:end]
+                if kind == GETS:
+                    result = (result, int(fields[4]))
                 pos = end + 7
             else:
                 pos = eol + 2
@@ -348,7 +332,7 @@ class Wire(asyncio.Protocol):
         An error line answers it with an error (`_reply_error` resolves it); a STAT line
         is kept until the END of the statistics.
         """
-        if kind == GET:
+        if kind in (GET, GETS):
             if line == b"END":
                 return True, None  # a miss
         elif kind == STORE:
@@ -359,6 +343,10 @@ class Wire(asyncio.Protocol):
                 return True, True
             if line == b"NOT_FOUND":
                 return True, False
+        elif kind > STATS:  # a conditional write (conditional.py)
+            outcome = outcome_of(kind, line)
+            if outcome is not None:
+                return True, outcome
         elif line[:5] == b"STAT ":  # STATS: STAT lines up to END
             parts = line.split(b" ", 2)
             if len(parts) == 3:
@@ -520,7 +508,7 @@ class Links:
             link.close()
 
 
-class MultiplexedClient:
+class MultiplexedClient(ConditionalCommands):
     """One virtual client: its requests share the worker's connections with the others."""
 
     __slots__ = ("pick",)

@@ -26,13 +26,14 @@ from workbench.sdk import (
     pool_of,
     runs_in_native_engine,
 )
+from workbench.sdk.ops import CONDITIONAL
 from workbench_redis import facts
 from workbench_redis.cluster import connect_cluster, start_cluster
 from workbench_redis.info import InfoReader
 from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
 from workbench_redis.server import POLICY, start_redis
-from workbench_redis.target import check_target, parse_target
+from workbench_redis.target import check_target, endpoints, parse_target
 
 KV = frozenset({"get", "set", "delete"})
 KV_PUBSUB = KV | {"publish", "subscribe"}
@@ -157,14 +158,14 @@ plugin = CacheSystem(
             "multiplexed",
             "one connection per worker shared by all its clients, commands auto-pipelined",
             _connect_multiplexed,
-            operations=KV_PUBSUB,
+            operations=KV_PUBSUB | CONDITIONAL,
             connections=one_per_worker,
         ),
         Strategy(
             "multiplexed-k",
             "a fixed set of K auto-pipelined connections per worker, used round robin",
             _connect_multiplexed_k,
-            operations=KV_PUBSUB,
+            operations=KV_PUBSUB | CONDITIONAL,
             options=OptionSet(
                 (Option("connections", "int", 4, "connections per worker", minimum=1, maximum=256),)
             ),
@@ -277,6 +278,7 @@ plugin = CacheSystem(
         programs=(("redis-server", ("redis-server", "--version")),),
     ),
     check=check_target,
+    endpoints=endpoints,
     urls=facts.URLS,
     cache_size=facts.CACHE_SIZE,
     server_cores=facts.server_cores,

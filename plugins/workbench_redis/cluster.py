@@ -88,6 +88,18 @@ def _ready(host: str, port: int, known: int, files: TlsFiles | None) -> bool:
     return whole and synced
 
 
+def _wait_ready(host: str, started: list[ServerProcess], files: TlsFiles | None) -> None:
+    """Until every node says cluster_state:ok with all its peers (replicas synced)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not all(_ready(host, s.port, len(started), files) for s in started):
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"the cluster did not reach cluster_state:ok (replicas synced) in "
+                f"{READY_TIMEOUT:g}s"
+            )
+        time.sleep(0.1)
+
+
 def start_cluster(
     nodes: int = 3, host: str = LOOPBACK, binary: str = "", replicas: int = 0, tls: bool = False
 ) -> ClusterProcess:
@@ -124,14 +136,7 @@ def start_cluster(
         )
         if done.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-400:]}")
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not all(_ready(host, s.port, total, files) for s in started):
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the cluster did not reach cluster_state:ok (replicas synced) in "
-                    f"{READY_TIMEOUT:g}s"
-                )
-            time.sleep(0.1)
+        _wait_ready(host, started, files)
     except BaseException:
         for s in started:
             s.stop()

@@ -26,6 +26,7 @@ from workbench.sdk import (
     plain_port_timeout,
     tls_error,
 )
+from workbench_redis.conditional import ConditionalCommands
 from workbench_redis.target import RedisTarget
 
 P = TypeVar("P", bound=asyncio.Protocol)
@@ -292,7 +293,7 @@ class Multiplexed:
                 p.close()
 
 
-class MultiplexedClient:
+class MultiplexedClient(ConditionalCommands):
     """A virtual client: a thin handle on the worker's shared connections."""
 
     def __init__(self, mux: Multiplexed) -> None:

@@ -7,15 +7,24 @@ hold them, so a stored run or an exported report cannot carry a secret.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workbench.sdk import TargetError, TlsSettings, require_loopback, tls_settings
+from workbench.sdk import (
+    Endpoints,
+    Login,
+    TargetError,
+    TlsSettings,
+    read_url,
+    require_loopback,
+    tls_settings,
+)
 
 
 def no_retries(asyncio: bool) -> Any:
@@ -95,6 +104,7 @@ class RedisTarget:
 
 
 DEFAULT_PORT = 6379
+SCHEMES = {"redis": DEFAULT_PORT, "rediss": DEFAULT_PORT}
 
 
 def check_target(options: dict[str, Any], longest_key: bytes) -> None:
@@ -102,25 +112,22 @@ def check_target(options: dict[str, Any], longest_key: bytes) -> None:
     parse_target(options)
 
 
-def parse_target(options: dict[str, Any]) -> RedisTarget:
+def parse_target(options: Mapping[str, Any]) -> RedisTarget:
+    """The URL read exactly (`read_url`: no query, no fragment, one user at most), a
+    database that is a plain integer, no password in it; the one reading both engines, the
+    remote check and the server figures use (`endpoints`)."""
     url = str(options["url"])
     where = "target.options.url"
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss"):
-        raise TargetError(f"expected a redis:// or rediss:// URL; got {url!r}", where)
-    host = parts.hostname or "127.0.0.1"
-    require_loopback(host, where, options)
-    try:
-        port = DEFAULT_PORT if parts.port is None else parts.port
-        path = parts.path.strip("/")
-        db = int(path) if path else 0
-    except ValueError as exc:
-        raise TargetError(f"expected redis://HOST:PORT/DB; got {url!r} ({exc})", where) from None
-    if port == 0:  # not "the default": the run must load the server it names
-        raise TargetError(f"expected a port from 1 to 65535; got 0 in {url!r}", where)
-    if db < 0:
-        raise TargetError(f"expected a database number of 0 or more; got {url!r}", where)
-    if parts.password:
+    parts = read_url(url, SCHEMES, where, default_host="127.0.0.1")
+    host = require_loopback(parts.host, where, options)
+    path = parts.path.strip("/")
+    if path and not (path.isascii() and path.isdigit()):
+        raise TargetError(
+            f"expected the database as a plain number such as redis://HOST:PORT/3; got "
+            f"{path!r} in {url!r}",
+            where,
+        )
+    if parts.password is not None:
         raise TargetError(
             "a password in the URL would be stored with the run; put it in the environment "
             f"variable named by target.options.password_env ({options['password_env']})",
@@ -132,11 +139,24 @@ def parse_target(options: dict[str, Any]) -> RedisTarget:
     password = os.environ.get(options["password_env"]) or None
     return RedisTarget(
         host=host,
-        port=port,
-        db=db,
-        tls=tls_settings(options, "target.options") if parts.scheme == "rediss" else None,
+        port=parts.port,
+        db=int(path) if path else 0,
+        tls=tls_settings(dict(options), "target.options") if parts.scheme == "rediss" else None,
         username=username,
         password=password,
         connect_timeout=float(options["connect_timeout"]),
         timeout=float(options["timeout"]),
+    )
+
+
+def endpoints(options: Mapping[str, Any]) -> Endpoints:
+    """The server, TLS and login as `parse_target` reads them: the native engine's too."""
+    t = parse_target(options)
+    return Endpoints(
+        servers=((t.host, t.port),),
+        origin="target.options.url",
+        tls=t.tls,
+        login=Login(db=t.db, username=t.username, password_env=options["password_env"]),
+        cluster=bool(options.get("cluster")),
+        tls_advice="use rediss://",
     )

@@ -49,7 +49,7 @@ def test_a_served_reference_server_imports_nothing_from_the_current_directory(
     hostile_dir: Path,
 ) -> None:
     proc = subprocess.Popen(
-        [WORKBENCH, "serve", "kv-store", "--loop", "uvloop"],
+        [WORKBENCH, "serve", "kv-store", "--set", "loop=uvloop"],
         cwd=hostile_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

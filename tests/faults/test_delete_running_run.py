@@ -28,7 +28,7 @@ def test_a_running_run_is_not_deleted_and_ends_stored(
     store = tmp_path / "runs.sqlite"
     proc = _long_run(redis_server, store)
     try:
-        wait_for_line(proc, "[   0.4s]")
+        wait_for_line(proc, "[  0.4s]")
         res = cli(["runs", "delete", "last", "--yes"], store)
         assert res.returncode == 2, res.stdout + res.stderr
         lines = res.stderr.strip().splitlines()
@@ -50,7 +50,7 @@ def test_a_run_whose_process_is_gone_can_be_deleted(
     store = tmp_path / "runs.sqlite"
     proc = _long_run(redis_server, store)
     try:
-        wait_for_line(proc, "[   0.4s]")
+        wait_for_line(proc, "[  0.4s]")
         run_id = Store(store).resolve("last")
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)

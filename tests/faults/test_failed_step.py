@@ -41,7 +41,7 @@ def test_a_server_gone_for_most_of_the_step_fails_it(tmp_path: Path, cli_run) ->
         "--set", "load.rate=2000",
     )  # fmt: skip
     try:
-        cli.wait_for_line("[   0.5s]")
+        cli.wait_for_line("[  0.5s]")
     finally:
         server.stop()  # refused from now on: most of the step's ops fail
     code, out = cli.finish(timeout=30)

@@ -36,3 +36,12 @@ def test_a_number_out_of_range_is_refused_at_spec_check(
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert field in lines[0] and expected in lines[0], lines[0]
     assert not (tmp_path / "runs.sqlite").exists(), "nothing started, nothing stored"
+
+
+def test_a_search_probe_shorter_than_an_interval_is_refused(tmp_path: Path) -> None:
+    # It used to run and end "no rate met the target after 0 probes", exit 3.
+    args = ["search", "--probe", "0.001", "--target", "p99<10ms"]
+    res = cli(args, tmp_path / "runs.sqlite", timeout=60)
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "search.probe" in res.stderr and "at least 0.05 s" in res.stderr, res.stderr
+    assert not (tmp_path / "runs.sqlite").exists()

@@ -49,7 +49,7 @@ def test_a_second_interrupt_abandons_a_run_against_a_stopped_server(
     redis: ServerProcess, cli_run, tmp_path: Path
 ) -> None:
     cli = cli_run(*_redis_args(redis, "--set", "load.concurrency=8"))
-    cli.wait_for_line("[   1.0s]")
+    cli.wait_for_line("[  1.0s]")
     stopped(redis.pid)
     try:
         time.sleep(0.3)
@@ -67,7 +67,7 @@ def test_two_interrupts_20ms_apart_on_many_threads_end_the_run(
 ) -> None:
     args = ("--set", "strategy.name=sync-per-client", "--set", "load.concurrency=64")
     cli = cli_run(*_redis_args(redis, *args))
-    cli.wait_for_line("[   1.0s]")
+    cli.wait_for_line("[  1.0s]")
     code, out, took = _abandon(cli, 0.02)
     assert code == 130, out
     assert took < ABANDON_WITHIN, f"took {took:.2f}s"
@@ -78,7 +78,7 @@ def test_one_interrupt_stops_and_keeps_what_was_measured(
     redis: ServerProcess, cli_run, tmp_path: Path
 ) -> None:
     cli = cli_run(*_redis_args(redis, "--set", "load.concurrency=8"))
-    cli.wait_for_line("[   1.0s]")
+    cli.wait_for_line("[  1.0s]")
     cli.signal(signal.SIGINT)
     code, out = cli.finish(timeout=20)
     assert code == 130, out

@@ -12,7 +12,7 @@ def test_sigusr1_prints_the_runs_tasks_and_threads_and_the_run_completes(cli_run
         "--set", "target.system=embedded", "--set", "load.duration=2",
         "--set", "load.interval=0.5", "--set", "load.warmup=0", "--set", "load.workers=1",
     )  # fmt: skip
-    cli.wait_for_line("[   0.5s]")
+    cli.wait_for_line("[  0.5s]")
     cli.signal(signal.SIGUSR1)
     code, out = cli.finish(timeout=60)
     assert code == 0, out

@@ -12,9 +12,9 @@ from faults_support import cli
 CASES = [
     (["-s", "redis://127.0.0.1:0"], "target.options.url", "port from 1 to 65535"),
     (["-s", "http://127.0.0.1:0/"], "target.options.base_url", "port from 1 to 65535"),
-    (["-s", "redis://127.0.0.1:99999"], "target.options.url", "expected redis://HOST:PORT/DB"),
-    (["-s", "redis://127.0.0.1:6379/abc"], "target.options.url", "expected redis://HOST:PORT/DB"),
-    (["-s", "redis://127.0.0.1:6379/-1"], "target.options.url", "database number"),
+    (["-s", "redis://127.0.0.1:99999"], "target.options.url", "port from 1 to 65535"),
+    (["-s", "redis://127.0.0.1:6379/abc"], "target.options.url", "database as a plain number"),
+    (["-s", "redis://127.0.0.1:6379/-1"], "target.options.url", "database as a plain number"),
     (["-s", "memcached://127.0.0.1:99999"], "target.options.servers", "expected host:port"),
     (["-s", "memcached://127.0.0.1:0"], "target.options.servers", "expected host:port"),
     (["-s", "memcached://127.0.0.1:abc"], "target.options.servers", "expected host:port"),

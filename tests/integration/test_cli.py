@@ -51,6 +51,29 @@ def test_default_run_prints_live_lines_and_the_document_ticks(store: Path) -> No
     assert "completed" in lines[-1]
 
 
+def test_the_summary_has_a_per_op_table_and_a_verdict_wrapped_at_words(store: Path) -> None:
+    """memtier's Gets / Sets / Totals, under the ladder (or alone: --hide-histogram)."""
+    out = store.parent / "run.json"
+    res = run(["run", "--test-time", "1", "--set", "load.warmup=0", "--hide-histogram",
+               "--json-out-file", str(out)], store)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert "Response times percentiles:" not in res.stdout
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["ops/s", "hits/s"])
+    assert lines[head].split() == ["ops/s", "hits/s", "misses/s", "avg", "p50", "p99", "p99.9",
+                                   "MiB/s"]  # fmt: skip
+    gets, sets, totals = (lines[head + i].split() for i in (1, 2, 3))
+    assert (gets[0], sets[0], totals[0]) == ("Gets", "Sets", "Totals")
+    assert sets[2:4] == ["-", "-"]  # a set is neither a hit nor a miss
+    as_int = lambda s: int(s.replace(",", ""))  # noqa: E731
+    assert abs(as_int(gets[1]) + as_int(sets[1]) - as_int(totals[1])) <= 2
+    verdict = [ln for ln in lines if ln.startswith("verdict: ")]
+    start = lines.index(verdict[0])
+    wrapped = [verdict[0], *(ln for ln in lines[start + 1 :] if ln.startswith("  "))]
+    assert len(wrapped) > 1 and all(len(ln) <= 100 for ln in wrapped)
+    assert out.is_file()
+
+
 def test_runs_list_and_show_read_back_a_run(store: Path) -> None:
     assert (
         run(

@@ -18,6 +18,10 @@ from workbench.report.repeats import groups
 from workbench.results.store import Store
 from workbench.stats.change import NO_CHANGE, REGRESSED
 
+# Verdicts on latency: another test's load on the same cores is noise between the sides
+# that the statistics would rightly call a change (docs/testing.md).
+pytestmark = pytest.mark.serial
+
 PROFILE = [
     "load.repeat=3",
     "load.duration=0.5",

@@ -17,6 +17,8 @@ ITEMS = (
     "memcached",
     "make",
     "cc",
+    "valkey-server",
+    "varnishd",
     "ray",
     "libcachesim",
     "open files (ulimit -n)",

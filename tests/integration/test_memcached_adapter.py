@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from support import collect, stopped
 from workbench_memcached import plugin
-from workbench_memcached.protocol import THIRTY_DAYS, Rendezvous, exptime, parse_servers
+from workbench_memcached.expiry import THIRTY_DAYS, exptime
+from workbench_memcached.protocol import Rendezvous, parse_servers
 from workbench_memcached.server import start_memcached
 
 from workbench.results.events import Event, Interval, StepFinished, StepStarted

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from quick_profiles import QUICK
 from support import collect, finished
 from umem_support import umem_source
 
@@ -17,23 +18,6 @@ from workbench.results.store import Store
 from workbench.spec.steps import check_spec, load_spec, plan
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
-SHORT = ["load.duration=0.3", "load.warmup=0"]
-
-QUICK: dict[str, list[str]] = {
-    "quick": SHORT,
-    "embedded-sweep": [*SHORT, "load.concurrency=[1,4]"],
-    "client-strategies": [*SHORT, "load.concurrency=4"],
-    "client-strategies-pubsub": [*SHORT, "load.concurrency=2"],
-    "value-sizes": [*SHORT, "workload.keys=4", 'strategy.name=["multiplexed","sync-pool"]'],
-    "value-sizes-pubsub": SHORT,
-    "memory-limit-hit-rate": ["load.ops=400", "load.warmup_ops=400"],
-    "memory-limit-hit-rate-quick": ["load.ops=400", "load.warmup_ops=400"],
-    "caching-proxy-bad-query": [*SHORT, "load.concurrency=[1,16]"],
-    "caching-proxy-miss": [*SHORT, "load.concurrency=4"],
-    "caching-proxy-hit": [*SHORT, "load.concurrency=4"],
-    "kv-store": ["load.duration=1", "load.warmup=0.3"],
-    "trace-replay": ["workload.trace.limit=3000", "load.warmup_ops=1000"],
-}
 # Errors a profile may meet for real: memcached refuses items when a slab class is full.
 ALLOWED_ERRORS: dict[str, set[str]] = {
     "memory-limit-hit-rate": {"server"},

@@ -232,11 +232,13 @@ async def test_kv_store_expires_lazily_and_sweeps_periodically(
     args = ["--mode", mode, "--cleanup-interval", "200ms", "--expiration", "300ms"]
     with start_python_server(KV, args) as server:
         base = url_of(server)
-        await fetch(http, "POST", f"{base}/", json={"key": "read", "value": "v", "ttl": 0.3})
         for i in range(50):  # never read again: only the sweep can remove them
             await fetch(http, "POST", f"{base}/", json={"key": f"unread{i}", "value": "v"})
         await fetch(http, "POST", f"{base}/", json={"key": "kept", "value": "v", "ttl": 60})
         await fetch(http, "PUT", f"{base}/?key=forever&ttl=0", data=b"v")
+        # Written last and read at once, with a TTL of a second: 0.3 s before the 52 writes
+        # above ran out before the read on a loaded machine.
+        await fetch(http, "POST", f"{base}/", json={"key": "read", "value": "v", "ttl": 1.0})
         assert (await fetch(http, "GET", f"{base}/?key=read"))[0] == 200
         deadline = time.monotonic() + 10
         while True:

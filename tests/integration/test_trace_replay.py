@@ -156,10 +156,15 @@ async def test_as_recorded_replays_sets_gets_and_deletes_and_names_what_it_skips
     (step,) = finished(events)
     s = step.stats
     assert s.hist["set"].get_total_count() == 1 and s.hist["delete"].get_total_count() == 1
-    assert (s.hits, s.misses) == (1, 2)  # the get after the set hits; after the delete, not
-    # Skipped ops are counted by name, apart from the errors: nothing was tried.
-    assert s.skipped == {"incr": 1, "add": 1}
     assert s.errors == {}
+    if engine == "native":  # it does no conditional writes yet: a gets goes as a get
+        assert (s.hits, s.misses) == (1, 2)  # the get after the set hits; after the delete, not
+        # Skipped ops are counted by name, apart from the errors: nothing was tried.
+        assert s.skipped == {"incr": 1, "add": 1}
+        return
+    assert (s.hits, s.misses) == (2, 1)  # and the gets after the add hits
+    assert s.outcomes == {"incr": {"not_found": 1}, "add": {"stored": 1}}
+    assert s.skipped == {}
 
 
 def test_bad_trace_fields_are_named(tmp_path: Path) -> None:
@@ -413,7 +418,9 @@ def test_the_cli_live_lines_say_how_many_requests_were_skipped(tmp_path: Path, e
     trace.write_text(
         "".join(f"{i / 200},k{i % 20},3,10,0,{'incr' if i % 2 else 'get'},0\n" for i in range(400))
     )
-    overrides = [*_replay(trace, 'workload.trace.ops="as-recorded"', engine=engine)]
+    # A strategy without incr: redis-py's pool in the Python engine (multiplexed has it).
+    strategy = "async-pool" if engine == "multiplexed" else engine
+    overrides = [*_replay(trace, 'workload.trace.ops="as-recorded"', engine=strategy)]
     overrides += ["workload.trace.speed=4", "load.interval=0.2", "load.warmup=0", "load.workers=1"]
     args = [a for o in overrides for a in ("--set", o)]
     env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "runs.sqlite3")}

@@ -294,5 +294,7 @@ def test_the_compiled_order_carries_every_number_the_engine_needs() -> None:
         "cum_weights": [9.0, 10.0],
     }
     assert one["ttl"] == {"kind": "range", "min": 1.0, "max": 5.0}
-    assert one["placement"]["seeds"] == Rendezvous(["127.0.0.1:11211", "127.0.0.1:11212"]).seeds
+    assert one["target"]["placement"] == Rendezvous(["127.0.0.1:11211", "127.0.0.1:11212"]).seeds
+    assert one["target"]["servers"] == [["127.0.0.1", 11211], ["127.0.0.1", 11212]]
+    assert one["target"]["protocol"] == "memcache-text" and "system" not in one
     assert one["pipeline"] == 2 and one["timeout_ns"] == 5_000_000_000

@@ -161,6 +161,8 @@ def test_cache_aside_hit_rate_equals_the_python_engines(
         "load.ops": 20_000,
         "load.concurrency": 4,
         "seed": 5,
+        # One interval however long the 20,000 ops take: 5 s was passed on a loaded machine.
+        "load.interval": 120.0,
     }
     native = run_worker("native", _native(system, server, **common))
     python = run_worker(

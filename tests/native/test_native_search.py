@@ -21,7 +21,8 @@ from workbench.results.verdict import SERVER_STALLED
 from workbench.run.search import SearchRun
 from workbench.spec.steps import load_spec
 
-pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
+# A rate found against the closed-loop throughput: run alone (docs/testing.md).
+pytestmark = [pytest.mark.serial, pytest.mark.redis, pytest.mark.timeout(600)]
 COMMON = [
     "target.system=redis",
     "strategy.name=native",

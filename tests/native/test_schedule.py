@@ -241,6 +241,7 @@ def test_a_stalled_server_shows_in_the_latency_of_the_ops_it_held_up(engine: str
     assert decode(only["stats"]["send_lag"]).get_max_value() >= 700_000_000  # sent late too
 
 
+@pytest.mark.serial  # 8,000 ops/s kept up with: throughput, run alone (docs/testing.md)
 @pytest.mark.redis
 def test_every_op_sent_on_schedule_is_answered(redis_server: ServerProcess) -> None:
     # Timer wake-ups and replies arrive together all the time at this rate: a reply's

@@ -56,6 +56,7 @@ def test_the_documented_plugin_passes_the_kit(example: ModuleType, memcached_ser
     results = check_plugin(example.plugin, settings=settings)
     assert not failures(results), "\n".join(r.line() for r in results)
     assert {r.name for r in results if r.status == "pass"} >= set(CHECKS) - {
+        "conditional",
         "pubsub",
         "server-gone",
     }
@@ -79,3 +80,48 @@ def test_the_page_names_every_check_operation_and_option_kind() -> None:
     for flag in ("--strategy", "--set", "--managed", "--only", "plugins new", "--dir"):
         assert flag in text, flag
     assert "workbench.plugins" in text and "blocking=True" in text
+
+
+WALKTHROUGH = re.compile(r"<!-- walkthrough: (\S+) -->\n```\w*\n(.*?)\n```", re.S)
+
+
+@pytest.fixture(scope="module")
+def walkthrough(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The walkthrough's adapter, written out and imported as its package would be."""
+    ((rel, body),) = WALKTHROUGH.findall(DOC.read_text())
+    root = tmp_path_factory.mktemp("walkthrough")
+    path = root / rel
+    path.parent.mkdir(parents=True)
+    (path.parent / "__init__.py").write_text("")
+    path.write_text(body + "\n")
+    sys.path.insert(0, str(root / "src"))
+    try:
+        yield importlib.import_module("workbench_keydb.adapter")
+    finally:
+        sys.path.remove(str(root / "src"))
+        for name in ("workbench_keydb.adapter", "workbench_keydb"):
+            sys.modules.pop(name, None)
+
+
+def test_the_walkthrough_system_declares_what_it_is(walkthrough: ModuleType) -> None:
+    from workbench.sdk.adapter import check_declaration
+
+    plugin = check_declaration(walkthrough.plugin, "keydb")
+    assert plugin.urls is not None and plugin.urls.options("keydb://10.0.0.5:7000") == {
+        "url": "redis://10.0.0.5:7000/0"
+    }
+    facts = plugin.facts({"threads": 4}, managed=True)
+    assert facts["server_cores"] == 4.0 and facts["cache_size"]["option"] == "maxmemory"
+    assert plugin.facts({"threads": 4}, managed=False)["server_cores"] is None
+    assert plugin.refusals and plugin.figures.cpu == ("used_cpu_user", "used_cpu_sys")
+
+
+@pytest.mark.redis
+def test_the_walkthrough_system_passes_the_kit_on_a_stand_in(walkthrough: ModuleType) -> None:
+    """redis-server stands in for keydb-server, as the page says it may."""
+    results = check_plugin(
+        walkthrough.plugin, managed=True, settings={"server.binary": "redis-server"}
+    )
+    assert not failures(results), "\n".join(r.line() for r in results)
+    (gone,) = [r for r in results if r.name == "server-gone"]
+    assert gone.status == "pass"

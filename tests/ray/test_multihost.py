@@ -252,7 +252,7 @@ def test_a_host_that_joins_late_is_not_used_by_the_step_under_way(
     joined: list[float] = []
 
     def join(t: float, line: str) -> None:
-        if line.startswith("[   1.0s]") and not joined:
+        if line.startswith("[  1.0s]") and not joined:
             c = hosts.add(late, 7 + sorted(ENGINES).index(engine))
             netbed.copy_token((a.home / ".ray" / "auth_token").read_text(), c)
             netbed.ray_join(c, a, nice=True)
@@ -295,7 +295,7 @@ def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_o
     killed: list[float] = []
 
     def lose_it(t: float, line: str) -> None:
-        if line.startswith("[   3.0s]") and not killed:
+        if line.startswith("[  3.0s]") and not killed:
             raylets = doomed.pids("raylet")
             assert raylets
             for pid in raylets:  # its raylet, by pid...
@@ -330,7 +330,7 @@ def test_a_host_lost_mid_run_is_reported_at_its_last_interval_and_the_run_ends_o
     lost_at = out.when("worker lost")
     assert lost_at - killed[0] <= 2 * interval + 1.0, (lost_at, killed)
     # The run ends within two intervals of its planned end.
-    begun = out.when(r"^\[   1\.0s\]") - interval
+    begun = out.when(r"^\[  1\.0s\]") - interval
     assert out.when(r"^== run \(degraded\)") - begun <= duration + 2 * interval, out.text
     no_ray_lines(out)
     run = last_run(a)

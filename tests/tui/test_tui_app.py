@@ -15,11 +15,12 @@ from workbench.results.store import Store
 from workbench.sdk.errors import SpecError
 from workbench.spec.steps import load_spec
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.commands import WorkbenchCommands, key_name
+from workbench.tui.commands import WorkbenchCommands
 from workbench.tui.messages import ExportRuns
 from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.dialogs import AskText, Confirm
 from workbench.tui.screens.export import ExportScreen
+from workbench.tui.screens.help import key_name
 from workbench.tui.screens.history import HistoryScreen, RunDetailScreen
 from workbench.tui.screens.run import RunScreen
 from workbench.tui.screens.setup import SetupScreen
@@ -85,14 +86,14 @@ async def test_run_watch_stop_and_find_it_in_history(make, store: Store) -> None
         await until(pilot, lambda: dash.view.step is not None and len(dash.view.step.points) >= 2)
         seen = len(dash.view.step.points)  # type: ignore[union-attr]
         first_ops = dash.view.step.summary.ops  # type: ignore[union-attr]
-        first_render = str(app.screen.query_one("#counters", Static).render())
+        first_render = str(app.screen.query_one("#counters-body", Static).render())
         await until(pilot, lambda: len(dash.view.step.points) >= seen + 2)  # type: ignore[union-attr]
         assert dash.view.step.summary.ops > first_ops  # type: ignore[union-attr]
         assert throughput.series and throughput.series[0].points
         assert app.screen.query_one("#latency", Chart).series[0].points
         assert app.screen.query_one("#percentiles", Chart).series
         await pilot.pause()
-        assert str(app.screen.query_one("#counters", Static).render()) != first_render
+        assert str(app.screen.query_one("#counters-body", Static).render()) != first_render
 
         await pilot.press("f8")  # stop: what was measured is kept
         await until(pilot, lambda: not app.running)

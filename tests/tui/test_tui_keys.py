@@ -42,7 +42,7 @@ async def test_a_checkbox_reads_tick_or_box_without_colour(make) -> None:  # typ
         assert box.render().plain.startswith("✓ ")
 
 
-async def test_tab_brings_the_steps_table_into_sight_at_80x24(make) -> None:  # type: ignore[no-untyped-def]
+async def test_tab_reaches_the_counters_then_the_steps_at_80x24(make) -> None:  # type: ignore[no-untyped-def]
     app: WorkbenchApp = make()
     events = synthetic_events("20231114-222000-bbbb", "sweep", concurrency=(1, 4, 16))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -53,6 +53,13 @@ async def test_tab_brings_the_steps_table_into_sight_at_80x24(make) -> None:  # 
         dash = app.screen.query_one(RunDashboard)
         assert app.focused is None and dash.scroll_y == 0  # charts and counters first
         assert dash.max_scroll_y > 0
+        await pilot.press("tab")  # the counters: taller than their box at 80x24, they scroll
+        await pilot.pause()
+        counters = app.screen.query_one("#counters")
+        assert app.focused is counters and counters.max_scroll_y > 0
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert counters.scroll_y > 0
         await pilot.press("tab")
         await pilot.pause()
         await pilot.pause()

@@ -14,6 +14,7 @@ from tui_data import synthetic_events, view_of
 
 from workbench.results.events import RunFinished, StepFinished
 from workbench.results.metrics import Stats
+from workbench.tui.messages import ExportRuns
 from workbench.tui.screens.setup import SetupScreen
 
 NARROW, WIDE = (80, 24), (160, 48)
@@ -88,11 +89,12 @@ def test_run_sweep(snap_compare, make, size) -> None:  # type: ignore[no-untyped
 
 
 def test_run_steps_reached_with_tab_at_80x24(snap_compare, make) -> None:  # type: ignore[no-untyped-def]
-    """At 80x24 the dashboard scrolls: Tab brings the steps table into sight."""
+    """At 80x24 the dashboard scrolls: Tab (the counters, then the steps) brings the steps
+    table into sight, its columns fitted to the width."""
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await run_before_with(SWEEP, "run")(pilot)
-        await pilot.press("tab")
+        await pilot.press("tab", "tab")
         await settle(pilot)
 
     assert snap_compare(make(), terminal_size=NARROW, run_before=run_before)
@@ -112,11 +114,33 @@ def test_history(snap_compare, make, seeded, size) -> None:  # type: ignore[no-u
     assert snap_compare(make(), terminal_size=size, run_before=run_before_with([], "history"))
 
 
-def test_compare(snap_compare, make, seeded) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_compare(snap_compare, make, seeded, size) -> None:  # type: ignore[no-untyped-def]
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
         pilot.app.compare_ids = ("20231114-223000-cccc", "20231114-222000-bbbb")
         await pilot.app.switch_mode("compare")
         await settle(pilot)
 
-    assert snap_compare(make(), terminal_size=WIDE, run_before=run_before)
+    assert snap_compare(make(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_help(snap_compare, make, size) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        await pilot.press("f1")
+        await settle(pilot)
+
+    assert snap_compare(make(), terminal_size=size, run_before=run_before)
+
+
+def test_export_at_80x24(snap_compare, make, seeded, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir("/")  # the full path shown: the same on every machine (nothing is saved)
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        pilot.app.post_message(ExportRuns(["20231114-221320-aaaa"]))
+        await settle(pilot)
+
+    assert snap_compare(make(), terminal_size=NARROW, run_before=run_before)

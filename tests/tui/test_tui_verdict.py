@@ -35,10 +35,15 @@ def test_badge_and_counter_line_appear_once_cpu_was_recorded() -> None:
     step = view.steps[0]
     assert str(step_row(step)[2]).endswith("[generator-bound]")
     shown = text_of(counters_table(view, step))
-    # a badge and one line: the counters below stay in sight
-    first, second = shown.splitlines()[:2]
-    assert first.startswith("[generator-bound] worker 97% of a core")
-    assert second.startswith("ops ")
+    # a badge, then the evidence and advice wrapped at words (never cut), then the counters
+    lines = shown.splitlines()
+    assert lines[0].startswith("[generator-bound] worker 97% of a core")
+    verdict = " ".join(
+        line.strip()
+        for line in lines[: lines.index(next(x for x in lines if x.startswith("ops ")))]
+    )
+    assert verdict.endswith("add workers or use the native engine")
+    assert all(len(line.rstrip()) <= 100 for line in lines)
 
 
 async def test_a_bad_search_target_is_said_and_nothing_starts(make) -> None:  # type: ignore[no-untyped-def]

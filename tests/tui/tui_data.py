@@ -54,10 +54,13 @@ def synthetic_events(
     scale: float = 1.0,
     started_at: float = T0,
     finish: bool = True,
+    system: str = "embedded",
+    strategy: str = "direct",
 ) -> list:
     spec = Spec(name=name)
     data = spec_to_dict(spec)
     data["load"]["workers"] = 2
+    data["target"]["system"] = system
     steps = [
         {
             "index": i,
@@ -80,10 +83,14 @@ def synthetic_events(
                 data,
                 workers=2,
                 clients=c,
-                system="embedded",
-                strategy="direct",  # what the engine records for the default
-                connections=f"{c} clients in-process, 2 workers",
-                facts=EMBEDDED_FACTS,
+                system=system,
+                strategy=strategy,  # what the engine records for the default
+                connections=(
+                    f"{c} clients in-process, 2 workers"
+                    if system == "embedded"
+                    else f"{c} clients = {c} connections, 2 workers"
+                ),
+                facts=load_plugin(system).facts({}, False),
             )
         )
         parts = []

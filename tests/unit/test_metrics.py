@@ -21,9 +21,9 @@ from workbench.results.metrics import (
     new_histogram,
     percentile_curve,
     quantise,
-    redirects_text,
     summarise,
 )
+from workbench.results.step_text import redirects_text
 
 
 def latencies(n: int, seed: int = 1) -> list[int]:

@@ -30,32 +30,48 @@ def test_names_codes_and_trace_names_are_each_unique() -> None:
 
 def test_codes_keep_the_numbers_the_native_order_and_stored_runs_use() -> None:
     """A mix names operations by code in the native order: codes never move."""
-    assert ops.MIX_CODES == {"get": 0, "set": 1, "delete": 2, "cache_aside": 3, "publish": 4}
     assert (ops.GET, ops.SET, ops.DELETE, ops.CACHE_ASIDE, ops.PUBLISH) == (0, 1, 2, 3, 4)
     assert ops.DELIVER == 5 and ops.SUBSCRIBE == 6
+    assert (ops.ADD, ops.REPLACE, ops.CAS, ops.APPEND, ops.PREPEND) == (7, 8, 9, 10, 11)
+    assert (ops.INCR, ops.DECR, ops.TOUCH, ops.GETS) == (12, 13, 14, 15)
+    assert {k.name: k.code for k in ops.KINDS if k.in_mix} == ops.MIX_CODES
 
 
 def test_the_lists_are_filters_of_the_registry() -> None:
-    assert ops.OPERATIONS == ("get", "set", "delete", "cache_aside", "publish", "subscribe")
-    assert ops.RECORDED == ("get", "set", "delete", "publish", "deliver")
+    conditional = ("add", "replace", "cas", "append", "prepend", "incr", "decr", "touch")
+    assert (
+        *("get", "set", "delete", "cache_aside", "publish", "subscribe"),
+        *conditional,
+        "gets",
+    ) == ops.OPERATIONS
+    assert ("get", "set", "delete", "publish", "deliver", *conditional, "gets") == ops.RECORDED
     assert ops.RECEIVED == ("deliver",)
-    assert set(ops.TRACE_OPS) == {
-        *("get", "gets", "set", "add", "replace", "cas", "append", "prepend"),
-        *("delete", "incr", "decr"),
-    }
-    assert ops.AS_RECORDED == {"get": ops.GET, "gets": ops.GET, "set": ops.SET, "delete": 2}
+    assert set(ops.TRACE_OPS) == {"get", "gets", "set", "delete", *conditional}
+    assert {n: ops.kind(n).code for n in ops.TRACE_OPS} == ops.AS_RECORDED
+    assert {ops.BY_CODE[c].name for c in ops.WITH_OUTCOME} == set(conditional)
+    assert {ops.GET, ops.GETS, ops.CACHE_ASIDE} == ops.READS
     assert ops.NEEDS["publish"] == {"publish", "subscribe"}
     assert ops.NEEDS["cache_aside"] == {"get", "set"}
     assert ops.in_group(ops.MESSAGE) == ("publish", "deliver")
 
 
-def test_trace_ops_not_run_yet_are_rows_a_replay_skips() -> None:
-    """Issue 37's kinds are ordinary rows: known to traces, not issued, not declarable."""
-    for name in ("add", "replace", "cas", "append", "prepend", "incr", "decr"):
-        k = ops.kind(name)
-        assert not k.runs and k.trace_names == (name,)
-        assert name not in ops.OPERATIONS and name not in ops.AS_RECORDED
-        assert name not in ops.MIX_CODES and name not in ops.RECORDED
+def test_a_trace_op_is_issued_as_itself_or_its_stand_in_or_skipped() -> None:
+    """A replay sends a trace's op as recorded to a strategy that declares it; a gets goes
+    as a get to one without cas; anything else undeclared is skipped (None)."""
+    kv = frozenset({"get", "set", "delete"})
+    everything = frozenset(ops.OPERATIONS)
+    assert ops.replay_code("gets", everything) == ops.GETS
+    assert ops.replay_code("gets", kv) == ops.GET
+    assert ops.replay_code("add", kv) is None
+    assert ops.replay_code("add", kv | {"add"}) == ops.ADD
+    assert ops.replay_code("cas", kv | {"cas"}) is None  # a cas needs the gets' token
+    assert ops.replay_code("cas", kv | {"cas", "gets"}) == ops.CAS
+    assert ops.replay_code("frobnicate", everything) is None
+
+
+def test_outcomes_are_named_once_and_written_with_spaces() -> None:
+    assert ops.OUTCOMES == ("stored", "not_stored", "exists", "not_found", "not_numeric")
+    assert ops.outcome_text(ops.NOT_STORED) == "not stored"
 
 
 def test_the_python_engine_records_every_recorded_kind_by_its_code() -> None:
@@ -74,9 +90,11 @@ def test_the_table_is_plain_data_with_every_row() -> None:
         "issued": True,
         "in_mix": True,
         "recorded": True,
-        "trace_names": ["get", "gets"],
+        "trace_names": ["get"],
         "needs": ["get"],
         "runs": True,
+        "has_outcome": False,
+        "stands_in": "",
     }
 
 

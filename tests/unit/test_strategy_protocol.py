@@ -16,6 +16,7 @@ from workbench.sdk import (
     MEMCACHE_TEXT,
     RESP,
     CacheSystem,
+    Endpoints,
     PluginError,
     Strategy,
     load_plugin,
@@ -27,7 +28,11 @@ from workbench.spec.resolve import resolve_step
 
 
 def system_with(strategy: Strategy) -> CacheSystem:
-    return CacheSystem("toy", "a toy", (strategy,), strategy.name)
+    # A native strategy needs its system to say where its servers are (`endpoints`).
+    def endpoints(options: Mapping[str, Any]) -> Endpoints:
+        return Endpoints(servers=(("127.0.0.1", 6379),), origin="target.options.url")
+
+    return CacheSystem("toy", "a toy", (strategy,), strategy.name, endpoints=endpoints)
 
 
 def native(**changes: Any) -> Strategy:

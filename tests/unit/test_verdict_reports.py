@@ -105,7 +105,13 @@ def test_reports_and_summary_show_the_verdict(tmp_path: Path) -> None:
     view = RunView()
     for e in run.events():
         view = view.apply(e)
-    assert step_summary(view.steps[1])[-1].startswith("verdict: generator-bound: worker 97%")
+    lines = step_summary(view.steps[1])
+    verdict = " ".join(
+        line.strip()
+        for line in lines[next(i for i, line in enumerate(lines) if line.startswith("verdict: ")) :]
+    )
+    assert verdict.startswith("verdict: generator-bound: worker 97%")
+    assert all(len(line) <= 100 for line in lines if line.startswith(("verdict", "  ")))
 
 
 def test_search_report_of_stored_probes(tmp_path: Path) -> None:

@@ -24,21 +24,15 @@ from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import DEFAULT_SYSTEM, Spec
 from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
+from workbench.workload.forms import KEY_DEFAULTS
 
 # memtier's --key-pattern letters (R random, S sequential, G gaussian, Z zipf) and the
-# workbench's own names; a bare name takes the parameters memtier uses by default.
-KEY_PATTERNS = {
-    "r": "uniform",
-    "random": "uniform",
-    "uniform": "uniform",
-    "s": "sequential",
-    "sequential": "sequential",
-    "g": "gaussian(0.5,0.1667)",  # memtier: the middle of the range, stddev range/6
-    "gaussian": "gaussian(0.5,0.1667)",
-    "z": "zipf(0.99)",
-    "zipf": "zipf(0.99)",
-    "hotcold": "hotcold(0.8,0.2)",
-}
+# workbench's own names; a bare name takes memtier's default parameters (workload/forms.py's).
+KEY_NAMES = {"r": "uniform", "random": "uniform", "uniform": "uniform", "s": "sequential",
+             "sequential": "sequential", "g": "gaussian", "gaussian": "gaussian", "z": "zipf",
+             "zipf": "zipf", "hotcold": "hotcold"}  # fmt: skip
+KEY_PATTERNS = {letter: f"{name}({','.join(KEY_DEFAULTS[name])})" if name in KEY_DEFAULTS
+                else name for letter, name in KEY_NAMES.items()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,6 +57,7 @@ class Flags:
     key_minimum: int | None = None
     expiry_range: str | None = None
     print_percentiles: str | None = None
+    hide_histogram: bool | None = None
     threads: str | None = None  # memtier's -t: refused with a hint, never run
     tls: bool | None = None
     cert: str | None = None
@@ -503,6 +498,9 @@ PRINT_PERCENTILES = _opt(
     help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
 )
 
+HIDE_HISTOGRAM = _opt("--hide-histogram", metavar="",
+                      help="no percentile ladder in summaries (memtier's)")  # fmt: skip
+
 TLS = _opt(
     "--tls",
     metavar="",
@@ -567,6 +565,7 @@ FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("expiry_range", str | None, EXPIRY_RANGE),
     ("repeat", int | None, REPEAT),
     ("print_percentiles", str | None, PRINT_PERCENTILES),
+    ("hide_histogram", bool | None, HIDE_HISTOGRAM),
     ("tls", bool | None, TLS),
     ("cert", str | None, CERT),
     ("key", str | None, KEY),
@@ -662,13 +661,13 @@ FIELD_FLAGS = {
         ("data_size_range", "--data-size-range"),
         ("data_size_list", "--data-size-list"),
     ),
-    "load.ops": (("requests", "-n/--requests"),),
-    "load.duration": (("test_time", "--test-time"),),
+    "load.ops": (("requests", "-n/--requests"),), "load.duration": (("test_time", "--test-time"),),
     "workload.mix": (("ratio", "--ratio"),),
     "workload.keys": (("key_minimum", "--key-minimum"), ("key_maximum", "--key-maximum")),
     "load.rate": (("rate", "--rate"),),
     "workload.ttl": (("ttl", "--ttl"), ("expiry_range", "--expiry-range")),
     "load.repeat": (("repeat", "--repeat"),),
+    "workload.key_distribution": (("key_pattern", "--key-pattern"),),
 }
 
 

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from workbench.cli.optable import op_table
 from workbench.results.events import StepStarted
 from workbench.results.hiccups import Hiccups
 from workbench.results.hiccups import lines as hiccup_lines
 from workbench.results.live import StepView
-from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, redirects_text, summarise
+from workbench.results.metrics import SUMMARY_TICKS, Summary, format_us, summarise
 from workbench.results.refusals import refusals
 from workbench.results.self_checks import failed_line
+from workbench.results.step_text import outcomes_text, redirects_text
 
 
 def live_line(elapsed: float, s: Summary, skipped: int = 0, hiccups: Hiccups | None = None) -> str:
     """One interval's figures; `skipped`: the trace requests the step skipped so far, said
     when there are any; `hiccups`: the machine's over the interval, beside the latency."""
     hits = f"hits {s.hits:,} misses {s.misses:,}" if s.hits + s.misses else "no gets"
-    machine = f"  hiccup max {format_us(hiccups.max_us):>8}" if hiccups is not None else ""
+    machine = f"  hiccup max {format_us(hiccups.max_us):>7}" if hiccups is not None else ""
+    # Within 100 columns for the usual figures: a terminal of that width never wraps it.
     return (
-        f"[{elapsed:6.1f}s] {s.ops_per_s:>11,.0f} ops/s {s.mib_per_s:8.2f} MiB/s  "
-        f"p50 {format_us(s.p(50.0)):>8}  p99 {format_us(s.p(99.0)):>8}{machine}  {hits}  "
+        f"[{elapsed:5.1f}s] {s.ops_per_s:>9,.0f} ops/s {s.mib_per_s:7.2f} MiB/s  "
+        f"p50 {format_us(s.p(50.0)):>7}  p99 {format_us(s.p(99.0)):>7}{machine}  {hits}  "
         f"errors {s.errors:,}" + (f"  skipped {skipped:,}" if skipped else "")
     )
 
@@ -32,9 +37,20 @@ def skipped_line(skipped: dict[str, int]) -> str:
     return f"skipped {sum(skipped.values()):,} trace request(s) this target does not do: {kinds}"
 
 
-def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
-    """The step's figures; `ticks`: the percentiles to list (memtier's --print-percentiles),
-    else the usual ones."""
+@dataclass(frozen=True)
+class SummaryStyle:
+    """How a step's summary is printed: the percentiles its ladder lists (memtier's
+    --print-percentiles; empty: the usual ones), whether the ladder is shown at all
+    (memtier's --hide-histogram), and the width the verdict is wrapped to."""
+
+    ticks: tuple[float, ...] = ()
+    ladder: bool = True
+    width: int = 100
+
+
+def step_summary(step: StepView, style: SummaryStyle = SummaryStyle()) -> list[str]:
+    """The step's figures: totals, the percentile ladder, a row per op kind, and the
+    verdict wrapped at words."""
     s = step.summary
     errors = [
         f"  error {kind}: {n:,} (first: {step.totals.first_errors.get(kind, '')})"
@@ -55,11 +71,8 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
         f"{step.clients} clients on {step.workers} worker(s)",
         f"hits {s.hits:,}  misses {s.misses:,}  hit rate {hit}  errors {s.errors:,}",
     ]
-    for kind, (count, rate, p50, p99) in s.per_op.items():
-        lines.append(
-            f"  {kind:<8} {count:>12,}  {rate:>11,.0f}/s  p50 {format_us(p50):>8}  "
-            f"p99 {format_us(p99):>8}"
-        )
+    # What the conditional writes did (stored, not stored, exists...), per op kind.
+    lines += [f"  {kind}: {outcomes_text(n)}" for kind, n in step.totals.outcomes.items()]
     if step.totals.published:
         lines.append(
             f"pub/sub: published {step.totals.published:,}, delivered "
@@ -72,18 +85,28 @@ def step_summary(step: StepView, ticks: Sequence[float] = ()) -> list[str]:
     if step.totals.skipped:
         lines.append(skipped_line(step.totals.skipped))
     lines += refused
-    lines.append("Response times percentiles:")
+    if style.ladder:
+        lines += percentile_ladder(step, s, style.ticks)
+    lines += op_table(step.totals)
+    lines += hiccup_lines(step.totals.hiccups)
+    verdict = step.verdict
+    if verdict.known:
+        lines += textwrap.wrap(
+            f"verdict: {verdict.line}", width=max(40, style.width), subsequent_indent="  "
+        )
+    if failed := failed_line(step.self_checks):
+        lines.append(f"self-check failed: {failed}")
+    return lines
+
+
+def percentile_ladder(step: StepView, s: Summary, ticks: Sequence[float]) -> list[str]:
+    """The percentile ticks of the source documents (or `ticks`), then the max."""
+    lines = ["Response times percentiles:"]
     if ticks:
         s = summarise(step.totals, ticks)
     for tick in ticks or SUMMARY_TICKS:
         lines.append(f"  {tick:>9.5g}% < {format_us(s.p(tick))}")
     lines.append(f"  {'max':>9}  = {format_us(s.max_us)}")
-    lines += hiccup_lines(step.totals.hiccups)
-    verdict = step.verdict
-    if verdict.known:
-        lines.append(f"verdict: {verdict.line}")
-    if failed := failed_line(step.self_checks):
-        lines.append(f"self-check failed: {failed}")
     return lines
 
 

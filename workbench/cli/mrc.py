@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from workbench.cli.common import ExitStatus, StoreOption, fail, one_line_errors, open_store, out
 from workbench.files.output_files import check_output, protect_database, write_text
-from workbench.report import mrc as mrc_report
 from workbench.results.store import default_path
-from workbench.run.mrc import measure, simulated_curves
 from workbench.sdk.errors import SpecError
 from workbench.sdk.options import parse_size
 from workbench.simulate.policies import POLICIES, parse_policies
@@ -21,6 +19,11 @@ from workbench.simulate.runner import require
 from workbench.spec.load import read_profile
 from workbench.spec.profile_files import find_profile
 from workbench.spec.steps import load_spec
+
+# The curves' modules (numpy, the charts) are imported by the command when it runs, not
+# here: every other command of the CLI would load them at its start.
+if TYPE_CHECKING:
+    from workbench.report.mrc import Curves
 
 
 def _sizes(text: str, where: str) -> list[int]:
@@ -62,6 +65,9 @@ def command(
     """Hit rate against cache size for a profile's workload: a line per eviction policy
     (simulated by libCacheSim over the profile's own requests, in seconds) and, with
     --measure, a point per real server at the sizes it ran at. Prints a table."""
+    from workbench.report import mrc as mrc_report
+    from workbench.run.mrc import measure, simulated_curves
+
     if unit not in ("bytes", "objects"):
         raise fail(f"--unit: expected bytes or objects; got {unit!r}", ExitStatus.BAD_INPUT)
     names = parse_policies(policies, "--policies")
@@ -89,7 +95,8 @@ def command(
         typer.echo(f"wrote the chart to {output}", err=True)
 
 
-def _svg(curves: mrc_report.Curves) -> str:
+def _svg(curves: Curves) -> str:
     from workbench.report.charts import svg
+    from workbench.report.mrc import chart
 
-    return svg(mrc_report.chart(curves))
+    return svg(chart(curves))

@@ -1,5 +1,6 @@
 """The progress bar of `workbench run` on a terminal: step k of n, elapsed, an ETA across the
-whole sweep and the live ops/s and p99. Step summaries and notices print above it.
+whole sweep and the live ops/s and p99. Each interval's line, the step summaries and the
+notices print above it, and stay when it goes.
 
 Progress is a share of planned work: a step's share is its measured time over its duration,
 or its ops over its op budget. The ETA is the time so far scaled by what is left, so the
@@ -8,14 +9,14 @@ time spent starting servers and warming up between steps is counted in it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Sequence
 from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from workbench.cli.format import step_heading, step_summary
+from workbench.cli.format import SummaryStyle, live_line, step_heading, step_summary
 from workbench.results.events import Interval, Notice, RunStarted, StepFinished, StepStarted
 from workbench.results.live import RunView
 from workbench.results.metrics import format_us
@@ -31,9 +32,10 @@ def _clock(seconds: float) -> str:
 class RunProgress:
     """Feed it every event of a run (with the view after it); `close()` when the run ends."""
 
-    def __init__(self, stream: IO[str], ticks: Sequence[float] = ()) -> None:
-        self.ticks = tuple(ticks)  # the percentiles a step's summary lists (--print-percentiles)
+    def __init__(self, stream: IO[str], style: SummaryStyle = SummaryStyle()) -> None:
         self.console = Console(file=stream)
+        # The verdict wraps at the terminal's width.
+        self.style = dataclasses.replace(style, width=self.console.width)
         self.progress = Progress(
             TextColumn("[bold]{task.fields[step]}"),
             BarColumn(bar_width=30),
@@ -84,6 +86,8 @@ class RunProgress:
                 s = step.latest
                 h = event.stats.hiccups
                 machine = f"  hiccup max {format_us(h.max_us)}" if h is not None else ""
+                # Each interval's line stays above the bar, as without a terminal.
+                self.print(live_line(event.elapsed, s, step.totals.skipped_count, h))
                 self.live = (
                     f"{s.ops_per_s:,.0f} ops/s  p50 {format_us(s.p(50.0))}  "
                     f"p99 {format_us(s.p(99.0))}{machine}  errors {s.errors:,}"
@@ -93,7 +97,7 @@ class RunProgress:
         elif isinstance(event, StepFinished):
             self.done += 1
             self.fraction = 0.0
-            for line in step_summary(view.steps[event.step], self.ticks):
+            for line in step_summary(view.steps[event.step], self.style):
                 self.print(line)
         self.refresh()
 

@@ -8,9 +8,9 @@ import inspect
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -28,7 +28,13 @@ from workbench.cli.common import (
     result,
 )
 from workbench.cli.compare_options import DEFAULT_NOISE, FailOnRegressionOption, NoiseOption
-from workbench.cli.format import live_line, simulated_lines, step_heading, step_summary
+from workbench.cli.format import (
+    SummaryStyle,
+    live_line,
+    simulated_lines,
+    step_heading,
+    step_summary,
+)
 from workbench.cli.waits import show_waits
 from workbench.files.output_files import protect_database
 from workbench.results.events import (
@@ -50,6 +56,7 @@ from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.profile_files import find_profile
 
 OUT_PANEL = "Files from the run"
+JSON_OUT = "the stored run as JSON (--report json:FILE); memtier --json-out-file"
 
 # Where a command's events come from, given the stop request: `session.run` unless told.
 EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
@@ -95,7 +102,7 @@ def run_command(
     ] = None,
     json_out: Annotated[
         Path | None,
-        typer.Option(help="the stored run as JSON (--report json:FILE)", rich_help_panel=OUT_PANEL),
+        typer.Option("--json-out", "--json-out-file", rich_help_panel=OUT_PANEL, help=JSON_OUT),
     ] = None,
     csv_out: Annotated[
         Path | None,
@@ -171,7 +178,7 @@ def run_command(
     remote = ["target.allow_remote=true"] if allow_remote else []
     remote += simulation_overrides(trace_out, simulate)
     if name is not None:
-        check_name(name, "--name")
+        check_name(name, "--name", given=True)
     spec = with_fail_on(f.load_with_flags(profile, flags, [*(set_ or []), *remote]), fail_on or [])
     if profile is not None and not read_profile(find_profile(profile)):
         out(_empty_profile_note(profile, spec))
@@ -189,9 +196,7 @@ def run_command(
     st = open_store(store)
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
-    view = asyncio.run(
-        _drive(spec, st, name, quiet, bar_on, ticks=f.percentiles(flags.print_percentiles))
-    )
+    view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=summary_style(flags)))
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
@@ -251,6 +256,29 @@ def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # ty
     return any(w.error for w in done)
 
 
+class _Presses:
+    """Stop signals as they come (Ctrl-C, SIGTERM, SIGHUP): the first stops the run and
+    keeps what was measured, the second abandons it (cancels `task`)."""
+
+    def __init__(
+        self, stop: asyncio.Event, task: asyncio.Task[Any] | None, say: Callable[[str], None]
+    ) -> None:
+        self.stop, self.task, self.say = stop, task, say
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.say(
+                "stopping: finishing the current interval and keeping what was measured "
+                "(Ctrl-C again to abandon)"
+            )
+            self.stop.set()
+        elif self.count == 2 and self.task is not None:
+            self.say("abandoning: workers killed, complete intervals kept")
+            self.task.cancel()
+
+
 async def _drive(  # type: ignore[no-untyped-def]
     spec,
     st,
@@ -259,7 +287,7 @@ async def _drive(  # type: ignore[no-untyped-def]
     bar_on: TextIO | None,
     source: EventSource | None = None,
     show: Callable[[object, RunView, bool], None] | None = None,
-    ticks: Sequence[float] = (),
+    style: SummaryStyle = SummaryStyle(),
 ) -> RunView:
     """The run, with Ctrl-C: the first stops and keeps what was measured, the second abandons.
 
@@ -270,28 +298,12 @@ async def _drive(  # type: ignore[no-untyped-def]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    presses = {"n": 0}
     bar = None
     if bar_on is not None:
         from workbench.cli.progress import RunProgress
 
-        bar = RunProgress(bar_on, ticks)
-
-    def say(text: str) -> None:
-        (bar.print if bar is not None else out)(text)
-
-    def on_signal() -> None:
-        presses["n"] += 1
-        if presses["n"] == 1:
-            say(
-                "stopping: finishing the current interval and keeping what was measured "
-                "(Ctrl-C again to abandon)"
-            )
-            stop.set()
-        elif presses["n"] == 2 and task is not None:
-            say("abandoning: workers killed, complete intervals kept")
-            task.cancel()
-
+        bar = RunProgress(bar_on, style)
+    on_signal = _Presses(stop, task, bar.print if bar is not None else out)
     # A closed terminal (SIGHUP) stops and saves as SIGTERM does; output to the gone
     # terminal is dropped by `out`.
     stops = stop_signals.handled()
@@ -308,9 +320,9 @@ async def _drive(  # type: ignore[no-untyped-def]
             if bar is not None:
                 bar.on_event(event, view)
             else:
-                (show or functools.partial(show_event, ticks=ticks))(event, view, quiet)
+                (show or functools.partial(show_event, style=style))(event, view, quiet)
     except asyncio.CancelledError:
-        if presses["n"] < 2 or task is None:
+        if on_signal.count < 2 or task is None:
             raise
         task.uncancel()  # our own abandonment: the run is stored, report it
         view = view.apply(RunFinished(view.run_id, "interrupted", "abandoned"))
@@ -319,13 +331,22 @@ async def _drive(  # type: ignore[no-untyped-def]
             bar.close()
         for sig in (*stops, signal.SIGUSR1):
             loop.remove_signal_handler(sig)
+        # asyncio restores SIGUSR1's default, which kills: one sent as the run ends must not
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         stop_signals.install()  # asyncio left SIGTERM and SIGHUP fatal: the files still to write
     return view
 
 
-def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float] = ()) -> None:
-    """One event as `workbench run` prints it (the live line only when not quiet; `ticks`:
-    the percentiles a step's summary lists)."""
+def summary_style(flags: f.Flags) -> SummaryStyle:
+    """How the step summaries print: memtier's --print-percentiles and --hide-histogram."""
+    return SummaryStyle(f.percentiles(flags.print_percentiles), not flags.hide_histogram)
+
+
+def show_event(
+    event: object, view: RunView, quiet: bool, style: SummaryStyle = SummaryStyle()
+) -> None:
+    """One event as `workbench run` prints it (the live line only when not quiet; `style`:
+    how a step's summary is printed)."""
     if isinstance(event, RunStarted):
         out(f"run {event.run_id} '{event.name}': {len(event.steps)} step(s)")
     elif isinstance(event, StepStarted):
@@ -338,7 +359,7 @@ def show_event(event: object, view: RunView, quiet: bool, ticks: Sequence[float]
     elif isinstance(event, Notice):
         out(f"{event.level}: {event.message}")
     elif isinstance(event, StepFinished):
-        for line in step_summary(view.steps[event.step], ticks):
+        for line in step_summary(view.steps[event.step], style):
             out(line)
     elif isinstance(event, StepSimulated):
         for line in simulated_lines(event.results):

@@ -22,63 +22,75 @@ from workbench.results.live import RunView
 from workbench.results.metrics import format_us
 from workbench.results.search_causes import describe
 from workbench.results.search_rules import RETRY_LABEL, search_spec
+from workbench.results.store import Store
 from workbench.run.search import SearchRun
 from workbench.sdk.errors import SpecError
+
+# The command's own arguments (besides the familiar flags of `workbench run`).
+ProfileArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="a TOML profile, or the name of one in profiles/; none: the embedded cache "
+        "with the defaults"
+    ),
+]
+TargetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--target",
+        "-t",
+        help="what every probe must meet: a latency (p50..p99.99, max, mean), e.g. "
+        "'p99<1ms', and errors ('errors<0.1%' unless given); repeatable; default: "
+        "search.target of the profile",
+    ),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="override any spec field, e.g. load.concurrency=64"),
+]
+StartOption = Annotated[
+    float | None, typer.Option(help="first rate probed, ops/s (search.start, 1000)")
+]
+ProbeOption = Annotated[
+    float | None, typer.Option(help="seconds measured per probe (search.probe, 3)")
+]
+MaxProbesOption = Annotated[
+    int | None,
+    typer.Option(help="at most this many probes, retries too (search.max_probes, 16)"),
+]
+ConfirmOption = Annotated[
+    int | None,
+    typer.Option(
+        help="a rate fails when this many of its probes failed (search.confirm, 2: two "
+        "of three; 1: at the first)"
+    ),
+]
+PrecisionOption = Annotated[
+    float | None,
+    typer.Option(help="done when passing and failing rates are this close (0.05: 5%)"),
+]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="any failure fails (search.strict): no retry for a probe the machine's own "
+        "stalls failed, no inconclusive rate, no server's knee apart from the machine's",
+    ),
+]
 
 
 @one_line_errors
 @f.familiar_flags
 def command(
-    profile: Annotated[
-        Path | None,
-        typer.Argument(
-            help="a TOML profile, or the name of one in profiles/; none: the embedded cache "
-            "with the defaults"
-        ),
-    ] = None,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--target",
-            "-t",
-            help="what every probe must meet: a latency (p50..p99.99, max, mean), e.g. "
-            "'p99<1ms', and errors ('errors<0.1%' unless given); repeatable; default: "
-            "search.target of the profile",
-        ),
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="override any spec field, e.g. load.concurrency=64"),
-    ] = None,
-    start: Annotated[
-        float | None, typer.Option(help="first rate probed, ops/s (search.start, 1000)")
-    ] = None,
-    probe: Annotated[
-        float | None, typer.Option(help="seconds measured per probe (search.probe, 3)")
-    ] = None,
-    max_probes: Annotated[
-        int | None,
-        typer.Option(help="at most this many probes, retries too (search.max_probes, 16)"),
-    ] = None,
-    confirm: Annotated[
-        int | None,
-        typer.Option(
-            help="a rate fails when this many of its probes failed (search.confirm, 2: two "
-            "of three; 1: at the first)"
-        ),
-    ] = None,
-    precision: Annotated[
-        float | None,
-        typer.Option(help="done when passing and failing rates are this close (0.05: 5%)"),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="any failure fails (search.strict): no retry for a probe the machine's own "
-            "stalls failed, no inconclusive rate, no server's knee apart from the machine's",
-        ),
-    ] = False,
+    profile: ProfileArgument = None,
+    target: TargetOption = None,
+    set_: SetOption = None,
+    start: StartOption = None,
+    probe: ProbeOption = None,
+    max_probes: MaxProbesOption = None,
+    confirm: ConfirmOption = None,
+    precision: PrecisionOption = None,
+    strict: StrictOption = False,
     name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
     store: StoreOption = None,
@@ -93,18 +105,15 @@ def command(
     3 no probed rate met the target;
     130 interrupted (the probes run are stored).
     """
-    extra = [
-        f"search.{key}={value!r}"
-        for key, value in (
-            ("start", start),
-            ("probe", probe),
-            ("max_probes", max_probes),
-            ("precision", precision),
-            ("confirm", confirm),
-            ("strict", True if strict else None),
-        )
-        if value is not None
-    ]
+    given = {
+        "start": start,
+        "probe": probe,
+        "max_probes": max_probes,
+        "precision": precision,
+        "confirm": confirm,
+        "strict": True if strict else None,
+    }
+    extra = [f"search.{key}={value!r}" for key, value in given.items() if value is not None]
     if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
         raise SpecError(
             "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
@@ -130,6 +139,11 @@ def command(
             show=show,
         )
     )
+    _conclude(view, st, searching)
+
+
+def _conclude(view: RunView, st: Store, searching: SearchRun) -> None:
+    """The search's conclusion, and its exit status when it is not 0."""
     out(f"run {view.run_id} {view.status} (stored in {st.path})")
     if view.run_id:
         out(conclusion(st.load(view.run_id)))

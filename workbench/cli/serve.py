@@ -144,6 +144,8 @@ def command(
     system, recipe = known[name]
     assert system.server is not None
     require_loopback(host, "--host")
+    if not 0 <= port <= 65535:  # the kernel would pick one, and the server then be lost
+        raise SpecError(f"expected a port from 0 (a free one) to 65535; got {port}", "--port")
     given = {**recipe, **_settings(settings or [])}
     options = system.server.options.resolve(given, "target.server")
     options |= {LISTEN_HOST: host, LISTEN_PORT: port}

@@ -10,8 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
-from workbench.cli.common import one_line_errors, out
+from workbench.cli.common import StoreOption, one_line_errors, out, read_store
 from workbench.files.output_files import check_output
+from workbench.results.metrics import Stats
+from workbench.results.step_text import outcomes_text
+from workbench.results.store import StoredRun
 from workbench.sdk.errors import WorkbenchError
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
@@ -72,17 +75,30 @@ def info(
             help="add libCacheSim's analyzer (its own process), when it is installed",
         ),
     ] = True,
+    replay: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="a stored run that replayed this trace (id, prefix, name or 'last'): what "
+            "each op did in each of its steps",
+        ),
+    ] = None,
+    store: StoreOption = None,
 ) -> None:
     """Requests, objects, time span, op mix, size and TTL percentiles, one-hit wonders,
     the zipf exponent and the working set over time; with libcachesim installed, also its
-    analyzer's compulsory miss ratio, zipf fit and mean frequency."""
+    analyzer's compulsory miss ratio, zipf fit and mean frequency. With --run, what each op
+    of the trace did in that run's replay: sent, its outcomes, or skipped."""
     name = format_of(str(path), fmt, "--format")
     stats = analyze(read(str(path), name), window)
     lcs = _libcachesim(path, name) if libcachesim and runner.available() else None
+    replays = replayed(read_store(store).load(replay)) if replay else None
     if as_json:
-        data = {"path": str(path), "format": name, **stats.as_json()}
+        data: dict[str, Any] = {"path": str(path), "format": name, **stats.as_json()}
         if lcs is not None:
             data["libcachesim"] = lcs
+        if replays is not None:
+            data["replays"] = replays
         out(json.dumps(data, indent=2))
         return
     out(f"{path} ({name})")
@@ -98,8 +114,12 @@ def info(
     out(f"  working set        distinct objects per {window} requests, from trace time:")
     for row in stats.working_set:
         out(f"    {row['from_s']:>12g} s  {int(row['objects'])}")
-    if not libcachesim:
-        return
+    _print_replays(replays or [])
+    if libcachesim:
+        _print_libcachesim(lcs)
+
+
+def _print_libcachesim(lcs: dict[str, Any] | None) -> None:
     if lcs is None:
         out(f"  libCacheSim        not installed: {INSTALL}")
         return
@@ -115,6 +135,44 @@ def info(
     if "zipf_alpha" in lcs:  # the analyzer fits none to too few repeated objects
         out(f"    zipf alpha         {lcs['zipf_alpha']} (R² {lcs.get('zipf_r2')})")
     out(f"    mean frequency     {lcs.get('frequency_mean')} requests per object")
+
+
+def _print_replays(replays: list[dict[str, Any]]) -> None:
+    for r in replays:
+        out(f"  replayed in run {r['run']} step {r['step']} ({r['target']}):")
+        out(f"    hits {r['hits']:,}  misses {r['misses']:,}")
+        for op, did in r["ops"].items():
+            out(f"    {op:<9} {did['text']}")
+
+
+def replayed(run: StoredRun) -> list[dict[str, Any]]:
+    """What each op did in each step of a stored run: sent (with its outcomes) or
+    skipped, by name, as the step's totals say."""
+    return [
+        {
+            "run": run.id,
+            "step": step.index + 1,
+            "target": f"{step.system}/{step.strategy}",
+            "hits": step.stats.hits,
+            "misses": step.stats.misses,
+            "ops": _op_results(step.stats),
+        }
+        for step in run.steps
+    ]
+
+
+def _op_results(t: Stats) -> dict[str, dict[str, Any]]:
+    ops: dict[str, dict[str, Any]] = {}
+    for op, hist in t.hist.items():
+        sent = hist.get_total_count()
+        outcomes = t.outcomes.get(op, {})
+        text = f"{sent:,} sent" + (f" ({outcomes_text(outcomes)})" if outcomes else "")
+        ops[op] = {"sent": sent, "outcomes": dict(outcomes), "text": text}
+    for what, n in t.skipped.items():
+        ops.setdefault(what, {"sent": 0, "outcomes": {}, "text": ""})
+        ops[what]["skipped"] = n
+        ops[what]["text"] = ", ".join(x for x in (ops[what]["text"], f"{n:,} skipped") if x)
+    return ops
 
 
 def _libcachesim(path: Path, name: str) -> dict[str, Any]:

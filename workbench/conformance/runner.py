@@ -16,6 +16,7 @@ from workbench.conformance.checks.concurrent import (
     check_pubsub,
     check_server_stats,
 )
+from workbench.conformance.checks.conditional import check_conditional
 from workbench.conformance.checks.data import (
     check_connect,
     check_delete,
@@ -40,6 +41,7 @@ RUNNERS: dict[str, Callable[[Target], Awaitable[str]]] = {
     "round-trip": check_round_trip,
     "delete": check_delete,
     "ttl": check_ttl,
+    "conditional": check_conditional,
     "concurrency": check_concurrency,
     "pubsub": check_pubsub,
     "server-stats": check_server_stats,

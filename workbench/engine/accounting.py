@@ -20,7 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from workbench.results.metrics import Stats, fold, new_histogram
 from workbench.sdk.adapter import error_kind
-from workbench.sdk.ops import BY_NAME, CACHE_ASIDE, DELIVER, GET, PUBLISH, RECORDED
+from workbench.sdk.ops import BY_NAME, CACHE_ASIDE, DELIVER, GET, PUBLISH, READS, RECORDED
 
 # The recorded kinds' names by code (a pub/sub message received is DELIVER's).
 KIND_NAMES = {BY_NAME[name].code: name for name in RECORDED}
@@ -47,6 +47,7 @@ class Buffers:
         "hot_hits",
         "lat",
         "misses",
+        "outcomes",
         "published",
         "send_lag",
         "skipped",
@@ -62,9 +63,16 @@ class Buffers:
         self.errors: dict[str, int] = {}
         self.first_errors: dict[str, str] = {}
         self.skipped: dict[str, int] = {}  # a trace replay's requests not sent, by op
+        # What the conditional writes did: op kind -> outcome -> count.
+        self.outcomes: dict[str, dict[str, int]] = {}
 
     def skip(self, what: str) -> None:
         self.skipped[what] = self.skipped.get(what, 0) + 1
+
+    def outcome(self, code: int, outcome: str) -> None:
+        """One conditional write's outcome (`workbench.sdk.ops.OUTCOMES`)."""
+        counts = self.outcomes.setdefault(KIND_NAMES[code], {})
+        counts[outcome] = counts.get(outcome, 0) + 1
 
     def error(self, exc: BaseException) -> None:
         self.count_error(error_kind(exc), f"{type(exc).__name__}: {exc}")
@@ -80,11 +88,12 @@ def record(
 ) -> None:
     """One completed op: its latency and what it moved. The one recording path of every loop.
 
-    `got` is a get's reply (None: a miss); `sent` the bytes written; `expected` the
-    deliveries a publish should cause.
+    `got` is the reply: a read's value (None: a miss), a conditional write's outcome
+    (`workbench.sdk.ops.OUTCOMES`); `sent` the bytes written; `expected` the deliveries a
+    publish should cause.
     """
     buf.lat[GET if code == CACHE_ASIDE else code].append(ns)
-    if code in (GET, CACHE_ASIDE):
+    if code in READS:
         buf.hot_gets += hot
         if got is None:
             buf.misses += 1
@@ -97,6 +106,8 @@ def record(
     if code == PUBLISH:
         buf.published += 1
         buf.expected += expected
+    elif got is not None:  # a conditional write's outcome
+        buf.outcome(code, got)
 
 
 def record_delivery(buf: Buffers, ns: int, size: int) -> None:
@@ -147,6 +158,7 @@ async def to_stats(buf: Buffers, duration: float, *, paced: bool = False) -> Sta
         hot_gets=buf.hot_gets,
         hot_hits=buf.hot_hits,
         skipped=buf.skipped,
+        outcomes=buf.outcomes,
     )
     for code, values in buf.lat.items():
         if values:

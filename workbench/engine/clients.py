@@ -23,9 +23,10 @@ from typing import Any
 
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
+from workbench.engine.conditional import Tokens, issue, issue_blocking, sent_bytes
 from workbench.engine.timer import Wakeups
 from workbench.engine.trace_feed import TraceEnd, TraceStream, WarmupWait
-from workbench.sdk.ops import CACHE_ASIDE, DELETE, GET, PUBLISH, SET
+from workbench.sdk.ops import CACHE_ASIDE, GET, PUBLISH, SET
 from workbench.workload.generator import OpStream, ValueBuffer
 
 # In-process adapters never suspend: a client yields to the loop every few ops so that
@@ -72,6 +73,7 @@ class LoadState:
     # tuples of a list of records would be.
     trace: list[int] | None = None
     warm_trace: list[int] = field(default_factory=list)
+    tokens: Tokens = field(default_factory=Tokens)  # the cas tokens of the worker's gets
 
     def begin(self, start_ns: int) -> None:
         self.start_ns = start_ns
@@ -159,7 +161,7 @@ async def async_client(
     pacer = _pacer(plan, stream, state.start_ns)
     body = value[: max(pubsub.message_size - 16, 0)]
     subs, channels = pubsub.subscribers_per_channel, pubsub.channels
-    trace, warm_trace = state.trace, state.warm_trace
+    trace, warm_trace, tokens = state.trace, state.warm_trace, state.tokens
     due = last_end = run_began = count = seq = 0
     while state.running:
         try:
@@ -196,14 +198,13 @@ async def async_client(
             elif code == SET:
                 off = index % spread
                 await client.set(key, value[off : off + size], ttl)
-            elif code == DELETE:
-                await client.delete(key)
-                sent = 0
-            else:
+            elif code == PUBLISH:
                 seq += 1
                 message = stamped(perf(), seq, state.measuring, body)
                 await client.publish(channels[index % len(channels)], message)
                 sent, expected = len(message), subs
+            else:  # a delete, a gets or a conditional write (whose reply is its outcome)
+                got, sent = await issue(client, code, key, value, index, size, ttl, tokens)
             last_end = perf()
             if state.phase == phase:
                 _finish(state.buf, code, last_end - t0, got, index < hot_end, sent, expected, lag)
@@ -260,17 +261,19 @@ def _finish(
         buf.send_lag.append(lag)
 
 
-def _blocking_call(client: Any, code: int, key: bytes, value: Any, ttl: float | None) -> Any:
-    """Issue one op on a blocking client; a reply for gets, None otherwise."""
+def _blocking_call(
+    client: Any, code: int, key: bytes, value: Any, ttl: float | None, tokens: Tokens
+) -> Any:
+    """Issue one op on a blocking client: its reply (a read's value, a conditional write's
+    outcome), None for a set or a delete."""
     if code in (GET, CACHE_ASIDE):
         return client.get(key)
     if code == SET:
         client.set(key, value, ttl)
-    elif code == DELETE:
-        client.delete(key)
-    else:
+        return None
+    if code == PUBLISH:
         raise UnsupportedOp(f"blocking clients cannot issue op code {code}")
-    return None
+    return issue_blocking(client, code, key, value, ttl, tokens)
 
 
 def thread_client(
@@ -282,7 +285,7 @@ def thread_client(
     nxt, view, spread, hot_end = stream.next, values.view, values.SPREAD, stream.hot_end
     pacer = _pacer(plan, stream, state.start_ns)
     lock = state.lock
-    trace, warm_trace = state.trace, state.warm_trace
+    trace, warm_trace, tokens = state.trace, state.warm_trace, state.tokens
     due = last_end = run_began = 0
     while state.running:
         if pacer is not None:
@@ -325,7 +328,7 @@ def thread_client(
         set_ns = -1
         got = None
         try:
-            got = _blocking_call(client, code, key, value, ttl)
+            got = _blocking_call(client, code, key, value, ttl, tokens)
             last_end = perf()
             if got is None and code == CACHE_ASIDE:
                 s0 = perf()
@@ -340,7 +343,7 @@ def thread_client(
                 if failure is not None:
                     buf.error(failure)
                 else:
-                    sent = 0 if code == DELETE else size
+                    sent = sent_bytes(code, size)
                     _finish(buf, code, last_end - t0, got, index < hot_end, sent, 0, lag)
                     if set_ns >= 0:
                         record(buf, SET, set_ns, None, False, size, 0)

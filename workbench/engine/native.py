@@ -22,6 +22,7 @@ import struct
 import subprocess
 from typing import Any
 
+from workbench.engine.native_order import native_target
 from workbench.engine.serverstats import connect_for_stats
 from workbench.sdk.adapter import AdapterError, CacheSystem, Strategy
 from workbench.sdk.errors import TargetError
@@ -74,6 +75,8 @@ class ProbeConnection:
 
     async def open(self) -> ProbeConnection:
         binary = require_binary()
+        protocol = self.strategy.protocol_for(self.options, self.strategy_options)
+        target = native_target(self.system, protocol, self.options)  # the plugin's reading
         self.proc = await asyncio.create_subprocess_exec(
             str(binary),
             "--probe",
@@ -85,11 +88,10 @@ class ProbeConnection:
         answer = await self.call(
             {
                 "op": "open",
-                "system": self.system.name,
-                "options": self.options,
-                "strategy_options": self.strategy_options,
+                "target": target,
                 "allow_remote": bool(self.options.get(ALLOW_REMOTE)),
-                "placement": self._seeds(),
+                "timeout": self.options.get("timeout"),
+                "connect_timeout": self.options.get("connect_timeout"),
             }
         )
         if "error" in answer:
@@ -97,11 +99,6 @@ class ProbeConnection:
             error = answer["error"]
             raise TargetError(error["message"], error.get("where", "target.options"))
         return self
-
-    def _seeds(self) -> list[int] | None:
-        """The system's rendezvous seeds for its servers (None: one server takes every key)."""
-        place = self.system.placement
-        return None if place is None else list(place(self.options))
 
     async def call(self, message: dict[str, Any]) -> dict[str, Any]:
         proc = self.proc

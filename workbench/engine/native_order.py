@@ -7,8 +7,9 @@ seconds, each client's mix and schedule (period, offset, arrival process and its
 `engine.arrivals`), where keys go over several servers, this
 worker's op budgets, the op kinds a report records and the remote decision. A trace replay
 (`workload.trace`) names its file and how to replay it; the engine reads the file itself.
-The target's own options (URL, servers, HTTP templates) travel as given: they are the
-protocol's, read by the engine's codec.
+The target travels as its plugin read it (`native_target`): the wire protocol the strategy
+speaks, the servers' hosts and ports, TLS, login and HTTP templates; the engine is never
+told the system and parses no URL. Op kinds travel by name with their codes.
 
 The order carries `ORDER_VERSION`; the binary refuses any other version in one line, and
 the spec check asks the binary which version it reads (`native_build.require_binary`).
@@ -16,6 +17,7 @@ the spec check asks the binary which version it reads (`native_build.require_bin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +26,9 @@ from workbench.engine.client_plans import ClientPlan, client_plans, mixes
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
-from workbench.sdk.ops import MIX_CODES, PUBLISH, RECORDED
+from workbench.sdk.errors import TargetError
+from workbench.sdk.ops import ADD, BY_NAME, KINDS, MIX_CODES, PUBLISH, RECORDED, replay_code
+from workbench.sdk.remote import ALLOW_REMOTE
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
 from workbench.spec.resolve import total_clients
@@ -73,13 +77,14 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         keys = {**keys, "offset": 0, "count": 1, "length": 0, "hot_end": 0}
     return {
         "version": ORDER_VERSION,
-        "system": system.name,
-        "target": dict(system_options),
+        "target": native_target(system, own.protocol, system_options),
         "allow_remote": own.allow_remote,  # the remote decision, as resolved
         "worker": worker,
         "seed": spec.seed,
-        "operations": list(MIX_CODES),  # a mix names operations by their index here
-        "record": list(RECORDED),  # the op kinds a report has histograms for
+        # {name: code}: a mix names operations by code, of those the engine does.
+        "operations": {n: c for n, c in MIX_CODES.items() if c < NATIVE_UNTIL},
+        # The op kinds a report has histograms for, of those the engine does.
+        "record": [name for name in RECORDED if BY_NAME[name].code < NATIVE_UNTIL],
         "keys": keys,
         "value_size": _value_size(value_size),
         "values": {
@@ -88,15 +93,12 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
             "spread": ValueBuffer.SPREAD,
         },
         "ttl": _ttl(parse_ttl(wl.ttl)),
-        "placement": placement(system, system_options),
         "prefill": _prefill(spec, worker, workers),
         "pubsub": _pubsub(spec, system.shared_state, worker, workers),
         "clients": [_client(p) for p in plans],
         "phases": _phases(spec, len(plans)),
         "open_loop": load.rate is not None or (trace is not None and trace.speed > 0),
         "pipeline": max(1, int(strategy_options.get("pipeline", 1))),
-        # The codec reads its own (memcached's `protocol`).
-        "strategy_options": dict(strategy_options),
         "timeout_ns": _ns(system_options.get("timeout")),
         "connect_timeout_ns": int(
             max(float(system_options.get("connect_timeout") or 0), MIN_CONNECT_TIMEOUT) * NS
@@ -104,6 +106,11 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
         "trace_part": order.trace_part or None,  # where this worker writes its trace part
         "trace": _trace(spec, sorted(own.strategy.operations), TraceKeys.of(system.keys)),
     }
+
+
+# The engine does the kinds below the conditional writes (get to subscribe); no native
+# strategy declares those, so no mix sent to it weighs one and a replay skips them.
+NATIVE_UNTIL = ADD
 
 
 def _ns(seconds: float | None) -> int | None:
@@ -155,11 +162,33 @@ def _ttl(dist: Dist) -> dict[str, Any]:
     return {"kind": "none"}
 
 
-def placement(system: CacheSystem, options: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Rendezvous seeds per server (the system's own rule), or None for one server."""
-    if system.placement is None:
-        return None
-    return {"kind": "rendezvous", "seeds": list(system.placement(options))}
+def native_target(
+    system: CacheSystem, protocol: str | None, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The order's target (the probe's too): the wire protocol the strategy speaks and
+    where the servers are, as the system's plugin reads its options
+    (`CacheSystem.endpoints`, its one parser). The engine is never told the system. The
+    remote decision travels as the order's own `allow_remote`, which the engine enforces:
+    the reading here judges the options' form only, as the spec check's does."""
+    if protocol is None or system.endpoints is None:
+        raise TargetError(
+            f"{system.name} declares no wire protocol or endpoints the native engine can use",
+            "strategy.name",
+        )
+    e = system.endpoints({**options, ALLOW_REMOTE: True})
+    tls = None if e.tls is None else dataclasses.asdict(e.tls)
+    return {
+        "protocol": protocol,
+        "servers": [[host, port] for host, port in e.servers],
+        "origin": e.origin,
+        "tls": tls,
+        "login": dataclasses.asdict(e.login),
+        "cluster": e.cluster,
+        # Rendezvous seeds per server (the system's own rule); None: one server.
+        "placement": None if system.placement is None else list(system.placement(options)),
+        "http1": None if e.http1 is None else dict(e.http1),
+        "tls_advice": e.tls_advice,
+    }
 
 
 def _prefill(spec: Spec, worker: int, workers: int) -> dict[str, int] | None:
@@ -206,6 +235,7 @@ def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] 
     tr = spec.workload.trace
     if tr is None:
         return None
+    runs = {name for name in supported if BY_NAME[name].code < NATIVE_UNTIL}
     return {
         "path": str(Path(tr.path).resolve()),
         "format": format_of(tr.path, tr.format or None),
@@ -216,8 +246,19 @@ def _trace(spec: Spec, supported: list[str], keys: TraceKeys) -> dict[str, Any] 
         "all_clients": spec.load.concurrency,  # workload.groups are refused with a trace
         "supported": supported,
         "max_value": MAX_TRACE_VALUE,
+        # Each op name a trace may hold, with its kind's code (the op registry's).
+        # A name the engine cannot send keeps its own kind's code, which the order's table
+        # leaves without an action: the replay skips it by name.
+        "op_codes": {name: _sent_as(name, runs, k.code) for k in KINDS for name in k.trace_names},
         "keys": keys.order(),
     }
+
+
+def _sent_as(trace_name: str, runs: set[str], own: int) -> int:
+    """The code a trace op is sent as (`ops.replay_code`); one the engine cannot send keeps
+    its own kind's code, which the order's table leaves without an action: it is skipped."""
+    code = replay_code(trace_name, runs)
+    return own if code is None else code
 
 
 # A warm-up that the replay ends (at a trace time), not a count: the engine's op-count

@@ -22,7 +22,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 
 from workbench.engine.trace_keys import TraceKeys
-from workbench.sdk.ops import AS_RECORDED, BY_CODE, CACHE_ASIDE, SET
+from workbench.sdk.ops import BY_CODE, CACHE_ASIDE, TRACE_OPS, replay_code
 from workbench.spec.model import Spec
 from workbench.workload.traces.formats import read
 from workbench.workload.traces.records import Request, TraceFormatError
@@ -32,9 +32,16 @@ from workbench.workload.traces.records import Request, TraceFormatError
 MAX_TRACE_VALUE = 4 * 1024**2
 # What a request too large to send is counted as among the skipped (`Stats.skipped`).
 LARGE_VALUE = "value over 4 MiB"
-# What a strategy must declare for a replayed request: an op replayed as recorded needs
-# itself; a cache-aside replay (get-set-on-miss) goes through the strategy's get.
-OP_NEEDS = {code: BY_CODE[code].name for code in AS_RECORDED.values()} | {CACHE_ASIDE: "get"}
+
+
+def issued_codes(as_recorded: bool, supported: frozenset[str]) -> dict[str, int]:
+    """What each trace op name is issued as to a strategy declaring `supported`; a name
+    left out is skipped by name. A get-set-on-miss replay issues every request as a
+    cache-aside, through the strategy's get."""
+    if not as_recorded:
+        return dict.fromkeys(TRACE_OPS, CACHE_ASIDE) if "get" in supported else {}
+    codes = {name: replay_code(name, supported) for name in TRACE_OPS}
+    return {name: code for name, code in codes.items() if code is not None}
 
 
 # The error kind of a trace that cannot be read to its end, in both engines: it fails the
@@ -91,6 +98,9 @@ class TraceFeed:
         self.all_mine = set(client_ids) == set(range(all_clients))
         self.lock = threading.Lock()
         self.supported = supported
+        # What each trace op is issued as to this strategy (`ops.replay_code`); a name
+        # missing is skipped by name. A cache-aside replay issues every request through get.
+        self.issued = issued_codes(self.as_recorded, supported)
         self.on_skip = on_skip  # (what), called once per request skipped: its op or LARGE_VALUE
         self.skipped: Counter[str] = Counter()
         self.finished: set[int] = set()
@@ -250,10 +260,10 @@ class TraceFeed:
     def _skip(self, r: Request) -> str | None:
         """Why a request is not replayed (its op, LARGE_VALUE, or a key the protocol
         cannot carry), or None when it is."""
-        code = AS_RECORDED.get(r.op) if self.as_recorded else CACHE_ASIDE
-        if code is None or OP_NEEDS[code] not in self.supported:
+        code = self.issued.get(r.op)
+        if code is None:
             return r.op
-        if r.value_size > MAX_TRACE_VALUE and code in (SET, CACHE_ASIDE):
+        if r.value_size > MAX_TRACE_VALUE and BY_CODE[code].carries_value:
             return LARGE_VALUE
         return self.keys.refusal(self.prefix_bytes, r.key, r.key_size)
 
@@ -263,7 +273,7 @@ class TraceFeed:
         if skip is not None:
             self.on_skip(skip)
             return None
-        return AS_RECORDED[r.op] if self.as_recorded else CACHE_ASIDE
+        return self.issued[r.op]
 
     def stream(self, client: int) -> TraceStream:
         return TraceStream(self, client)

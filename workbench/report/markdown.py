@@ -259,7 +259,7 @@ def verdict_notes(runs: Sequence[RunData]) -> list[str]:
         "### What limited each step",
         "",
         "From the CPU the workers, the server and the machine used, and in open loop the "
-        "schedule kept (see *Knowing what was measured* in the README):",
+        "schedule kept (see *Knowing what was measured* in docs/measuring.md):",
         "",
         *lines,
         "",

@@ -11,7 +11,8 @@ from workbench.report.changes import comparisons_for
 from workbench.report.markdown import escape_cell, footer, header
 from workbench.report.model import RunData, StepData
 from workbench.report.units import ratio
-from workbench.results.metrics import SUMMARY_TICKS, format_us, redirects_text
+from workbench.results.metrics import SUMMARY_TICKS, format_us
+from workbench.results.step_text import outcome_lines, redirects_text
 
 
 def _hit_rate(s: StepData) -> float | None:
@@ -173,6 +174,8 @@ def notes(runs: Sequence[RunData]) -> list[str]:
                 lines.append(
                     f"- {name}: {t.skipped_count:,} trace request(s) skipped, not sent: {kinds}"
                 )
+            for line in outcome_lines(t):
+                lines.append(f"- {name}: {line}")
             if t.expected_deliveries:
                 lines.append(
                     f"- {name}: published {t.published:,}, delivered {t.delivered:,} of "

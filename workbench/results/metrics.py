@@ -6,6 +6,7 @@ here again for every reader: `new_histogram`, `fold`, `encode`, `Recorded`...).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -67,6 +68,8 @@ class Stats:
     # coordinator from the hiccup meter; never sent by a worker. On the wire and in the
     # store only when measured.
     hiccups: Hiccups | None = None
+    # What conditional writes did, by op then outcome (`ops.OUTCOMES`), as `skipped` is kept.
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -110,6 +113,8 @@ class Stats:
             if self.hiccups is None:
                 self.hiccups = Hiccups()
             self.hiccups.merge(other.hiccups)
+        for kind, counts in other.outcomes.items():
+            self.outcomes[kind] = dict(Counter(self.outcomes.get(kind, {})) + Counter(counts))
         if other.send_lag is not None:
             if self.send_lag is None:
                 self.send_lag = new_histogram()
@@ -130,6 +135,8 @@ class Stats:
             data["skipped"] = dict(self.skipped)
         if self.hiccups is not None:
             data["hiccups"] = self.hiccups.to_dict()
+        if self.outcomes:
+            data["outcomes"] = {kind: dict(counts) for kind, counts in self.outcomes.items()}
         return data
 
     def _fields(self) -> dict[str, Any]:
@@ -178,6 +185,7 @@ class Stats:
         stats.server = dict(data.get("server", {}))
         stats.cpu = dict(data.get("cpu", {}))
         stats.skipped = dict(data.get("skipped", {}))
+        stats.outcomes = {k: dict(v) for k, v in data.get("outcomes", {}).items()}
         lag = data.get("send_lag")
         stats.send_lag = decode(lag) if lag else None
         if data.get("hiccups"):
@@ -191,7 +199,7 @@ _STATS_FIELDS = frozenset(f.name for f in dataclass_fields(Stats))
 # The keys of an interval's STATS on the wire (docs/frames.md): every engine sends these.
 STATS_KEYS = tuple(Stats().to_dict())
 # Keys an interval's statistics hold only when they have something (a trace replay's).
-OPTIONAL_STATS_KEYS = ("skipped", "hiccups")
+OPTIONAL_STATS_KEYS = ("skipped", "hiccups", "outcomes")
 
 
 def merged(parts: Iterable[Stats], *, concurrent: bool) -> Stats:
@@ -332,21 +340,6 @@ def percentile_curve(hist: HdrHistogram, max_nines: int = 6) -> list[tuple[float
             break
     at = Recorded(hist).values_at(ps)
     return [*((p, at[p] / 1000) for p in ps), (100.0, hist.get_max_value() / 1000)]
-
-
-def redirects_text(stats: Stats) -> str:
-    """Redis Cluster redirections as memtier shows them (MOVED/s, ASK/s); "" when none."""
-    if not (stats.moved or stats.ask):
-        return ""
-    dur = stats.duration or 0.0
-
-    def rate(n: int) -> str:
-        return f" ({n / dur:,.1f}/s)" if dur > 0 else ""
-
-    return (
-        f"redirects: MOVED {stats.moved:,}{rate(stats.moved)}, ASK {stats.ask:,}{rate(stats.ask)}"
-        " (each op sent again and counted once)"
-    )
 
 
 def hot_cold_rates(stats: Stats) -> tuple[float | None, float | None]:

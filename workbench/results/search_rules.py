@@ -63,7 +63,7 @@ from workbench.results.search_probe import Probe as Probe
 from workbench.results.search_probe import probe_of as probe_of
 from workbench.results.verdict import GENERATOR_KINDS
 from workbench.sdk.errors import SpecError
-from workbench.spec.model import SearchSpec, Spec
+from workbench.spec.model import MIN_INTERVAL, SearchSpec, Spec
 
 HALVINGS = 3  # a target failing at start / 2**HALVINGS ops/s is not met at any rate
 KNEE_RISE = 2.0  # the knee: p99 still within this factor of the lowest rate's p99
@@ -97,8 +97,11 @@ def target_checks(texts: Iterable[str], where: str = "--target") -> list[Check]:
 def check_settings(s: SearchSpec, where: str = "search") -> None:
     if s.start <= 0:
         raise SpecError(f"expected a rate above 0 ops/s; got {s.start:g}", f"{where}.start")
-    if s.probe <= 0:
-        raise SpecError(f"expected seconds above 0; got {s.probe:g}", f"{where}.probe")
+    if not s.probe >= MIN_INTERVAL:  # a shorter probe measures no interval: "after 0 probes"
+        raise SpecError(
+            f"expected at least {MIN_INTERVAL:g} s (the shortest interval); got {s.probe:g}",
+            f"{where}.probe",
+        )
     if s.max_probes < 2:
         raise SpecError(f"expected at least 2 probes; got {s.max_probes}", f"{where}.max_probes")
     if s.confirm < 1:

@@ -773,7 +773,7 @@ class Store:
         return ran
 
     def rename(self, ref: str, name: str) -> None:
-        check_name(name)
+        check_name(name, given=True)
         self.db.execute("UPDATE runs SET name=? WHERE id=?", (name, self.resolve(ref)))
 
     def delete(self, ref: str) -> None:

@@ -96,6 +96,28 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+def _simulation(spec: Spec) -> tuple[Spec, tuple[str, ...], str | None]:
+    """The spec (writing its requests to a scratch trace when it simulates and names no
+    trace of its own), the policies to simulate, and the scratch directory to remove."""
+    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
+    if not policies:
+        return spec, (), None
+    require_simulator()  # one line saying how to install it, before anything runs
+    if spec.workload.trace_out:
+        return spec, policies, None
+    scratch = tempfile.mkdtemp(prefix="workbench-trace-")  # removed after the run
+    trace = os.path.join(scratch, "trace.oracleGeneral")
+    return replace(spec, workload=replace(spec.workload, trace_out=trace)), policies, scratch
+
+
+def _planned(spec: Spec, next_step: NextStep | None) -> tuple[list[Step], NextStep | None]:
+    """The spec's steps (none when asked for in turn), each checked against this machine's
+    limits: here for a planned run, as they come for a search."""
+    steps = check_spec(spec) if next_step is None else []
+    check_limits(steps)
+    return steps, None if next_step is None else _limits_checked(next_step)
+
+
 async def run(
     spec: Spec,
     store: Store,
@@ -110,18 +132,8 @@ async def run(
     given the previous step's StepFinished (None at first), until it returns None.
     """
     check_name(name or spec.name, "name")
-    policies = parse_policies(spec.simulate.policies) if spec.simulate is not None else ()
-    scratch = None
-    if policies:
-        require_simulator()  # one line saying how to install it, before anything runs
-        if not spec.workload.trace_out:  # a trace to simulate, removed after the run
-            scratch = tempfile.mkdtemp(prefix="workbench-trace-")
-            trace = os.path.join(scratch, "trace.oracleGeneral")
-            spec = replace(spec, workload=replace(spec.workload, trace_out=trace))
-    steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)  # once per step: here for a planned run, as they come for a search
-    if next_step is not None:
-        next_step = _limits_checked(next_step)
+    spec, policies, scratch = _simulation(spec)
+    steps, next_step = _planned(spec, next_step)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(

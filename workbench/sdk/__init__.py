@@ -16,6 +16,7 @@ import-linter contract checks both). What is here:
   a Redis-compatible managed server, a server built once from its source, and the reference
   HTTP origin an HTTP cache is put in front of
 - `remote`: the loopback guard and the remote-target opt-in
+- `endpoints`: where a system's servers are (`Endpoints`), and the strict URL reader
 - `tls`, `tls_certs`: TLS options, contexts, error lines, throw-away certificates
 - `discovery`: plugins by entry point; `scaffold`: ``workbench plugins new``
 """
@@ -44,6 +45,7 @@ from workbench.sdk.adapter import (
     runs_in_native_engine,
 )
 from workbench.sdk.discovery import load_plugin, plugin_names
+from workbench.sdk.endpoints import Endpoints, Login, Url, read_host_port, read_url
 from workbench.sdk.errors import PluginError, SpecError, TargetError, WorkbenchError
 from workbench.sdk.facts import CacheSize, CoresRule, Refusal, ServerCores, ServerFigures, Urls
 from workbench.sdk.ops import OPERATIONS, OpKind
@@ -91,7 +93,9 @@ __all__ = [
     "Connection",
     "ConnectionCount",
     "CoresRule",
+    "Endpoints",
     "KeyRule",
+    "Login",
     "ManagedServer",
     "OpKind",
     "Option",
@@ -108,6 +112,7 @@ __all__ = [
     "TargetError",
     "TlsFiles",
     "TlsSettings",
+    "Url",
     "Urls",
     "WireCheck",
     "WireProtocol",
@@ -135,6 +140,8 @@ __all__ = [
     "program_version",
     "protocols",
     "python_module",
+    "read_host_port",
+    "read_url",
     "require_loopback",
     "require_program",
     "runs_in_native_engine",

@@ -11,6 +11,11 @@ Robustness rules:
   classified by `error_kind`; raise `AdapterError(kind, ...)` to name the kind yourself.
 - ``set`` receives a ``bytes`` or ``memoryview`` value and a TTL in seconds or ``None``.
 - ``delete`` returns whether the key was there, or ``None`` when the protocol does not say.
+- The conditional writes a strategy declares (``add``, ``replace``, ``cas``, ``append``,
+  ``prepend``, ``incr``, ``decr``, ``touch``) each return their outcome, one of
+  `workbench.sdk.ops.OUTCOMES` (``"stored"``, ``"not_stored"``...); ``gets`` returns
+  ``(value, token)`` or ``None``, and ``cas(key, value, ttl, token)`` gets that token back
+  (``None`` when no gets brought one). docs/plugins.md lists each one's signature.
 - A strategy that declares ``cache_aside`` without ``get`` and ``set`` (a server whose
   read is get-or-set, such as umem-cache) is driven the same way: ``get``, and on a miss
   the ``set`` of that key at once; it need not support them on their own.
@@ -31,13 +36,16 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench.sdk.errors import PluginError
 from workbench.sdk.facts import CacheSize, CoresRule, Refusal, ServerFigures, Urls
 from workbench.sdk.ops import OPERATIONS
 from workbench.sdk.options import Option, OptionSet
 from workbench.sdk.protocols import protocol as known_protocol
+
+if TYPE_CHECKING:  # endpoints' TLS settings import this module's AdapterError
+    from workbench.sdk.endpoints import Endpoints
 
 NODE_CPU = "node_cpu@"  # a server_stats figure: one cluster node's CPU seconds, by address
 # Besides operations, what a strategy may say it lacks (in `Strategy.lacks`).
@@ -288,6 +296,10 @@ class CacheSystem:
     placement: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None
     # Addresses, keys, headers and templates checked before a run starts (see WireCheck).
     check: WireCheck | None = None
+    # Where its servers are, read from its options by its one parser (`sdk.endpoints`): the
+    # remote check and the native engine's order take them from here. None: a system of no
+    # servers (the embedded cache), or one whose addresses only the generic check reads.
+    endpoints: Callable[[Mapping[str, Any]], Endpoints] | None = None
     # What the core asks instead of matching the system's name (`workbench.sdk.facts`):
     # how `-s URL` names it, the option that sizes its cache (`--simulate`, `mrc`), the
     # cores its server may use (the verdict), which of its server's figures mean what,
@@ -373,6 +385,12 @@ def check_declaration(obj: object, entry_name: str) -> CacheSystem:
         if not callable(s.connections):
             raise PluginError(f"strategy {s.name!r} has no callable connections", entry_name)
         _check_protocol(s, entry_name)
+        if s.engine == "native" and obj.endpoints is None:
+            raise PluginError(
+                f"strategy {s.name!r} runs in the native engine, but the system declares no "
+                "endpoints (where its servers are, `workbench.sdk.endpoints`)",
+                entry_name,
+            )
     for o in (*obj.options.options, *(o for s in obj.strategies for o in s.options.options)):
         if not isinstance(o, Option):
             raise PluginError(f"option {o!r} is not an Option", entry_name)

@@ -304,6 +304,24 @@ def _launch(
         )
     _running[process.pid] = process
     _logs[process.pid] = log_path
+    _wait_accepting(name, process, host, port, log_path, timeout)
+    return ServerProcess(
+        name=name,
+        process=process,
+        host=host,
+        port=port,
+        version=version,
+        target_options=dict(target_options or {}),
+        log_path=log_path,
+    )
+
+
+def _wait_accepting(
+    name: str, process: subprocess.Popen[bytes], host: str, port: int, log_path: Path,
+    timeout: float,
+) -> None:  # fmt: skip
+    """Until the server accepts connections; a TargetError with its log's end if it exits
+    first or does not within `timeout` seconds (then it is stopped)."""
     deadline = time.monotonic() + timeout
     while not _accepts(host, port):
         if process.poll() is not None:
@@ -323,15 +341,6 @@ def _launch(
                 "target.server",
             )
         time.sleep(0.02)
-    return ServerProcess(
-        name=name,
-        process=process,
-        host=host,
-        port=port,
-        version=version,
-        target_options=dict(target_options or {}),
-        log_path=log_path,
-    )
 
 
 def program_version(argv: Sequence[str]) -> str:

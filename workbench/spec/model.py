@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import types
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -297,15 +298,25 @@ def _from_dict(cls: type, data: Mapping[str, Any], where: str) -> Any:
 
 
 # A run's name is shown in every list and stored with the run: a line, not a document.
+# The shortest interval, and so the shortest load: below it no rate means anything.
+MIN_INTERVAL = 0.05
 MAX_NAME_CHARS = 200
 
 
-def check_name(name: str, where: str = "name") -> str:
-    """The name of a run or profile, or one SpecError when it is too long to be one."""
+def check_name(name: str, where: str = "name", *, given: bool = False) -> str:
+    """The name of a run or profile, or one SpecError when it cannot be one: too long, or
+    holding a control character (a newline split `runs list` rows, an ESC recoloured the
+    terminal that printed it). `given`: one a person typed (--name, `runs rename`), which
+    must name something."""
     if len(name) > MAX_NAME_CHARS:
         raise SpecError(
             f"expected a name of at most {MAX_NAME_CHARS} characters; got {len(name):,}", where
         )
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise SpecError(f"expected a name without control characters; got {name!r}", where)
+    if given and not name.strip():
+        raise SpecError(f"expected a name with something in it; got {name!r}", where)
     return name
 
 

@@ -18,12 +18,28 @@ ENV = "WORKBENCH_NATIVE"
 PACKAGED = Path(__file__).resolve().parents[1] / "bin" / BINARY
 # The version of the compiled step order (`engine/native_order.py`) this workbench writes;
 # `workbench-native --order-version` prints the one it reads. Bump both together.
-ORDER_VERSION = 5
+ORDER_VERSION = 6
 _checked: dict[tuple[str, int], str] = {}
 
 
+def building_log() -> str:
+    """While ./dev builds the engine behind a newly opened workbench: its log ("" if not)."""
+    marker = Path(sys.executable).parent / f"{BINARY}.building"
+    try:
+        return marker.read_text().strip()
+    except OSError:
+        return ""
+
+
 def build_hint() -> str:
-    """How to get the engine, for a checkout (./dev) and for a pip user alike."""
+    """How to get the engine, for a checkout (./dev) and for a pip user alike; while ./dev
+    builds it, where to watch that build."""
+    log = building_log()
+    if log:
+        return (
+            f"the native engine is still being built by ./dev (progress: {log}); until it "
+            "is installed, runs use Python clients (if that build stopped: ./dev setup)"
+        )
     return (
         "the native engine is not installed: in a checkout run ./dev setup; with pip, put "
         "cargo on PATH and run `pip install --force-reinstall --no-deps .` in the source "

@@ -20,7 +20,7 @@ from workbench.sdk.adapter import CacheSystem, Strategy, worker_options
 from workbench.sdk.discovery import load_plugin
 from workbench.sdk.errors import PluginError, SpecError, TargetError
 from workbench.sdk.ops import NEEDS
-from workbench.sdk.remote import ALLOW_REMOTE, check_remote
+from workbench.sdk.remote import ALLOW_REMOTE, check_remote, is_loopback
 from workbench.spec.model import Spec
 from workbench.workload.keys import format_key
 
@@ -145,11 +145,13 @@ def needs(op: str, strategy: Strategy) -> set[str]:
 
 def _native_unfit(native: Strategy, spec: Spec) -> str:
     """Why the native strategy cannot run the spec ("" when it can)."""
-    from workbench.spec.native_binary import binary_path, version_mismatch
+    from workbench.spec.native_binary import binary_path, building_log, version_mismatch
     from workbench.workload.forms import parse_ttl
 
     path = binary_path()
     if path is None:
+        if building_log():
+            return f"the native engine is still being built (progress: {building_log()})"
         return "the native engine is not installed"
     if version_mismatch(path):
         return "the native engine installed is of another version (rebuild it)"
@@ -207,6 +209,28 @@ def check_wire(system: CacheSystem, options: dict[str, Any], spec: Spec) -> None
         raise SpecError(exc.message, exc.where) from None
 
 
+def check_servers(system: CacheSystem, options: dict[str, Any], allow_remote: bool) -> None:
+    """Refuse, before any connection, a server off this machine the spec did not allow:
+    its hosts as the system's plugin reads them (`CacheSystem.endpoints`, the reading both
+    engines use), else as the generic check finds addresses among its options."""
+    if system.endpoints is None:
+        check_remote(options, allow_remote, "target.options")
+        return
+    if allow_remote:
+        return
+    try:
+        found = system.endpoints({**options, ALLOW_REMOTE: True})
+    except TargetError as exc:
+        raise SpecError(exc.message, exc.where) from None
+    for host, port in found.servers:
+        if not is_loopback(host):
+            raise SpecError(
+                f"server {host}:{port} is on {host}, not a loopback address; to load a remote "
+                "target, set target.allow_remote = true or pass --allow-remote",
+                found.origin,
+            )
+
+
 def resolve_step(spec: Spec) -> ResolvedStep:
     """The step's plugin, strategy and options, checked; raises SpecError naming the field."""
     try:
@@ -217,7 +241,7 @@ def resolve_step(spec: Spec) -> ResolvedStep:
     system_options = system.options.resolve(dict(spec.target.options), "target.options")
     check_wire(system, system_options, spec)
     if not spec.target.managed:  # a managed server is on loopback, wherever options point
-        check_remote(system_options, spec.target.allow_remote, "target.options")
+        check_servers(system, system_options, spec.target.allow_remote)
     strategy_options = strategy.options.resolve(dict(spec.strategy.options), "strategy.options")
     server_options: dict[str, Any] = {}
     if spec.target.managed:

@@ -17,6 +17,7 @@ from workbench.spec.limits import check_ranges, check_step_count
 from workbench.spec.load import located, read_profile, set_path, spec_from_data
 from workbench.spec.model import (
     ARRIVALS,
+    MIN_INTERVAL,
     TRACE_OPS,
     Load,
     MachineSpec,
@@ -48,8 +49,6 @@ from workbench.workload.traces.formats import format_of
 # A value this large cannot be built or sent in one piece by every system (and overflows
 # the engine's value buffer); the largest a cache server accepts is far below it.
 MAX_VALUE_SIZE = 256 * 1024**2
-# The shortest interval, and so the shortest load: below it no rate means anything.
-MIN_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import var
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from workbench.results.events import Event
@@ -33,6 +34,7 @@ from workbench.spec.model import Spec
 from workbench.spec.profile_files import profiles_dir
 from workbench.tui.commands import WorkbenchCommands
 from workbench.tui.context import ScreenContext
+from workbench.tui.help import help_sections
 from workbench.tui.messages import (
     CompareRuns,
     DeleteRun,
@@ -45,6 +47,7 @@ from workbench.tui.messages import (
 from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.dialogs import AskText
 from workbench.tui.screens.export import ExportScreen
+from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.history import HistoryScreen
 from workbench.tui.screens.run import RunScreen
 from workbench.tui.screens.setup import SetupScreen
@@ -64,6 +67,16 @@ class WorkbenchApp(App[None]):
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     # The command palette (tui/commands.py) lists these by description, with the tooltip.
     BINDINGS = [
+        Binding(
+            "f1",
+            "show_help",
+            "Help",
+            priority=True,
+            tooltip="every screen, key and action",
+            id="help",
+        ),
+        # Not a priority binding: in a text field, ? is typed.
+        Binding("question_mark", "show_help", "Help", show=False, key_display="?"),
         Binding(
             "f2",
             "switch_mode('setup')",
@@ -218,12 +231,13 @@ class WorkbenchApp(App[None]):
             found = ""
             if event.worker.name == "search" and self.searching is not None:
                 found = f" Search: {self.searching.search.conclusion()}."
+            # Short, and at the top (workbench.tcss): the result it announces stays in sight.
             self.notify(
-                f"Run '{v.name}' {v.status}"
+                f"{v.status.capitalize()}: {v.name}"
                 + (f": {v.error}" if v.error else "")
-                + f".{found} It is in History (F4).",
+                + (f".{found}" if found else ". F4: History"),
                 severity=severity,  # type: ignore[arg-type]
-                timeout=20 if found else 5,
+                timeout=10 if found else 3,
             )
 
     def action_start_run(self) -> None:
@@ -272,6 +286,17 @@ class WorkbenchApp(App[None]):
     def _compare(self, message: CompareRuns) -> None:
         self.compare_ids = tuple(message.run_ids)
         self.switch_mode("compare")
+
+    def action_show_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(help_sections(self.BINDINGS)))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Textual's, with its "Keys" panel (a widget's own keys) replaced by the help."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Keys":
+                yield command
+        yield SystemCommand("Help", "every screen, key and action (F1)", self.action_show_help)
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"

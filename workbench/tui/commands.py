@@ -1,6 +1,7 @@
-"""The command palette (Ctrl+P): every App key binding, two palette-only actions, profiles.
+"""The command palette (Ctrl+P): every key of the App and of the screen it was opened on,
+two palette-only actions, and the profiles.
 
-The commands are read from the App's own `BINDINGS` (a binding's description names the
+The commands are read from the `BINDINGS` themselves (a binding's description names the
 command, its tooltip says what it does), so a key added there is findable by name here
 without this module knowing the App.
 """
@@ -15,6 +16,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from workbench.tui.context import ScreenContext
 from workbench.tui.messages import OpenProfile
+from workbench.tui.screens.help import key_name
 
 # Actions of the App that no key starts: (name, action, what it does).
 PALETTE_ONLY = (
@@ -29,24 +31,32 @@ PALETTE_ONLY = (
 Command = tuple[str, Callable[[], object], str]
 
 
-def key_name(key: str) -> str:
-    """A binding's key as people write it: "ctrl+r" -> "Ctrl+R", "f2" -> "F2"."""
-    parts = key.split(",")[0].split("+")
-    return "+".join(p.upper() if len(p) == 1 or p[0] == "f" else p.capitalize() for p in parts)
-
-
 class WorkbenchCommands(Provider):
     """Everything the keys do, findable by name, plus one command per profile."""
 
     def commands(self) -> list[Command]:
         app = self.app
         cmds: list[Command] = []
-        for binding in app.BINDINGS:
-            if isinstance(binding, Binding):
-                key = key_name(binding.key)
+        seen: set[str] = set()
+        for owner, bindings in ((app, app.BINDINGS), (self.screen, self.screen.BINDINGS)):
+            keys: dict[str, list[str]] = {}
+            named: dict[str, Binding] = {}
+            for binding in bindings:
+                if isinstance(binding, Binding):
+                    keys.setdefault(binding.action, []).append(
+                        binding.key_display or key_name(binding.key)
+                    )
+                    if binding.action not in named or binding.tooltip:
+                        named[binding.action] = binding
+            for action, binding in named.items():
+                if binding.description in seen:
+                    continue
+                seen.add(binding.description)
+                key = " / ".join(keys[action])
                 help_text = f"{binding.tooltip} ({key})" if binding.tooltip else key
-                run_it = partial(app.run_action, binding.action)
-                cmds.append((binding.description, run_it, help_text))
+                cmds.append(
+                    (binding.description, partial(app.run_action, action, owner), help_text)
+                )
         for name, action, help_text in PALETTE_ONLY:
             cmds.append((name, partial(app.run_action, action), help_text))
         context = getattr(app, "context", None)

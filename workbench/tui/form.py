@@ -20,7 +20,14 @@ from workbench.spec.load import fold_sweeps as fold_axes
 from workbench.spec.load import get_path, set_path, spec_from_data
 from workbench.spec.model import Spec
 from workbench.spec.steps import Step, check_spec
-from workbench.workload.forms import KEY_DISTRIBUTIONS, TTL_FORMS, VALUE_SIZE_FORMS
+from workbench.workload.forms import (
+    KEY_DEFAULTS,
+    KEY_DISTRIBUTIONS,
+    TTL_DEFAULTS,
+    TTL_FORMS,
+    VALUE_SIZE_DEFAULTS,
+    VALUE_SIZE_FORMS,
+)
 
 FieldKind = Literal["value", "text", "bool"]
 
@@ -32,6 +39,12 @@ DISTRIBUTION_KINDS: dict[str, Mapping[str, tuple[str, ...]]] = {
     "workload.key_distribution": KEY_DISTRIBUTIONS,
     "workload.value_size": VALUE_SIZE_FORMS,
     "workload.ttl": TTL_FORMS,
+}
+# kind -> the parameters a newly picked kind starts with
+DISTRIBUTION_DEFAULTS: dict[str, Mapping[str, tuple[str, ...]]] = {
+    "workload.key_distribution": KEY_DEFAULTS,
+    "workload.value_size": VALUE_SIZE_DEFAULTS,
+    "workload.ttl": TTL_DEFAULTS,
 }
 CUSTOM = "custom"  # the written form, e.g. a sweep list of distributions
 

@@ -30,6 +30,20 @@ VALUE_SIZE_FORMS: dict[str, tuple[str, ...]] = {
 }
 
 TTL_FORMS: dict[str, tuple[str, ...]] = {"none": (), "fixed": ("seconds",), "range": ("min", "max")}
+# Each form's parameters when a form is picked without them (the TUI fills them in): the key
+# patterns take memtier's defaults (`--key-pattern` uses them too): the middle of the range
+# with a sixth of it as deviation, zipf 0.99, and 80% of gets on 20% of the keys.
+KEY_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "zipf": ("0.99",),
+    "gaussian": ("0.5", "0.1667"),
+    "hotcold": ("0.8", "0.2"),
+}
+VALUE_SIZE_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "fixed": ("100",),
+    "uniform": ("8", "3000"),
+    "weighted": ("100:9, 4KiB:1",),
+}
+TTL_DEFAULTS: dict[str, tuple[str, ...]] = {"fixed": ("60",), "range": ("1", "5")}
 
 _CALL = re.compile(r"\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")
 

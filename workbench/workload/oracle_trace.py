@@ -86,9 +86,7 @@ def merge_parts(parts: list[str], out: str, *, remove: bool = True) -> int:
     return len(keys)
 
 
-def write_trace(
-    out: str, times_ns: array[int], keys: array[int], sizes: array[int]
-) -> None:
+def write_trace(out: str, times_ns: array[int], keys: array[int], sizes: array[int]) -> None:
     """Requests (send times in ns, object ids, sizes) as oracleGeneral, next access filled
     in from the end backwards; times become whole seconds since the first request."""
     n = len(keys)

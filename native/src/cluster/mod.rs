@@ -10,7 +10,8 @@
 pub mod slots;
 
 use crate::net::conn::Conn;
-use crate::order::StepOrder;
+use crate::net::placement::Rendezvous;
+use crate::order::{Protocol, StepOrder};
 use crate::pacing::now_ns;
 use crate::protocols::Codec;
 use crate::tls::TlsConfig;
@@ -323,12 +324,13 @@ fn idle(k: &Conn) -> bool {
     k.connected && k.pending.is_empty()
 }
 
-/// The connection a key goes to: its slot's node in a cluster, else the codec's choice.
+/// The connection a key goes to: its slot's node in a cluster, else its server by the
+/// target's placement.
 #[inline]
-pub fn node_for(cluster: &Option<Cluster>, codec: &Codec, key: &[u8]) -> usize {
+pub fn node_for(cluster: &Option<Cluster>, placement: &Rendezvous, key: &[u8]) -> usize {
     match cluster {
         Some(c) => c.node_of(key),
-        None => codec.server_for(key),
+        None => placement.index(key),
     }
 }
 
@@ -339,19 +341,24 @@ pub fn discover(
     codec: &Codec,
     addrs: Vec<SocketAddr>,
 ) -> Result<(Option<Cluster>, Vec<SocketAddr>), String> {
-    if !order.target["cluster"].as_bool().unwrap_or(false) {
+    let target = &order.target;
+    if !target.cluster {
         return Ok((None, addrs));
     }
-    if order.system != "redis" {
-        return Err("target.options.cluster: only redis has a cluster mode".into());
+    if target.protocol != Protocol::Resp {
+        return Err(format!(
+            "{}: a Redis Cluster speaks RESP; this target speaks {}",
+            target.origin,
+            target.protocol.name()
+        ));
     }
     let mut hello = Vec::new();
     let hellos = codec.hello(&mut hello);
-    let tls = crate::tls::config_for(&order.system, &order.target)?;
+    let tls = crate::tls::config_for(target.tls.as_ref())?;
     let timeout = Duration::from_nanos(order.connect_timeout_ns.max(1_000_000));
     let asked = addrs[0];
     let ranges = fetch(asked, &hello, hellos, tls.as_ref(), timeout)?;
-    let mut cluster = Cluster::empty(hello, hellos, order.allow_remote);
+    let mut cluster = Cluster::empty(hello, hellos, target.allow_remote);
     cluster.per_conn = order.pipeline;
     cluster.batches = !order.open_loop;
     cluster.whole = !order.open_loop && order.pipeline > 1;
@@ -359,8 +366,8 @@ pub fn discover(
     cluster.apply(&ranges, asked)?;
     if cluster.nodes.is_empty() {
         return Err(format!(
-            "target.options.url: the cluster at {} serves no slot yet (cluster_state not ok?)",
-            asked
+            "{}: the cluster at {} serves no slot yet (cluster_state not ok?)",
+            target.origin, asked
         ));
     }
     let clients = order.clients.len();

@@ -65,8 +65,7 @@ pub struct Redirect {
 
 /// The redirection an error reply's message (as `protocols/resp.rs` words it) carries, if any.
 pub fn redirect_of(message: &str) -> Option<Redirect> {
-    let text = message.strip_prefix("redis: ").unwrap_or(message);
-    let mut words = text.split_whitespace();
+    let mut words = message.split_whitespace();
     let ask = match words.next()? {
         "MOVED" => false,
         "ASK" => true,
@@ -194,8 +193,8 @@ pub fn node_addr(
     }
     if !allow_remote && !is_loopback(host) {
         return Err(format!(
-            "target.options.url: the cluster names node {}:{}, not a loopback address; to \
-             load a remote target, set target.allow_remote = true or pass --allow-remote",
+            "the cluster names node {}:{}, not a loopback address; to load a remote \
+             target, set target.allow_remote = true or pass --allow-remote",
             host, port
         ));
     }
@@ -248,7 +247,7 @@ pub fn exchange<S: Read + Write>(
             seen += 1;
             if seen <= hellos {
                 if let Value::Error(e) = v {
-                    return Err(format!("{}: redis: {}", addr, e));
+                    return Err(format!("{}: {}", addr, e));
                 }
                 continue;
             }
@@ -270,7 +269,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_are_redis_clusters() {
+    fn slots_are_those_of_the_cluster_specification() {
         // The examples of the Redis Cluster specification and redis-cli's CLUSTER KEYSLOT.
         assert_eq!(crc16(b"123456789"), 0x31C3);
         assert_eq!(slot_of(b"foo"), 12182);
@@ -289,7 +288,7 @@ mod tests {
     #[test]
     fn redirects_are_read_from_error_replies() {
         assert_eq!(
-            redirect_of("redis: MOVED 3999 127.0.0.1:6381"),
+            redirect_of("MOVED 3999 127.0.0.1:6381"),
             Some(Redirect {
                 ask: false,
                 slot: 3999,
@@ -297,11 +296,11 @@ mod tests {
                 port: 6381
             })
         );
-        let ask = redirect_of("redis: ASK 12 [::1]:7000").unwrap();
+        let ask = redirect_of("ASK 12 [::1]:7000").unwrap();
         assert!(ask.ask);
         assert_eq!((ask.slot, ask.host.as_str(), ask.port), (12, "::1", 7000));
-        assert_eq!(redirect_of("redis: CLUSTERDOWN The cluster is down"), None);
-        assert_eq!(redirect_of("redis: MOVED 99999 127.0.0.1:1"), None);
+        assert_eq!(redirect_of("CLUSTERDOWN The cluster is down"), None);
+        assert_eq!(redirect_of("MOVED 99999 127.0.0.1:1"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod placement;
 
 use crate::pacing::now_ns;
 use crate::protocols::Codec;
@@ -14,6 +15,7 @@ use client::Client;
 use conn::{Pending, BACKOFF_START, READ_CHUNK};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+use placement::Rendezvous;
 use std::io::{ErrorKind, Read, Write};
 
 /// The poll token of the first client connection (stdin and the timer come first); the
@@ -39,21 +41,25 @@ pub struct Net {
     pub down: usize,
     /// How long a request may wait for its reply before its connection fails (ns).
     pub timeout: u64,
+    /// Which server a key goes to, when there are several.
+    pub placement: Rendezvous,
     /// What a plain connection closed before any reply adds to its message (a TLS port?).
-    plain_close_hint: &'static str,
+    plain_close_hint: String,
 }
 
 impl Net {
     pub fn new(
         clients: Vec<Client>,
         tls: Option<TlsConfig>,
+        placement: Rendezvous,
         stride: usize,
         timeout: u64,
-        plain_close_hint: &'static str,
+        plain_close_hint: String,
     ) -> Net {
         Net {
             clients,
             tls,
+            placement,
             stride,
             down: 0,
             timeout,
@@ -202,7 +208,6 @@ impl Net {
     /// peer closed it or the read failed (the buffer keeps what came before).
     #[inline]
     pub fn read(&mut self, ci: usize, si: usize, closing: bool) -> Option<String> {
-        let hint = self.plain_close_hint;
         let k = &mut self.clients[ci].conns[si];
         let sock = k.sock.as_mut()?;
         loop {
@@ -232,7 +237,7 @@ impl Net {
                     // A TLS port drops a plain client that way, after failing to read a
                     // handshake: said when nothing was ever answered on it.
                     let quiet = k.answered || k.pending.is_empty();
-                    let hint = if quiet { "" } else { hint };
+                    let hint = if quiet { "" } else { &self.plain_close_hint };
                     return Some(format!("{} closed the connection{}", k.addr, hint));
                 }
                 // A short read drained the socket: with edge-triggered epoll, anything

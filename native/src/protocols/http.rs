@@ -54,8 +54,6 @@ pub struct Request {
 }
 
 pub struct Http {
-    pub host: String,
-    pub port: u16,
     common: String,
     get: Request,
     set: Request,
@@ -226,56 +224,25 @@ fn common_headers(o: &Value, netloc: &str) -> Result<String, String> {
 }
 
 impl Http {
-    pub fn from_options(o: &Value) -> Result<Http, String> {
-        let base = opt_str(o, "base_url");
-        // https:// is TLS on the same connections (`tls/` reads base_url too).
-        let (rest, default_port) = match base.strip_prefix("http://") {
-            Some(rest) => (rest, 80),
-            None => (
-                base.strip_prefix("https://").ok_or_else(|| {
-                    format!(
-                        "target.options.base_url: expected http:// or https://; got {:?}",
-                        base
-                    )
-                })?,
-                443,
-            ),
-        };
-        let (netloc, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        let (host, port) = if let Some(h) = netloc.strip_prefix('[') {
-            let close = h
-                .find(']')
-                .ok_or("target.options.base_url: bad IPv6 address")?;
-            let port = h[close + 1..].trim_start_matches(':');
-            (
-                h[..close].to_string(),
-                if port.is_empty() {
-                    default_port
-                } else {
-                    port.parse()
-                        .map_err(|_| "target.options.base_url: bad port")?
-                },
-            )
-        } else {
-            match netloc.rfind(':') {
-                Some(i) => (
-                    netloc[..i].to_string(),
-                    netloc[i + 1..]
-                        .parse()
-                        .map_err(|_| "target.options.base_url: bad port")?,
-                ),
-                None => (netloc.to_string(), default_port),
-            }
-        };
+    /// The http1 settings of a target, resolved by its plugin: the Host header
+    /// (`host_header`, as the base URL spelled it), the base path every template's path is
+    /// appended to (`base_path`), the templates, statuses and fields (`origin` names the
+    /// option they came from).
+    pub fn from_settings(o: &Value, origin: &str) -> Result<Http, String> {
+        let netloc = opt_str(o, "host_header");
+        if netloc.is_empty() {
+            return Err(format!(
+                "{}: the target has no host to name in requests",
+                origin
+            ));
+        }
+        let path = opt_str(o, "base_path");
+        let path = path.as_str();
+        let netloc = netloc.as_str();
         let common = common_headers(o, netloc)?;
         let delete_text = opt_str(o, "delete");
         let body_text = opt_str(o, "set_body");
         Ok(Http {
-            host,
-            port,
             common,
             get: request(&opt_str(o, "get"), path)?,
             set: request(&opt_str(o, "set"), path)?,
@@ -611,12 +578,12 @@ mod tests {
     use super::*;
 
     fn config() -> Http {
-        Http::from_options(&config_options()).unwrap()
+        Http::from_settings(&config_options(), "target.options.base_url").unwrap()
     }
 
     fn config_options() -> Value {
         serde_json::json!({
-            "base_url": "http://127.0.0.1:8080/api",
+            "host_header": "127.0.0.1:8080", "base_path": "/api",
             "get": "GET /lookup?key={key}",
             "set": "POST /",
             "set_body": "{\"key\": \"{key}\", \"value\": \"{value}\", \"ttl\": {ttl}}",
@@ -628,15 +595,13 @@ mod tests {
     }
 
     #[test]
-    fn https_is_the_same_requests_on_port_443_by_default() {
+    fn a_target_without_a_host_header_is_refused() {
         let mut o = config_options();
-        o["base_url"] = "https://localhost/api".into();
-        let h = Http::from_options(&o).unwrap();
-        assert_eq!((h.host.as_str(), h.port), ("localhost", 443));
-        o["base_url"] = "https://127.0.0.1:8443".into();
-        assert_eq!(Http::from_options(&o).unwrap().port, 8443);
-        o["base_url"] = "ftp://127.0.0.1".into();
-        assert!(Http::from_options(&o).is_err());
+        o["host_header"] = "".into();
+        let e = Http::from_settings(&o, "target.options.base_url")
+            .err()
+            .unwrap();
+        assert!(e.starts_with("target.options.base_url:"), "{}", e);
     }
 
     #[test]

@@ -1,6 +1,4 @@
-//! memcached's text protocol: get, set with exptime, delete; keys spread over several
-//! servers by highest-random-weight scores against the servers' seeds, which the step
-//! order carries (`plugins/workbench_memcached/protocol.py` makes them).
+//! memcached's text protocol: get, set with exptime, delete.
 
 use super::wire::{first_line, hit_body, parse_int, parsed, show, ParseResult, Reply, Req};
 use crate::text::push_num;
@@ -91,76 +89,16 @@ impl Memcache {
     }
 }
 
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            let mask = (!(crc & 1)).wrapping_add(1);
-            crc = (crc >> 1) ^ (0xEDB8_8320 & mask);
-        }
-    }
-    !crc
-}
-
-fn fmix32(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
-}
-
-/// Highest-random-weight hashing: a key goes to the server whose seed scores highest.
-pub struct Rendezvous {
-    seeds: Vec<u32>,
-}
-
-impl Rendezvous {
-    pub fn new(seeds: &[u32]) -> Rendezvous {
-        Rendezvous {
-            seeds: seeds.to_vec(),
-        }
-    }
-
-    pub fn index(&self, key: &[u8]) -> usize {
-        if self.seeds.len() < 2 {
-            return 0;
-        }
-        let base = crc32(key);
-        let mut best: i64 = -1;
-        let mut winner = 0;
-        for (i, seed) in self.seeds.iter().enumerate() {
-            let score = fmix32(base ^ seed) as i64;
-            if score > best {
-                best = score;
-                winner = i;
-            }
-        }
-        winner
-    }
-}
-
 /// A memcached error line (either protocol's): the op failed on the server's side.
 pub fn server_error(line: &[u8], used: usize) -> Option<ParseResult> {
     let failed =
         line.starts_with(b"SERVER_ERROR") || line.starts_with(b"CLIENT_ERROR") || line == b"ERROR";
-    failed.then(|| {
-        parsed(
-            Reply::Failed("server".into(), format!("memcached: {}", show(line))),
-            used,
-        )
-    })
+    failed.then(|| parsed(Reply::Failed("server".into(), show(line)), used))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc32_is_zlibs() {
-        assert_eq!(crc32(b"hello"), 0x3610_a686);
-    }
 
     #[test]
     fn parses_values_and_misses() {

@@ -65,7 +65,7 @@ impl Meta {
             }
             (Req::Set, b"HD") if flagged => parsed(Reply::Done, used),
             (Req::Set, b"NS") if flagged => parsed(
-                Reply::Failed("server".into(), "memcached: NS (not stored)".into()),
+                Reply::Failed("server".into(), "NS (not stored)".into()),
                 used,
             ),
             (Req::Delete, b"HD") if flagged => parsed(Reply::Deleted(true), used),

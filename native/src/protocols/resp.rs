@@ -95,7 +95,7 @@ impl Resp {
             Some(b'-') => {
                 // An opening command refused (WRONGPASS, NOPERM) is the server's answer too:
                 // the connection is dropped with it, and the step says it.
-                let msg = format!("redis: {}", show(&line[1..]));
+                let msg = show(&line[1..]);
                 parsed(Reply::Failed("server".into(), msg), used)
             }
             Some(b'$') if req == Req::Get => {

@@ -119,6 +119,9 @@ pub fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(cut).into_owned()
 }
 
+/// Inlined: every RESP reply's length goes through it (out of line it cost about 7
+/// instructions per pipelined GET, callgrind).
+#[inline]
 pub fn parse_int(bytes: &[u8]) -> Option<i64> {
     let (neg, digits) = match bytes.first() {
         Some(b'-') => (true, &bytes[1..]),

@@ -116,7 +116,7 @@ pub fn subscribe(
             Some((elems, next)) => {
                 if let Some(e) = elems.first().filter(|e| e.kind == b'-') {
                     return Err(format!(
-                        "subscriber of wb:ch:{}: redis: {}",
+                        "subscriber of wb:ch:{}: {}",
                         channel,
                         show(&inb[e.start..e.end])
                     ));

@@ -27,7 +27,7 @@ impl<'a> Run<'a> {
             }
         }
         let asked = self.net.clients[ci].conns[0].addr;
-        let allow_remote = self.order.allow_remote;
+        let allow_remote = self.order.target.allow_remote;
         let si = match node_addr(&r.host, r.port, asked, allow_remote)
             .and_then(|addr| self.node_index(addr))
         {

@@ -50,7 +50,7 @@ impl<'a> Run<'a> {
             let key = key_of(&self.keys.table, key, &k.prefix, index, k.length);
             (key, value, size)
         };
-        let si = node_for(&self.cluster, &self.codec, key);
+        let si = node_for(&self.cluster, &self.net.placement, key);
         let k = &mut self.net.clients[ci].conns[si];
         if !self.codec.encode(&mut k.out, req, key, value, ttl) {
             // An HTTP delete without a template: counted, never sent.
@@ -230,11 +230,12 @@ impl<'a> Run<'a> {
         let hot = op.index < c.stream.hot_end;
         c.inflight += 1;
         // A cache-aside op is a get that sets on a miss.
-        let (req, aside) = match self.order.actions[op.code as usize] {
-            Action::Get => (Req::Get, false),
-            Action::CacheAside => (Req::Get, true),
-            Action::Set => (Req::Set, false),
-            Action::Publish => (Req::Publish, false),
+        let (req, aside) = match self.order.ops.action(op.code) {
+            Some(Action::Get) => (Req::Get, false),
+            Some(Action::CacheAside) => (Req::Get, true),
+            Some(Action::Set) => (Req::Set, false),
+            Some(Action::Publish) => (Req::Publish, false),
+            // A mix weighs only the codes of ops this engine runs (order/ops.rs).
             _ => (Req::Delete, false),
         };
         if req != Req::Delete {
@@ -261,6 +262,6 @@ impl<'a> Run<'a> {
             index,
             k.length,
         );
-        node_for(&self.cluster, &self.codec, key)
+        node_for(&self.cluster, &self.net.placement, key)
     }
 }

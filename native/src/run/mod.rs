@@ -19,10 +19,11 @@ mod turn;
 use crate::cluster::{Cluster, MAX_NODES};
 use crate::net::client::Client;
 use crate::net::conn::Conn;
+use crate::net::placement::Rendezvous;
 use crate::net::Net;
-use crate::order::{Action, StepOrder};
+use crate::order::{Action, Protocol, StepOrder};
 use crate::pacing::WakeTuner;
-use crate::protocols::{codec_for, Codec, Target};
+use crate::protocols::Codec;
 use crate::pubsub::{PubSub, PubSubOrder};
 use crate::record::{Recorder, KINDS_MAX};
 use crate::trace::capture::Capture;
@@ -132,14 +133,8 @@ pub fn run_step(eng: &mut Engine, frame: &Value) -> &'static str {
 /// pub/sub and trace parts; a failure is its error kind and message.
 fn prepare<'a>(eng: &'a mut Engine, frame: &Value) -> Result<Run<'a>, (&'static str, String)> {
     let order = StepOrder::from_frame(frame).map_err(|e| ("spec", e))?;
-    let target = Target {
-        system: &order.system,
-        options: &order.target,
-        strategy: &frame["native"]["strategy_options"],
-        allow_remote: order.allow_remote,
-        placement: order.placement.as_deref(),
-    };
-    let (codec, addrs) = codec_for(&target).map_err(|e| ("target", e))?;
+    let codec = Codec::for_target(&order.target).map_err(|e| ("target", e))?;
+    let addrs = crate::addr::servers(&order.target).map_err(|e| ("target", e))?;
     let (cluster, addrs) =
         crate::cluster::discover(&order, &codec, addrs).map_err(|e| ("connection", e))?;
     let pubsub = PubSubOrder::from_frame(frame).map_err(|e| ("spec", e))?;
@@ -147,15 +142,16 @@ fn prepare<'a>(eng: &'a mut Engine, frame: &Value) -> Result<Run<'a>, (&'static 
     let mut run = Run::new(eng, order, codec, &addrs, pubsub, cluster).map_err(|e| ("spec", e))?;
     if let Some(o) = trace {
         let ids: Vec<i64> = run.order.clients.iter().map(|c| c.id).collect();
-        let keys = &run.order.keys;
-        let replay = Replay::new(o, &ids, &keys.prefix, keys.length).map_err(|e| ("spec", e))?;
+        let (ops, keys) = (&run.order.ops, &run.order.keys);
+        let replay = Replay::new(o, ops, &ids, (&keys.prefix, keys.length));
+        let replay = replay.map_err(|e| ("spec", e))?;
         run.replay = Some(replay);
     }
     Ok(run)
 }
 
 /// What a step order asks that this engine cannot do: publishing without a pubsub part or
-/// to a system other than redis, more recorded op kinds than a recorder counts.
+/// over a protocol other than RESP, more recorded op kinds than a recorder counts.
 fn check_order(order: &StepOrder, has_pubsub: bool) -> Result<(), String> {
     let publish = order.code_of(Action::Publish);
     let publishes = order
@@ -165,10 +161,10 @@ fn check_order(order: &StepOrder, has_pubsub: bool) -> Result<(), String> {
     if publishes && !has_pubsub {
         return Err("step order: publish in the mix but no pubsub part".into());
     }
-    if publishes && order.system != "redis" {
+    if publishes && order.target.protocol != Protocol::Resp {
         return Err(format!(
-            "workload.mix: the native engine publishes to redis only; got {:?}",
-            order.system
+            "workload.mix: the native engine publishes over RESP only; this target speaks {}",
+            order.target.protocol.name()
         ));
     }
     if order.record.len() > KINDS_MAX {
@@ -200,6 +196,15 @@ fn clients_for(order: &StepOrder, addrs: &[SocketAddr]) -> Vec<Client> {
         .collect()
 }
 
+/// What a plain connection closed before any reply adds to its message: a TLS port drops
+/// a plain client that way, after failing to read a handshake (the plugin's advice).
+fn plain_close_hint(advice: &str) -> String {
+    match advice {
+        "" => " before any reply (is it a TLS port?)".to_string(),
+        advice => format!(" before any reply (is it a TLS port? {})", advice),
+    }
+}
+
 fn kinds_of(order: &StepOrder) -> Result<Kinds, String> {
     Ok(Kinds {
         get: order.kind_index("get")?,
@@ -228,19 +233,16 @@ impl<'a> Run<'a> {
             None => addrs.len(),
         };
         check_order(&order, pubsub.is_some())?;
-        let tls = crate::tls::config_for(&order.system, &order.target)?;
+        let tls = crate::tls::config_for(order.target.tls.as_ref())?;
         let kinds = kinds_of(&order)?;
         let early = Recorder::new(order.open_loop, order.record.len());
         let pubsub = PubSub::new(pubsub, addrs.first().copied(), early);
         let rec = eng.out.recorder(order.open_loop, order.record.len());
         let timeout = order.timeout_ns.unwrap_or(u64::MAX);
-        let net = Net::new(
-            clients_for(&order, addrs),
-            tls,
-            stride,
-            timeout,
-            codec.tls_hint(),
-        );
+        let placement = Rendezvous::new(order.target.placement.as_deref().unwrap_or(&[]));
+        let clients = clients_for(&order, addrs);
+        let hint = plain_close_hint(&order.target.tls_advice);
+        let net = Net::new(clients, tls, placement, stride, timeout, hint);
         let keys = Keys {
             values: Values::new(order.value_bytes, order.value_spread, order.seed),
             table: KeyTable::new(&order.keys.prefix, order.keys.length, order.keys.count),

@@ -1,18 +1,19 @@
-//! TLS on the mio loop's connections: rediss://, memcached with `tls = true`, https://.
+//! TLS on the mio loop's connections, when the target asks for it (the plugin decides:
+//! rediss://, a `tls` option, https://; the order only says TLS or not, and its settings).
 //!
-//! rustls 0.21 with ring (builds with Debian's rustc 1.63). The options are the Python
+//! rustls 0.21 with ring (builds with Debian's rustc 1.63). The settings are the Python
 //! side's: `tls_ca` (else the system's CAs), `tls_cert`/`tls_key` (mutual TLS),
 //! `tls_insecure` (no verification at all) and `tls_sni` (the name sent and checked; without
 //! it the certificate's chain is checked but not its name, as loopback test certificates
 //! rarely name 127.0.0.1). A connection counts as connected only once its handshake is
 //! done, so no operation is ever timed across a handshake.
 
+use crate::order::TlsOrder;
 use rustls::client::{ServerCertVerified, ServerCertVerifier, WebPkiVerifier};
 use rustls::{
     Certificate, CertificateError, ClientConfig, ClientConnection, PrivateKey, RootCertStore,
     ServerName,
 };
-use serde_json::Value;
 use std::io::BufReader;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -27,25 +28,6 @@ pub struct TlsConfig {
     name: ServerName,
     /// A client certificate is offered (tls_cert).
     has_cert: bool,
-}
-
-/// Whether the target asks for TLS: rediss://, https:// or memcached's `tls = true`.
-fn wanted(system: &str, options: &Value) -> bool {
-    let url_is = |field: &str, scheme: &str| {
-        options[field]
-            .as_str()
-            .map_or(false, |u| u.starts_with(scheme))
-    };
-    match system {
-        "redis" => url_is("url", "rediss://"),
-        "memcached" => options["tls"].as_bool().unwrap_or(false),
-        "http" => url_is("base_url", "https://"),
-        _ => false,
-    }
-}
-
-fn text<'a>(options: &'a Value, name: &str) -> &'a str {
-    options[name].as_str().unwrap_or("")
 }
 
 fn pem_items(path: &str, field: &str) -> Result<Vec<rustls_pemfile::Item>, String> {
@@ -129,17 +111,18 @@ impl ServerCertVerifier for Verifier {
 }
 
 /// The step's TLS configuration (None: plain TCP). Bad files are the profile's fault.
-pub fn config_for(system: &str, options: &Value) -> Result<Option<TlsConfig>, String> {
-    if !wanted(system, options) {
-        return Ok(None);
-    }
+pub fn config_for(tls: Option<&TlsOrder>) -> Result<Option<TlsConfig>, String> {
+    let t = match tls {
+        Some(t) => t,
+        None => return Ok(None),
+    };
     let (ca, cert, key, sni) = (
-        text(options, "tls_ca"),
-        text(options, "tls_cert"),
-        text(options, "tls_key"),
-        text(options, "tls_sni"),
+        t.ca.as_str(),
+        t.cert.as_str(),
+        t.key.as_str(),
+        t.sni.as_str(),
     );
-    let insecure = options["tls_insecure"].as_bool().unwrap_or(false);
+    let insecure = t.insecure;
     let mut roots = RootCertStore::empty();
     let (path, field) = if ca.is_empty() {
         (SYSTEM_CAS, "tls_ca")

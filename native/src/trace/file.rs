@@ -8,14 +8,44 @@ use super::readahead::ReadAhead;
 use std::fs::File;
 use std::io::Read;
 
-/// Twitter's operations (`workbench.traces.records.OPS`), by their index.
-pub const OPS: [&str; 11] = [
-    "get", "gets", "set", "add", "replace", "cas", "append", "prepend", "delete", "incr", "decr",
-];
-pub const GET: u8 = 0;
-pub const GETS: u8 = 1;
-pub const SET: u8 = 2;
-pub const DELETE: u8 = 8;
+/// The op names a trace may hold, by index: the order's (the op registry's trace names,
+/// `workbench.sdk.ops`), so that nothing here numbers ops by position. A request's op is
+/// its index here; a request that names none (oracleGeneral, a CSV without an op column)
+/// is a get.
+#[derive(Clone, Debug)]
+pub struct OpNames {
+    names: Vec<String>,
+    get: u8,
+}
+
+impl OpNames {
+    pub fn new(names: Vec<String>) -> Result<OpNames, String> {
+        if names.len() > u8::MAX as usize {
+            return Err("step order: more trace op names than 255".into());
+        }
+        let get = names
+            .iter()
+            .position(|n| n == "get")
+            .ok_or("step order: the trace's op names have no \"get\"")?;
+        Ok(OpNames {
+            names,
+            get: get as u8,
+        })
+    }
+
+    /// The op of a record's op field (empty: a get).
+    fn of(&self, field: &[u8]) -> Result<u8, String> {
+        let t = text(field)?;
+        if t.is_empty() {
+            return Ok(self.get);
+        }
+        self.names
+            .iter()
+            .position(|o| o == t)
+            .map(|i| i as u8)
+            .ok_or_else(|| format!("unknown operation {:?}", t))
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -51,7 +81,7 @@ pub struct Request {
     /// The recorded key length (0: none recorded).
     pub key_size: u32,
     pub value_size: u32,
-    /// An index into `OPS`.
+    /// An index into the reader's `OpNames`.
     pub op: u8,
     /// Seconds; 0 for none.
     pub ttl: u32,
@@ -80,12 +110,13 @@ pub struct TraceReader {
     record: u64,
     /// The plain CSV's columns, from its header.
     columns: Vec<String>,
+    ops: OpNames,
 }
 
 type Read_<T> = Result<T, String>;
 
 impl TraceReader {
-    pub fn open(path: &str, format: Format) -> Read_<TraceReader> {
+    pub fn open(path: &str, format: Format, ops: OpNames) -> Read_<TraceReader> {
         // Opened, and a `.zst` file decompressed, on a thread reading ahead (readahead.rs).
         let named = path.to_string();
         let src = ReadAhead::spawn(move || -> Read_<Box<dyn Read>> {
@@ -97,10 +128,15 @@ impl TraceReader {
                 Box::new(file)
             })
         })?;
-        Self::from_reader(path, format, Box::new(src))
+        Self::from_reader(path, format, ops, Box::new(src))
     }
 
-    pub fn from_reader(path: &str, format: Format, src: Box<dyn Read>) -> Read_<TraceReader> {
+    pub fn from_reader(
+        path: &str,
+        format: Format,
+        ops: OpNames,
+        src: Box<dyn Read>,
+    ) -> Read_<TraceReader> {
         let mut r = TraceReader {
             path: path.to_string(),
             format,
@@ -112,6 +148,7 @@ impl TraceReader {
             offset: 0,
             record: 0,
             columns: Vec::new(),
+            ops,
         };
         if format == Format::Csv {
             r.read_header()?;
@@ -219,9 +256,9 @@ impl TraceReader {
                     continue;
                 }
                 let parsed = if self.format == Format::Twitter {
-                    twitter(text)
+                    twitter(text, &self.ops)
                 } else {
-                    plain_csv(text, &self.columns)
+                    plain_csv(text, &self.columns, &self.ops)
                 };
                 let r = parsed.map_err(|why| {
                     let expected = if self.format == Format::Twitter {
@@ -259,7 +296,7 @@ impl TraceReader {
             key: Key::Id(u64::from_le_bytes(id)),
             key_size: 0,
             value_size: size,
-            op: GET,
+            op: self.ops.get,
             ttl: 0,
         }))
     }
@@ -282,15 +319,6 @@ fn whole(field: &[u8], what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{} is too large: {}", what, v))
 }
 
-fn op_of(field: &[u8]) -> Result<u8, String> {
-    let t = text(field)?;
-    let t = if t.is_empty() { "get" } else { t };
-    OPS.iter()
-        .position(|&o| o == t)
-        .map(|i| i as u8)
-        .ok_or_else(|| format!("unknown operation {:?}", t))
-}
-
 /// A key as the engine sends it: a decimal id (no leading zero, fits u64) as the id;
 /// anything else as its bytes.
 pub fn key_of(bytes: &[u8]) -> Key {
@@ -307,7 +335,7 @@ pub fn key_of(bytes: &[u8]) -> Key {
 }
 
 /// timestamp,key,key size,value size,client id,op,ttl (the key may hold commas).
-fn twitter(line: &[u8]) -> Result<Request, String> {
+fn twitter(line: &[u8], ops: &OpNames) -> Result<Request, String> {
     let line = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?;
     let (time, rest) = line.split_once(',').ok_or("too few fields")?;
     let mut right = rest.rsplitn(6, ',');
@@ -325,13 +353,13 @@ fn twitter(line: &[u8]) -> Result<Request, String> {
         key: key_of(key.as_bytes()),
         key_size: whole(key_size.as_bytes(), "key size")?,
         value_size: whole(value_size.as_bytes(), "value size")?,
-        op: op_of(op.as_bytes())?,
+        op: ops.of(op.as_bytes())?,
         ttl: whole(ttl.as_bytes(), "ttl")?,
     })
 }
 
 /// A line under the header's columns (time,key,size[,op][,ttl]).
-fn plain_csv(line: &[u8], columns: &[String]) -> Result<Request, String> {
+fn plain_csv(line: &[u8], columns: &[String], ops: &OpNames) -> Result<Request, String> {
     let line = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?;
     let fields: Vec<&str> = line.trim().split(',').collect();
     if fields.len() != columns.len() {
@@ -346,7 +374,7 @@ fn plain_csv(line: &[u8], columns: &[String]) -> Result<Request, String> {
         key: Key::Id(0),
         key_size: 0,
         value_size: 0,
-        op: GET,
+        op: ops.get,
         ttl: 0,
     };
     for (name, field) in columns.iter().zip(fields) {
@@ -359,7 +387,7 @@ fn plain_csv(line: &[u8], columns: &[String]) -> Result<Request, String> {
             }
             "key" => r.key = key_of(field.as_bytes()),
             "size" => r.value_size = whole(field.as_bytes(), "size")?,
-            "op" => r.op = op_of(field.as_bytes())?,
+            "op" => r.op = ops.of(field.as_bytes())?,
             _ => r.ttl = whole(field.as_bytes(), "ttl")?,
         }
     }
@@ -370,9 +398,21 @@ fn plain_csv(line: &[u8], columns: &[String]) -> Result<Request, String> {
 mod tests {
     use super::*;
 
+    // The op registry's trace names, in another order than its codes: nothing here
+    // depends on where a name is.
+    const NAMES: [&str; 11] = [
+        "delete", "gets", "set", "add", "replace", "cas", "append", "prepend", "get", "incr",
+        "decr",
+    ];
+    const DELETE: u8 = 0;
+    const GETS: u8 = 1;
+    const SET: u8 = 2;
+    const GET: u8 = 8;
+
     fn all(format: Format, data: &[u8]) -> Result<Vec<Request>, String> {
-        let mut r =
-            TraceReader::from_reader("t", format, Box::new(std::io::Cursor::new(data.to_vec())))?;
+        let ops = OpNames::new(NAMES.iter().map(|n| n.to_string()).collect())?;
+        let src = Box::new(std::io::Cursor::new(data.to_vec()));
+        let mut r = TraceReader::from_reader("t", format, ops, src)?;
         let mut out = Vec::new();
         while let Some(q) = r.next_request()? {
             out.push(q);

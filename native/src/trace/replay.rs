@@ -20,8 +20,10 @@
 //! (`run/turn.rs`) wakes, sends and records send lag as it does for `load.rate`. How the
 //! step's clients take the requests is `run/replay.rs`; the state they take them from is here.
 
-use super::file::{self as tracefile, Format, TraceReader};
-use super::keys::{crc32, key_index, key_text, IndexKeys, Present};
+use super::file::{Format, Key, OpNames, TraceReader};
+use super::keys::{key_index, key_text, IndexKeys, Present};
+use crate::hash::crc32;
+use crate::order::{Action, Ops};
 use crate::protocols::wire::Req;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -50,17 +52,15 @@ pub struct TraceOrder {
     pub supports: [bool; 3],
     /// Larger values are skipped and named (the value buffer's size).
     pub max_value: u32,
+    /// Each op name a trace may hold and its op code (the op registry's trace names); a
+    /// request is sent as the op its code is in the order's table, or skipped by its name.
+    pub op_codes: Vec<(String, u8)>,
     /// Which keys go on the wire (`trace_keys.TraceKeys`): longer ones, or with a space or
     /// control character when `key_text`, are skipped under the names the order gives.
     pub key_max: usize,
     pub key_text: bool,
-    pub key_too_long: &'static str,
-    pub key_not_text: &'static str,
-}
-
-/// A name a skip is counted under, kept for the process's life (two per step order).
-fn named(text: Option<&str>) -> Option<&'static str> {
-    text.map(|t| &*Box::leak(t.to_string().into_boxed_str()))
+    pub key_too_long: String,
+    pub key_not_text: String,
 }
 
 impl TraceOrder {
@@ -91,18 +91,41 @@ impl TraceOrder {
                 supported.contains(&"delete"),
             ],
             max_value: num("max_value")? as u32,
+            op_codes: op_codes(&t["op_codes"]).ok_or_else(|| bad("op_codes"))?,
             key_max: t["keys"]["max_bytes"]
                 .as_u64()
                 .ok_or_else(|| bad("keys.max_bytes"))? as usize,
             key_text: t["keys"]["text"]
                 .as_bool()
                 .ok_or_else(|| bad("keys.text"))?,
-            key_too_long: named(t["keys"]["too_long"].as_str())
-                .ok_or_else(|| bad("keys.too_long"))?,
-            key_not_text: named(t["keys"]["not_text"].as_str())
-                .ok_or_else(|| bad("keys.not_text"))?,
+            key_too_long: text(&t["keys"]["too_long"]).ok_or_else(|| bad("keys.too_long"))?,
+            key_not_text: text(&t["keys"]["not_text"]).ok_or_else(|| bad("keys.not_text"))?,
         }))
     }
+}
+
+/// The trace's op names and their codes, from the order's table `{name: code}`.
+fn op_codes(v: &Value) -> Option<Vec<(String, u8)>> {
+    v.as_object()?
+        .iter()
+        .map(|(name, code)| {
+            let code = code.as_u64().filter(|&c| c <= u8::MAX as u64)?;
+            Some((name.clone(), code as u8))
+        })
+        .collect()
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+/// Why a request read is not sent: its op (by its index in the order's op names), its
+/// value is larger than the buffer, or its key breaks the protocol's rule.
+enum Skip {
+    Op(u8),
+    LargeValue,
+    KeyTooLong,
+    KeyNotText,
 }
 
 /// A request of this worker, read and not yet sent.
@@ -218,17 +241,22 @@ pub struct Replay {
     reported: bool,
     present: Present,
     /// Requests read and not replayed, not yet moved into the step's recorder.
-    skipped: Vec<(&'static str, u64)>,
+    skipped: Vec<(String, u64)>,
+    /// What each trace op (by its index in `order.op_codes`) is sent as.
+    sent_as: Vec<Option<Action>>,
 }
 
 impl Replay {
     pub fn new(
         order: TraceOrder,
+        ops: &Ops,
         client_ids: &[i64],
-        prefix: &str,
-        length: usize,
+        keys: (&str, usize),
     ) -> Result<Replay, String> {
-        let reader = TraceReader::open(&order.path, order.format)?;
+        let (prefix, length) = keys;
+        let names = order.op_codes.iter().map(|(n, _)| n.clone()).collect();
+        let reader = TraceReader::open(&order.path, order.format, OpNames::new(names)?)?;
+        let sent_as = order.op_codes.iter().map(|&(_, c)| ops.action(c)).collect();
         let mut local = vec![u32::MAX; order.all_clients as usize];
         for (i, &id) in client_ids.iter().enumerate() {
             if id >= 0 && (id as u64) < order.all_clients {
@@ -264,6 +292,7 @@ impl Replay {
             reported: false,
             present: Present::new(),
             skipped: Vec::new(),
+            sent_as,
         })
     }
 
@@ -320,10 +349,16 @@ impl Replay {
             .and_then(|s| self.refused_key(&r.key, r.key_size).map_or(Ok(s), Err));
         let (req, aside) = match sent_as {
             Ok(sent_as) => sent_as,
-            Err(what) => {
+            Err(skip) => {
+                let what = match skip {
+                    Skip::Op(op) => self.order.op_codes[op as usize].0.as_str(),
+                    Skip::LargeValue => LARGE_VALUE,
+                    Skip::KeyTooLong => self.order.key_too_long.as_str(),
+                    Skip::KeyNotText => self.order.key_not_text.as_str(),
+                };
                 match self.skipped.iter_mut().find(|s| s.0 == what) {
                     Some(s) => s.1 += 1,
-                    None => self.skipped.push((what, 1)),
+                    None => self.skipped.push((what.to_string(), 1)),
                 }
                 return;
             }
@@ -407,16 +442,15 @@ impl Replay {
 
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
     /// its op, or `LARGE_VALUE`.
-    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), &'static str> {
+    fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), Skip> {
         let s = &self.order.supports;
-        let name = tracefile::OPS[op as usize];
         let (req, aside) = if !self.order.as_recorded {
             (Req::Get, true)
         } else {
-            match op {
-                tracefile::GET | tracefile::GETS => (Req::Get, false),
-                tracefile::SET => (Req::Set, false),
-                tracefile::DELETE => (Req::Delete, false),
+            match self.sent_as[op as usize] {
+                Some(Action::Get) => (Req::Get, false),
+                Some(Action::Set) => (Req::Set, false),
+                Some(Action::Delete) => (Req::Delete, false),
                 _ => (Req::Hello, false), // no such request: skipped below
             }
         };
@@ -427,25 +461,25 @@ impl Replay {
             _ => false,
         };
         if !able {
-            return Err(name);
+            return Err(Skip::Op(op));
         }
         if value_size > self.order.max_value && (req == Req::Set || aside) {
-            return Err(LARGE_VALUE);
+            return Err(Skip::LargeValue);
         }
         Ok((req, aside))
     }
 
     /// Why a key is not sent (`trace_keys.TraceKeys.refusal`): the prefix, the trace's
     /// key and its padding too long, or a byte a text protocol cannot carry.
-    fn refused_key(&self, key: &tracefile::Key, key_size: u32) -> Option<&'static str> {
+    fn refused_key(&self, key: &Key, key_size: u32) -> Option<Skip> {
         let mut buf = [0u8; 20];
         let body = key_text(key, &mut buf);
         let len = self.prefix.len() + body.len().max(key_size as usize);
         if len > self.order.key_max {
-            return Some(self.order.key_too_long);
+            return Some(Skip::KeyTooLong);
         }
         if self.order.key_text && body.iter().any(|&b| b <= 0x20 || b == 0x7F) {
-            return Some(self.order.key_not_text);
+            return Some(Skip::KeyNotText);
         }
         None
     }
@@ -462,7 +496,7 @@ impl Replay {
             mine,
         });
         for (what, n) in self.skipped.drain(..) {
-            skip(what, n);
+            skip(&what, n);
         }
         next
     }

@@ -35,9 +35,12 @@ from workbench.tui.widgets.dashboard import (
     stepped,
     time_axis,
 )
+from workbench.tui.widgets.fitted import FittedTable
 from workbench.tui.widgets.modebar import ModeBar
 
 MAX_LINES = 6  # series on one chart before it stops being readable
+# Left out in this order where the differences do not fit (80x24).
+DIFF_DROP_ORDER = ("MiB/s", "max", "p99.9", "errors", "p50", "hit rate")
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,12 @@ def change_detail(entry: Entry, change: StepChange | None, base: Entry | None) -
 class CompareScreen(Screen[None]):
     """Overlaid percentile curves and throughput, and a table of differences."""
 
+    HELP = (
+        "The runs selected in History side by side: their percentile curves and "
+        "throughput overlaid, and each figure's difference from the baseline (the first "
+        "run selected, or the row you make it), green where it is better."
+    )
+
     BINDINGS = [
         Binding("b", "baseline", "Baseline"),
         Binding("e", "export", "Export"),
@@ -259,7 +268,7 @@ class CompareScreen(Screen[None]):
                 y=Axis(log=True, fmt=axis_us),
                 empty="",
             )
-        yield DataTable(id="diff", cursor_type="row")
+        yield FittedTable(DIFF_DROP_ORDER, id="diff", cursor_type="row")
         yield Static(id="change-detail")
         yield Footer()
 
@@ -326,13 +335,8 @@ class CompareScreen(Screen[None]):
         """A row per entry: its figures and, once judged, each change in its verdict's
         colour; the highlighted row's detail under the table."""
         colors = self.query_one("#cmp-percentiles", Chart).colors()
-        table = self.query_one("#diff", DataTable)
-        row = table.cursor_row
-        table.clear(columns=True)
-        table.add_column("#", key="mark")
-        table.add_column("result", key="label")
-        for column, _, _ in FIGURES:
-            table.add_column(column, key=column)
+        table = self.query_one("#diff", FittedTable)
+        rows = []
         for i, e in enumerate(self.entries):
             mark = Text()
             if i < MAX_LINES:
@@ -341,9 +345,10 @@ class CompareScreen(Screen[None]):
             label = Text(e.label)
             if i == self.base:
                 label.append(" (base)", style="bold")
-            table.add_row(mark, label, *difference_cells(e, self.changes.get(i)), key=str(i))
-        if self.entries:
-            table.move_cursor(row=min(max(row, 0), len(self.entries) - 1))
+            cells = difference_cells(e, self.changes.get(i))
+            rows.append((str(i), (mark, label, *cells)))
+        columns = ("#", "result", *(column for column, _, _ in FIGURES))
+        table.show_rows(columns, rows)
         self._show_detail(table.cursor_row)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -29,6 +29,11 @@ def render_report(store: Store, run_ids: list[str], fmt: str) -> str:
 class ExportScreen(ModalScreen[None]):
     """Pick a format, read the preview, save it."""
 
+    HELP = (
+        "A stored run, or a comparison, as a report: pick a format, read the preview, and "
+        "save it; the dialog shows the full path the file goes to."
+    )
+
     BINDINGS = [
         Binding("escape", "dismiss", "Close"),
         Binding("ctrl+s", "save", "Save"),
@@ -62,10 +67,11 @@ class ExportScreen(ModalScreen[None]):
                 )
             yield Static(id="format-help", classes="hint")
             with Horizontal(classes="field-row"):
-                yield Label("file", classes="field-label")
+                yield Label("save to", classes="field-label")
                 yield Input(compact=True, id="export-path")
                 yield Button("Save", compact=True, variant="primary", id="export-save")
                 yield Button("Close", compact=True, id="export-close")
+            yield Static(id="export-where", classes="hint")
             with VerticalScroll(id="export-preview"):
                 yield Markdown(id="export-markdown")
                 yield Static(id="export-source")
@@ -74,7 +80,19 @@ class ExportScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#export-preview").border_title = "Preview"
         self.query_one("#export-preview").border_subtitle = "F6 source/preview"
+        self.query_one("#export-path", Input).focus()  # where it goes is the question asked
         self.refresh_preview()
+
+    def target(self) -> Path:
+        """The file Save writes: the path typed, from the current directory if relative."""
+        typed = self.query_one("#export-path", Input).value.strip()
+        return (Path.cwd() / Path(typed).expanduser()).resolve()
+
+    @on(Input.Changed, "#export-path")
+    def _show_where(self) -> None:
+        where = self.query_one("#export-where", Static)
+        typed = self.query_one("#export-path", Input).value.strip()
+        where.update(f"the file: {self.target()}" if typed else "type where to save it")
 
     def _format(self) -> str:
         value = self.query_one("#format", Select).value
@@ -114,7 +132,7 @@ class ExportScreen(ModalScreen[None]):
         stem = self.run_ids[0] if len(self.run_ids) == 1 else "comparison"
         path_box = self.query_one("#export-path", Input)
         if path_box.value in ("", self._auto_path):
-            self._auto_path = path_box.value = f"{stem}-{fmt}.{ext}"
+            self._auto_path = path_box.value = str(Path.cwd() / f"{stem}-{fmt}.{ext}")
 
     @on(Select.Changed, "#format")
     def _format_changed(self) -> None:
@@ -134,11 +152,14 @@ class ExportScreen(ModalScreen[None]):
         if not self.text:
             self.notify("Nothing to save.", severity="warning")
             return
-        path = Path(self.query_one("#export-path", Input).value.strip()).expanduser()
+        if not self.query_one("#export-path", Input).value.strip():
+            self.notify("Not saved: type where to save it.", severity="warning")
+            return
+        path = self.target()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self.text)
         except OSError as exc:
             self.notify(f"Not saved: {exc}", severity="error")
             return
-        self.notify(f"Saved {path}")
+        self.notify(f"Saved {path}", timeout=4)

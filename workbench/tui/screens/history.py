@@ -28,6 +28,7 @@ from workbench.tui.widgets.dashboard import (
     step_row,
     verdict_badge,
 )
+from workbench.tui.widgets.fitted import FittedTable
 from workbench.tui.widgets.modebar import ModeBar
 
 RUN_COLUMNS = (
@@ -43,6 +44,9 @@ RUN_COLUMNS = (
     "hit rate",
     "errors",
 )
+# Left out in this order where the table is too narrow (80x24): the run's name, status and
+# best figures stay.
+RUN_DROP_ORDER = ("steps", "p50", "when", "target", "errors", "hit rate")
 
 
 def run_cells(row: RunRow, selected: bool) -> tuple[str | Text, ...]:
@@ -117,6 +121,12 @@ def describe(run: StoredRun) -> Group:
 class HistoryScreen(Screen[None]):
     """The stored runs, newest first."""
 
+    HELP = (
+        "Every stored run, newest first, with its best figures; the highlighted run's "
+        "detail below. Select runs with space to compare or export them together."
+    )
+    MORE_KEYS = (("Enter", "open the highlighted run"),)
+
     BINDINGS = [
         Binding("o", "open", "Open"),
         Binding("space", "toggle", "Select"),
@@ -137,13 +147,11 @@ class HistoryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield ModeBar("history")
         with Horizontal(id="history-body"):
-            yield DataTable(id="runs", cursor_type="row")
+            yield FittedTable(RUN_DROP_ORDER, id="runs", cursor_type="row")
             yield Static(id="run-detail")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#runs", DataTable)
-        table.add_columns(*RUN_COLUMNS)
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#run-detail").border_title = "Run"
         self.watch(self.app, "live", self._live_changed, init=False)
@@ -169,27 +177,31 @@ class HistoryScreen(Screen[None]):
         self._show_runs(rows)
 
     def _show_runs(self, rows: list[RunRow]) -> None:
-        table = self.query_one("#runs", DataTable)
+        table = self.query_one("#runs", FittedTable)
         current = self.current_id()
         self.rows = rows
         known = {r.id for r in self.rows}
         self.selected = [i for i in self.selected if i in known]
-        table.clear()
-        for row in self.rows:
-            table.add_row(*run_cells(row, row.id in self.selected), key=row.id)
+        self._fill_runs()
         if current in known:
             table.move_cursor(row=table.get_row_index(current), animate=False)
         n = len(self.rows)
         table.border_title = f"Runs ({n})" if n else "Runs"
-        table.border_subtitle = (
-            f"{len(self.selected)} selected: c compares" if self.selected else "space selects"
-        )
         if not self.rows:
             self.query_one("#run-detail", Static).update(
                 Text("No runs stored yet. Set one up in Setup (F2), Ctrl+R starts it.", style="dim")
             )
         else:
             self._show_detail()
+
+    def _fill_runs(self) -> None:
+        table = self.query_one("#runs", FittedTable)
+        table.note = (
+            f"{len(self.selected)} selected: c compares" if self.selected else "space selects"
+        )
+        table.show_rows(
+            RUN_COLUMNS, [(row.id, run_cells(row, row.id in self.selected)) for row in self.rows]
+        )
 
     def current_id(self) -> str | None:
         table = self.query_one("#runs", DataTable)
@@ -226,14 +238,8 @@ class HistoryScreen(Screen[None]):
             self.selected.remove(run_id)
         else:
             self.selected.append(run_id)
-        table = self.query_one("#runs", DataTable)
-        row = self.rows[table.cursor_row]
-        table.update_cell(
-            run_id, table.ordered_columns[0].key, run_cells(row, run_id in self.selected)[0]
-        )
-        table.border_subtitle = (
-            f"{len(self.selected)} selected: c compares" if self.selected else "space selects"
-        )
+        table = self.query_one("#runs", FittedTable)
+        self._fill_runs()
         if table.cursor_row < len(self.rows) - 1:
             table.move_cursor(row=table.cursor_row + 1)
 
@@ -297,6 +303,8 @@ class HistoryScreen(Screen[None]):
 
 class RunDetailScreen(DashboardKeys, Screen[None]):
     """A stored run on the same dashboard as a live one."""
+
+    HELP = "A stored run on the same dashboard as a live one."
 
     BINDINGS = [
         *DashboardKeys.KEYS,

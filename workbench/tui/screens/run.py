@@ -19,6 +19,13 @@ class RunScreen(DashboardKeys, Screen[None]):
     # Nothing focused at first: at 80x24 the charts and counters fill the screen, and Tab
     # to the steps table scrolls it into sight.
     AUTO_FOCUS = ""
+    HELP = (
+        "The live run: throughput, latency over time, the latency by percentile, the "
+        "counters (hits, misses, hot and cold hit rates, errors, the server's figures), the "
+        "verdict on what limited the step, and the steps of a sweep. At 80x24 the screen "
+        "scrolls: Tab reaches the counters and the steps."
+    )
+    MORE_KEYS = (("Enter", "in the steps: show that step (again: follow the running one)"),)
 
     BINDINGS = [
         *DashboardKeys.KEYS,

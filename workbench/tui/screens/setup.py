@@ -14,8 +14,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.events import DescendantFocus, Resize
+from textual.events import Resize
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Static
 
 from workbench.sdk.discovery import load_plugin, plugin_statuses
@@ -86,6 +87,13 @@ class SetupScreen(Screen[None]):
     """Pick system and strategy, load a profile, edit every knob, save it, start it."""
 
     AUTO_FOCUS = "#f-name Input"
+    HELP = (
+        "The experiment as a form: cache system, client strategy, load and workload. Each "
+        "field is checked as you type, with the command line's own messages; a list in a "
+        "field (1, 4, 16) sweeps it. The line under the form says what Ctrl+R will run; on "
+        "a wide terminal the plan and the profile's TOML are beside the form."
+    )
+    MORE_KEYS = (("Enter", "in the profile path: open that profile; in the save path: save"),)
     BINDINGS = [
         Binding("ctrl+s", "save", "Save profile"),
         Binding("ctrl+o", "open_profile", "Open profile"),
@@ -163,6 +171,7 @@ class SetupScreen(Screen[None]):
         return [(s.name if s.system else f"{s.name} (broken)", s.name) for s in plugin_statuses()]
 
     async def on_mount(self) -> None:
+        self.watch(self, "focused", self._show_hint)
         await self.apply_base(self.base)
         mark_narrow(self, self.size.width)
 
@@ -189,6 +198,7 @@ class SetupScreen(Screen[None]):
             for f in self.fields():
                 value = get_path(self.base, f.path)
                 f.write(value is not None, value)
+            self._show_sweeps()
             name = get_path(self.base, "name") or "experiment"
             default_save = save_path(source, str(name), self.context.profiles_dir)
             self.query_one("#save-path", Input).value = default_save
@@ -204,6 +214,25 @@ class SetupScreen(Screen[None]):
         finally:
             self._loading = False
         self.recheck()
+
+    def _show_sweeps(self) -> None:
+        """Fields a [[sweep]] of the profile sets show its values."""
+        axes = {a.get("path"): a for a in self.base.get("sweep", []) if isinstance(a, dict)}
+        for f in self.fields():
+            axis = axes.get(f.path)
+            if axis is not None and not axis.get("along") and isinstance(axis.get("values"), list):
+                f.show_sweep(axis["values"])
+
+    def _drop_unswept(self) -> None:
+        """A swept field given one value: its sweep leaves the profile."""
+        for f in self.fields():
+            if f.swept and not f.still_swept():
+                f.swept = ""
+                kept = [a for a in self.base.get("sweep", []) if a.get("path") != f.path]
+                if kept:
+                    self.base["sweep"] = kept
+                else:
+                    self.base.pop("sweep", None)
 
     async def _show_system(self, name: str, force: bool = False) -> None:
         """Strategies and option fields of the chosen system."""
@@ -300,6 +329,7 @@ class SetupScreen(Screen[None]):
         """Check the form with the core; flag each bad field; tell the app the draft."""
         if self._loading:
             return
+        self._drop_unswept()
         data = self.data()
         self.checked = checked = check(data)
         paths = [f.path for f in self.fields()] + [SYSTEM, STRATEGY]
@@ -360,20 +390,29 @@ class SetupScreen(Screen[None]):
     def _save_pressed(self) -> None:
         self.action_save()
 
-    def on_descendant_focus(self, event: DescendantFocus) -> None:
-        node = event.widget
+    def _show_hint(self, focused: Widget | None) -> None:
+        """The focused field's help, and its label lit, as focus moves (a watch on the
+        screen's focus, not a message behind the form's checks: a hint never names the
+        field just left)."""
+        node = focused
         help_text = ""
+        row: Widget | None = None
         while node is not None and node is not self:
             if isinstance(node, FormField):
                 help_text = f"[b]{node.path}[/b]: {node.help}"
-                break
-            if node.id == "system":
+            elif node.id == "system":
                 help_text = "[b]target.system[/b]: the cache system under test"
-                break
-            if node.id == "strategy":
+            elif node.id == "strategy":
                 help_text = "[b]strategy.name[/b]: how clients talk to it; a sweep runs each"
+            if row is None and node.has_class("field-row"):
+                row = node
+            if help_text:
                 break
             node = node.parent  # type: ignore[assignment]
+        for lit in self.query(".-focused"):
+            lit.remove_class("-focused")
+        if row is not None:
+            row.add_class("-focused")
         self.query_one(PlanPreview).show_help(help_text)
         self.query_one("#help-line", Static).update(help_text)
 

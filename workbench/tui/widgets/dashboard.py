@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Grid
+from textual.containers import Container, Grid, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
@@ -36,6 +36,7 @@ from workbench.tui.figures import (
 )
 from workbench.tui.layout import mark_narrow
 from workbench.tui.widgets.chart import Axis, Chart, Series
+from workbench.tui.widgets.fitted import FittedTable, fit_parts
 
 STEP_COLUMNS = (
     "#",
@@ -50,6 +51,8 @@ STEP_COLUMNS = (
     "hit rate",
     "errors",
 )
+# Left out in this order where the steps do not fit (80x24): the rate, p99 and hit rate stay.
+STEP_DROP_ORDER = ("MiB/s", "max", "#", "p99.9", "errors", "p50")
 # The verdict's badge on a step (workbench.results.verdict): warm colours where the figure is
 # not the server's, calm ones where it is.
 VERDICT_STYLE = {
@@ -161,6 +164,8 @@ def _server_figure(key: str, value: object) -> Row:
         shown = format_bytes(value)
     elif isinstance(value, int):
         shown = format_count(value)
+    elif isinstance(value, float):  # a server's seconds or ratios: a few figures
+        shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
     else:
         shown = str(value)
     return key.replace("_", " "), shown
@@ -240,7 +245,8 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
     pairs = 2 if wide else 1  # label/value pairs side by side
     for _ in range(pairs):
         grid.add_column(style="dim", no_wrap=True)
-        grid.add_column(no_wrap=True, overflow="ellipsis")
+        # Figures keep their room: a long label wraps before a value is cut.
+        grid.add_column(no_wrap=True, overflow="ellipsis", min_width=14)
     for i in range(0, len(rows), pairs):
         cells: list[str | Text] = [c for pair in rows[i : i + pairs] for c in pair]
         grid.add_row(*cells, *([""] * (2 * pairs - len(cells))))
@@ -259,14 +265,10 @@ def counters_table(view: RunView, step: StepView | None, wide: bool = True) -> G
     ]
     parts: list[Table | Text] = [grid, *notices]
     if step is not None and step.points and (verdict := step.verdict).known:
-        # What limited the figure: a badge and one line, so the counters stay in sight;
-        # the whole verdict is in the report and `workbench runs show`.
+        # What limited the figure: a badge and its evidence and advice, wrapped at words
+        # (the box scrolls at 80x24; the report and `workbench runs show` have it too).
         line = Text.assemble(
-            verdict_badge(step),
-            " ",
-            (f"{verdict.evidence} — {verdict.advice}", "dim"),
-            no_wrap=True,
-            overflow="ellipsis",
+            verdict_badge(step), " ", (f"{verdict.evidence} — {verdict.advice}", "dim")
         )
         parts.insert(0, line)
     failure = failure_line(view, step)
@@ -353,13 +355,12 @@ class RunDashboard(Container):
             yield Chart("Throughput", id="throughput", x=time_axis(), y=Axis(fmt=format_rate))
             yield Chart("Latency over time", id="latency", x=time_axis(), y=_us_axis())
             yield Chart("Latency by percentile", id="percentiles", y=_us_axis())
-            yield Static(id="counters")
-        yield DataTable(id="steps", cursor_type="row", zebra_stripes=False)
+            with VerticalScroll(id="counters", can_focus=True):
+                yield Static(id="counters-body")
+        yield FittedTable(STEP_DROP_ORDER, id="steps", cursor_type="row", zebra_stripes=False)
 
     def on_mount(self) -> None:
-        table = self.query_one("#steps", DataTable)
-        table.add_columns(*STEP_COLUMNS)
-        self.query_one("#counters", Static).border_title = "Counters"
+        self.query_one("#counters").border_title = "Counters"
         self.query_one("#steps").border_title = "Steps"
         self.refresh_view()
 
@@ -427,28 +428,27 @@ class RunDashboard(Container):
                 pct.series = (curve,) if curve.points else ()
                 s = step.summary
                 if s is not None and s.ops:
-                    pct.border_subtitle = (
-                        f"p50 {format_us(s.p(50.0))}  p99 {format_us(s.p(99.0))}  "
-                        f"p99.9 {format_us(s.p(99.9))}  max {format_us(s.max_us)}"
-                    )
+                    ticks = (("p50", s.p(50.0)), ("p99", s.p(99.0)), ("p99.9", s.p(99.9)))
+                    figures = [f"{name} {format_us(us)}" for name, us in ticks]
+                    pct.border_subtitle = fit_parts(pct, *figures, f"max {format_us(s.max_us)}")
                 if step.latest is not None:
                     latest = step.latest
-                    lat.border_subtitle = lat.legend() + (f"  now {format_us(latest.p(99.0))}")
-                    tp.border_subtitle = tp.legend() + (
-                        f"  now {format_rate(latest.ops_per_s)}/s {latest.mib_per_s:.1f} MiB/s"
+                    lat.border_subtitle = fit_parts(
+                        lat, lat.legend(), f"now {format_us(latest.p(99.0))}"
                     )
-            counters = self.query_one("#counters", Static)
+                    rate = f"now {format_rate(latest.ops_per_s)}/s"
+                    mib = f"{latest.mib_per_s:.1f} MiB/s"
+                    tp.border_subtitle = fit_parts(tp, tp.legend(), rate, mib)
+            box = self.query_one("#counters", VerticalScroll)
             # two label/value pairs a line where they fit (not at 80x24)
-            wide = counters.content_size.width >= 60 or not counters.is_mounted
-            counters.update(counters_table(v, step, wide))
+            wide = box.content_size.width >= 60 or not box.is_mounted
+            self.query_one("#counters-body", Static).update(counters_table(v, step, wide))
             self._fill_steps(v, index)
 
     def _fill_steps(self, v: RunView, shown: int | None) -> None:
-        table = self.query_one("#steps", DataTable)
+        table = self.query_one("#steps", FittedTable)
         cursor = table.cursor_row
-        table.clear()
-        for s in v.steps:
-            table.add_row(*step_row(s), key=str(s.index))
+        table.show_rows(STEP_COLUMNS, [(str(s.index), step_row(s)) for s in v.steps])
         if v.steps:
             target = shown if self.pinned is not None and shown is not None else cursor
             table.move_cursor(row=min(max(target, 0), len(v.steps) - 1), animate=False)

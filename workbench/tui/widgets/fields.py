@@ -13,11 +13,12 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from workbench.sdk.ops import MIX_CODES
+from workbench.sdk.ops import CONDITIONAL, MIX_CODES
 from workbench.sdk.options import Option
 from workbench.spec.fields import SpecField
 from workbench.tui.form import (
     CUSTOM,
+    DISTRIBUTION_DEFAULTS,
     DISTRIBUTION_KINDS,
     FieldKind,
     join_distribution,
@@ -25,6 +26,8 @@ from workbench.tui.form import (
     text_to_value,
     value_to_text,
 )
+
+SWEPT = "\x00swept"  # the choice that stands for the profile's sweep of a field
 
 
 def field_id(path: str) -> str:
@@ -63,6 +66,9 @@ class FormField(Vertical):
         self.sweep = sweep
         self.placeholder = placeholder
 
+    swept = ""  # what the field shows while a [[sweep]] of the profile sets its path
+    under_sweep: tuple[bool, Any] = (False, None)  # what the profile also writes at the path
+
     def compose(self) -> ComposeResult:
         with Horizontal(classes="field-row"):
             yield Label(self.label, classes="field-label")
@@ -72,10 +78,26 @@ class FormField(Vertical):
     def compose_input(self) -> ComposeResult:
         yield Input(placeholder=self.placeholder, compact=True, tooltip=self.help or None)
 
+    def show_sweep(self, values: list[Any]) -> None:
+        """The profile sweeps this field: show its values (the sweep keeps setting them
+        until the field is given one value); what the profile writes at the path stays."""
+        boxes = list(self.query(Input).results(Input))
+        if len(boxes) != 1:  # a form of several inputs (a distribution, the mix) shows none
+            return
+        self.under_sweep = self.read()
+        self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
+        boxes[0].value = self.swept
+
+    def still_swept(self) -> bool:
+        return bool(self.swept) and self.query_one(Input).value == self.swept
+
     def read(self) -> tuple[bool, Any]:
+        if self.still_swept():
+            return self.under_sweep  # the profile's sweep sets it, step by step
         return text_to_value(self.kind, self.query_one(Input).value, self.sweep)
 
     def write(self, present: bool, value: Any) -> None:
+        self.swept = ""
         self.query_one(Input).value = value_to_text(value) if present else ""
 
     def flag(self, message: str | None) -> None:
@@ -124,8 +146,20 @@ class ChoiceField(FormField):
             tooltip=self.help or None,
         )
 
+    def show_sweep(self, values: list[Any]) -> None:
+        self.under_sweep = self.read()
+        self.swept = "sweep: " + ", ".join(value_to_text(v) for v in values)
+        select = self.query_one(Select)
+        select.set_options([(c, c) for c in self.choices] + [(self.swept, SWEPT)])
+        select.value = SWEPT
+
+    def still_swept(self) -> bool:
+        return bool(self.swept) and self.query_one(Select).value == SWEPT
+
     def read(self) -> tuple[bool, Any]:
         value = self.query_one(Select).value
+        if value == SWEPT:
+            return self.under_sweep
         if value is Select.NULL or value is None:
             return False, None
         if set(self.choices) == {"true", "false"}:
@@ -134,6 +168,9 @@ class ChoiceField(FormField):
 
     def write(self, present: bool, value: Any) -> None:
         select = self.query_one(Select)
+        if self.swept:  # another profile: the last one's sweep is no choice of this one
+            self.swept = ""
+            select.set_options([(c, c) for c in self.choices])
         text = value_to_text(value) if present else ""
         if text in self.choices:
             select.value = text
@@ -153,6 +190,7 @@ class DistributionField(FormField):
         super().__init__(path, label, help, kind="text")
         self.kinds = DISTRIBUTION_KINDS[path]
         self.default = split_distribution(path, default) if default else (CUSTOM, [])
+        self.shown_kind = ""  # the kind shown: a change to another one is the user's
 
     def compose_input(self) -> ComposeResult:
         options = [(k, k) for k in self.kinds] + [("list / other", CUSTOM)]
@@ -171,10 +209,19 @@ class DistributionField(FormField):
     def on_mount(self) -> None:
         if self.default[0] != CUSTOM:
             self.query_one(Select).value = self.default[0]
-        self._arrange(str(self.query_one(Select).value))
+        self.shown_kind = str(self.query_one(Select).value)
+        self._arrange(self.shown_kind)
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        self._arrange(str(event.value))
+        if event.value != self.query_one(Select).value:
+            return  # an earlier change, already overtaken (a profile loaded after another)
+        kind = str(event.value)
+        if kind != self.shown_kind:  # picked: the new kind's own parameters, never the last one's
+            self.shown_kind = kind
+            defaults = DISTRIBUTION_DEFAULTS[self.path].get(kind, ())
+            for i, box in enumerate(self.query(".dist-param").results(Input)):
+                box.value = defaults[i] if i < len(defaults) and kind != CUSTOM else ""
+        self._arrange(kind)
 
     def _arrange(self, kind: str) -> None:
         names = (
@@ -202,12 +249,14 @@ class DistributionField(FormField):
         boxes = list(self.query(".dist-param").results(Input))
         if not present:
             kind = self.default[0] if self.default[0] != CUSTOM else next(iter(self.kinds))
+            self.shown_kind = kind
             select.value = kind
             for box in boxes:
                 box.value = ""
             self._arrange(kind)
             return
         kind, params = split_distribution(self.path, value)
+        self.shown_kind = kind
         select.value = kind
         for i, box in enumerate(boxes):
             box.value = params[i] if i < len(params) else ""
@@ -215,20 +264,34 @@ class DistributionField(FormField):
 
 
 class MixField(FormField):
-    """The operation mix: a weight per operation (cache_aside is get, then set on a miss)."""
+    """The operation mix: a weight per operation (cache_aside is get, then set on a miss);
+    the conditional writes, and the gets whose token a cas sends, on rows of their own."""
 
     OPS = tuple(MIX_CODES)
+    PER_ROW = 5  # weights a row holds: each keeps a few columns at 80
+
     DEFAULT_CSS = """
+    MixField .mix-rows { height: auto; width: 1fr; }
+    MixField .mix-row { height: auto; }
     MixField .mix-op { width: 1fr; }
     MixField .mix-name { width: auto; padding: 0 1 0 1; color: $text-muted; }
     """
 
     def compose_input(self) -> ComposeResult:
-        for op in self.OPS:
-            yield Label("aside" if op == "cache_aside" else op, classes="mix-name")
-            yield Input(
-                compact=True, classes=f"mix-op op-{op}", tooltip=self.help or None, id=f"mix-{op}"
-            )
+        first = [op for op in self.OPS if op not in CONDITIONAL]
+        more = [op for op in self.OPS if op in CONDITIONAL]
+        rows = [first] + [more[i : i + self.PER_ROW] for i in range(0, len(more), self.PER_ROW)]
+        with Vertical(classes="mix-rows"):
+            for row in rows:
+                with Horizontal(classes="mix-row"):
+                    for op in row:
+                        yield Label("aside" if op == "cache_aside" else op, classes="mix-name")
+                        yield Input(
+                            compact=True,
+                            classes=f"mix-op op-{op}",
+                            tooltip=self.help or None,
+                            id=f"mix-{op}",
+                        )
 
     def read(self) -> tuple[bool, Any]:
         mix = {}
