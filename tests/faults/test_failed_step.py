@@ -10,7 +10,7 @@ import pytest
 from workbench_redis.server import start_redis
 
 from workbench.cli.common import ExitStatus
-from workbench.engine.coordinator import FAILED_ERROR_SHARE, step_failure
+from workbench.engine.step_tally import FAILED_ERROR_SHARE, step_failure
 from workbench.results.metrics import Stats, new_histogram
 from workbench.results.store import Store
 from workbench.sdk.servers import free_port

@@ -11,7 +11,8 @@ from workbench.results.metrics import Stats
 from workbench.results.store import Store
 from workbench.results.timeline import MAX_POINTS, Point
 from workbench.tui.widgets.chart import Chart
-from workbench.tui.widgets.dashboard import RunDashboard, latency_series, throughput_series
+from workbench.tui.widgets.dashboard import RunDashboard
+from workbench.tui.widgets.step_series import latency_series, throughput_series
 
 HOURS = 2 * 3600  # one-second intervals
 MORE = 10

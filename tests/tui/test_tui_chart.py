@@ -6,7 +6,7 @@ import math
 
 from workbench.tui.figures import axis_us, format_rate, nines_label, percentile_x
 from workbench.tui.widgets.chart import Axis, Series, plot
-from workbench.tui.widgets.dashboard import curve_series, percentile_axis, stepped
+from workbench.tui.widgets.step_series import curve_series, percentile_axis, stepped
 
 
 def test_plot_has_the_size_asked_for() -> None:

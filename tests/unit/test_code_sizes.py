@@ -19,14 +19,12 @@ STILL_OVER: dict[str, int] = {
     "workbench/cli/run.py:run_command": 153,
     "workbench/engine/clients.py:async_client": 77,
     "workbench/engine/clients.py:thread_client": 73,
-    "workbench/engine/coordinator.py": 682,
-    "workbench/engine/launchers/ray.py": 531,
-    "workbench/results/metrics.py": 585,
-    "workbench/results/store.py": 812,
-    "workbench/results/verdict.py": 648,
+    "workbench/engine/coordinator.py": 607,
+    "workbench/engine/launchers/ray.py": 506,
+    "workbench/results/store.py": 612,
+    "workbench/results/verdict.py": 584,
     "workbench/results/verdict.py:_judge": 91,
-    "workbench/spec/steps.py:check_step": 85,
-    "workbench/tui/widgets/dashboard.py": 511,
+    "workbench/spec/steps.py:check_step": 81,
 }
 
 

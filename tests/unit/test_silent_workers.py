@@ -1,10 +1,10 @@
-"""Which remote workers count as lost to silence (`coordinator.lost_to_silence`).
+"""Which remote workers count as lost to silence (`step_tally.lost_to_silence`).
 
 A host that stops sending intervals while the others go on is lost after its allowance;
 when every worker falls silent at once (Ray holds back all frames while a node joins), the
 hold-up is on the way to the coordinator, and each gets `SILENT_ALL_AT_LEAST` s."""
 
-from workbench.engine.coordinator import SILENT_ALL_AT_LEAST, lost_to_silence
+from workbench.engine.step_tally import SILENT_ALL_AT_LEAST, lost_to_silence
 
 
 def test_a_worker_silent_while_the_others_report_is_lost_after_its_allowance() -> None:

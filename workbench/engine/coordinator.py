@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,12 @@ from workbench import __version__
 from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
 from workbench.engine.connections import describe as describe_connections
-from workbench.engine.hiccup_meter import StepHiccups
 from workbench.engine.hostload import HostMonitor
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.machine_watch import MachineWatch
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
+from workbench.engine.step_tally import StepTally, lost_to_silence, step_failure
 from workbench.engine.trace_feed import UNREADABLE
 from workbench.results.events import (
     Event,
@@ -56,18 +55,11 @@ from workbench.workload.oracle_trace import merge_parts, part_path, warmup_path
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}
 
-# A step whose errors exceed this share of the ops it attempted measured an outage, not
-# the cache: it is failed.
-FAILED_ERROR_SHARE = 0.5
 STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
 SILENT_INTERVALS = 2  # a remote worker this many interval lengths without an interval is lost
 # ...and at least this long: Ray relays frames in batches, and a busy machine can hold
 # an interval back a second without anything being lost.
 SILENT_AT_LEAST = 2.0
-# When no worker at all has sent an interval for that long, the hold-up is more likely on
-# the way to the coordinator (Ray holds back every actor's frames while a node joins) than
-# in every host at once: each silent worker then gets this long before it counts as lost.
-SILENT_ALL_AT_LEAST = 10.0
 # Seconds past a timed step's planned end (after the pub/sub delivery wait) that workers
 # get to send their end of step; closing thousands of connections fits well within it.
 OVERRUN_GRACE = 30.0
@@ -81,58 +73,6 @@ _MANAGED_ACROSS_NODES = (
 )
 # Worst last: a run is as bad as its worst step.
 STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
-
-
-def step_failure(stats: Stats) -> str:
-    """Why a completed step counts as failed ("" if it does not)."""
-    attempted = stats.ops + stats.error_count
-    if not attempted:
-        return "nothing was measured"
-    if stats.error_count > FAILED_ERROR_SHARE * attempted:
-        share = stats.error_count / attempted
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.errors.items()))
-        return (
-            f"{share:.0%} of {attempted} operations failed ({kinds}), "
-            f"over the {FAILED_ERROR_SHARE:.0%} a step may lose"
-        )
-    return ""
-
-
-@dataclass
-class _StepTally:
-    """What has arrived from the workers of one step."""
-
-    live: set[int]
-    pending: dict[int, dict[int, Stats]] = field(default_factory=dict)  # index -> worker -> stats
-    # index -> worker's CPU key -> its idle polling (s): a native frame's "polled"
-    polled: dict[int, dict[str, float]] = field(default_factory=dict)
-    elapsed: dict[int, float] = field(default_factory=dict)  # of the pending intervals
-    # What was emitted, as running totals: an hour of intervals holds no more than one.
-    emitted: int = 0
-    total: Stats = field(default_factory=Stats)  # the emitted intervals merged
-    server: _ServerTotals = field(default_factory=lambda: _ServerTotals())
-    armed: set[int] = field(default_factory=set)
-    done: dict[int, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    # A trace file that could not be read to its end (`trace_feed.UNREADABLE`): fails the
-    # step whatever was measured before it.
-    unreadable: str = ""
-    stop_sent: bool = False
-    measured: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker -> intervals, ops
-    lost: set[int] = field(default_factory=set)  # workers that vanished before step_done
-    go_at: float | None = None  # monotonic time the "go" was sent
-    # Per worker, of its last measured interval: when it came (monotonic), where it ended
-    # (seconds into the measured phase) and its index.
-    heard: dict[int, float] = field(default_factory=dict)
-    last_elapsed: dict[int, float] = field(default_factory=dict)
-    last_index: dict[int, int] = field(default_factory=dict)
-    began: float | None = None  # monotonic start of the measured phase, from its first interval
-    overrun: bool = False  # the workers still going past the planned end were ended
-    hiccups: StepHiccups | None = None  # the step's side of the hiccup meter, if one runs
-
-    @property
-    def finished(self) -> bool:
-        return len(self.done) >= len(self.live)
 
 
 async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]) -> None:
@@ -246,7 +186,7 @@ class Coordinator:
                 resolved.strategy_options,
             )
             self._watch_hosts(step, started)
-            tally = _StepTally(live={h.index for h in self.handles[:n]})
+            tally = StepTally(live={h.index for h in self.handles[:n]})
             local = [h for h in self.handles[:n] if not _remote(h)]
             tally.hiccups = await self.machine.step(step.spec, resolved, self.server, local)
             handles = self.handles[:n]
@@ -389,7 +329,7 @@ class Coordinator:
             self.pumps += [asyncio.create_task(_pump(h, self.inbox)) for h in fresh_ones]
 
     async def _collect(
-        self, step: Step, tally: _StepTally, monitor: ServerMonitor
+        self, step: Step, tally: StepTally, monitor: ServerMonitor
     ) -> AsyncIterator[Event]:
         """Frames until every live worker is done; intervals as soon as all reported them."""
         handles = [self.handles[i] for i in sorted(tally.live)]
@@ -434,7 +374,7 @@ class Coordinator:
         return start
 
     async def _frames(
-        self, tally: _StepTally, handles: list[Handle], tick: float | None = None
+        self, tally: StepTally, handles: list[Handle], tick: float | None = None
     ) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
         """Frames from the inbox; on stop, "stop" to the workers, then a bounded wait.
 
@@ -476,7 +416,7 @@ class Coordinator:
                     self.inbox.put_nowait(get.result())  # not ours: keep it for the next step
                 get.cancel()
 
-    def _finished(self, step: Step, tally: _StepTally, figures: dict[str, Any]) -> list[Event]:
+    def _finished(self, step: Step, tally: StepTally, figures: dict[str, Any]) -> list[Event]:
         total = merged([tally.total], concurrent=False)
         if tally.emitted:
             # The sums and averages over the intervals win over the last interval's values
@@ -496,7 +436,7 @@ class Coordinator:
         events.append(StepFinished(self.run_id, step.index, status, total, reason))  # type: ignore[arg-type]
         return events
 
-    def _step_status(self, tally: _StepTally) -> str:
+    def _step_status(self, tally: StepTally) -> str:
         if tally.stop_sent:
             return "interrupted"
         if not tally.emitted and (tally.errors or not tally.live):
@@ -508,7 +448,7 @@ class Coordinator:
         return "completed"
 
     def _take(
-        self, step: Step, tally: _StepTally, worker: int, frame: dict[str, Any] | None
+        self, step: Step, tally: StepTally, worker: int, frame: dict[str, Any] | None
     ) -> list[Event]:
         if worker not in tally.live:
             return []
@@ -557,7 +497,7 @@ class Coordinator:
             tally.done[worker] = frame["status"]
         return []
 
-    def _silent(self, step: Step, tally: _StepTally) -> list[Event]:
+    def _silent(self, step: Step, tally: StepTally) -> list[Event]:
         """Remote workers whose intervals stopped `SILENT_INTERVALS` interval lengths ago (at
         least `SILENT_AT_LEAST` s): lost now, whatever the cluster thinks of their machine.
 
@@ -581,7 +521,7 @@ class Coordinator:
             for worker in lost_to_silence(tally.heard, allowed, now)
         ]
 
-    def _overrun(self, step: Step, tally: _StepTally) -> list[Event]:
+    def _overrun(self, step: Step, tally: StepTally) -> list[Event]:
         """Workers not done `OVERRUN_GRACE` s after a timed step's planned end: killed (a
         remote one abandoned) and lost, so the step ends with what they measured."""
         load = step.spec.load
@@ -603,7 +543,7 @@ class Coordinator:
             events.append(self._abandon(step, tally, worker, why))
         return events
 
-    def _abandon(self, step: Step, tally: _StepTally, worker: int, why: str) -> Notice:
+    def _abandon(self, step: Step, tally: StepTally, worker: int, why: str) -> Notice:
         """A remote worker counted as lost now, without waiting on its machine."""
         self.handles[worker].abandon(why)  # type: ignore[attr-defined]
         self.dead.add(worker)
@@ -611,7 +551,7 @@ class Coordinator:
         tally.lost.add(worker)
         return Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))
 
-    def _lost(self, step: Step, tally: _StepTally, worker: int) -> str:
+    def _lost(self, step: Step, tally: StepTally, worker: int) -> str:
         """Which worker was lost, when (its last interval), and how much it had measured."""
         load = step.spec.load
         if worker in tally.last_elapsed:
@@ -632,7 +572,7 @@ class Coordinator:
         )
 
     def _complete_intervals(
-        self, step: Step, tally: _StepTally, monitor: ServerMonitor, force: bool = False
+        self, step: Step, tally: StepTally, monitor: ServerMonitor, force: bool = False
     ) -> list[Event]:
         """Intervals every live worker has reported (or all, once every worker is done),
         each once the hiccup meter has reported up to its end (`force`: whatever it has)."""
@@ -660,56 +600,6 @@ class Coordinator:
             tally.server.add(stats)
             events.append(Interval(self.run_id, step.index, index, elapsed, stats))
         return events
-
-
-@dataclass
-class _ServerTotals:
-    """A step's server figures as its intervals arrive: the last interval's, with CPU
-    summed and the machine's busy share averaged over time (running sums, not a list)."""
-
-    last: dict[str, Any] = field(default_factory=dict)
-    cpu_seconds: float | None = None
-    busy_time: float = 0.0  # busy share x seconds
-    busy_span: float = 0.0
-    busy_seen: bool = False
-    idle_poll: dict[str, float] = field(default_factory=dict)  # worker -> seconds, summed
-
-    def add(self, stats: Stats) -> None:
-        server = stats.server
-        self.last = dict(server)
-        if "cpu_seconds" in server:
-            self.cpu_seconds = (self.cpu_seconds or 0.0) + server["cpu_seconds"]
-        for worker, seconds in server.get("idle_poll", {}).items():
-            self.idle_poll[worker] = self.idle_poll.get(worker, 0.0) + seconds
-        if "host_busy" in server:
-            self.busy_seen = True
-            self.busy_time += server["host_busy"] * stats.duration
-            self.busy_span += stats.duration
-
-    def figures(self) -> dict[str, Any]:
-        out = dict(self.last)
-        if self.cpu_seconds is not None:
-            out["cpu_seconds"] = round(self.cpu_seconds, 4)
-        if self.busy_seen and self.busy_span > 0:
-            out["host_busy"] = round(self.busy_time / self.busy_span, 4)
-        out.pop("idle_poll", None)
-        if self.idle_poll:
-            out["idle_poll"] = {k: round(v, 6) for k, v in self.idle_poll.items()}
-        return out
-
-
-def lost_to_silence(heard: dict[int, float], allowed: dict[int, float], now: float) -> list[int]:
-    """Of the workers in `allowed` (each with the silence it may keep, in s), those silent
-    for longer, by when each last sent an interval (`heard`, monotonic). While no worker at
-    all has been heard within the shortest allowance, each gets `SILENT_ALL_AT_LEAST`."""
-    if not allowed:
-        return []
-    everyone_quiet = now - max(heard.values()) >= min(allowed.values())
-    return [
-        worker
-        for worker, silence in sorted(allowed.items())
-        if now - heard[worker] >= (max(silence, SILENT_ALL_AT_LEAST) if everyone_quiet else silence)
-    ]
 
 
 def _remote(handle: Handle) -> bool:

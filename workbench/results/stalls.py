@@ -19,7 +19,7 @@ stopped for 0.5 s leaves waits of 0.5 s that no 30 ms hiccup explains; a CPU tak
 in it or that close before it, and no spell of waiting for a CPU: what the server did with
 the machine out of the way (`Hiccups.clean`, the search's server knee).
 
-`MachineUsage` sums these over a step's intervals as `verdict.Usage` does its CPU figures.
+`MachineUsage` sums these over a step's intervals as `cpu_usage.Usage` does its CPU figures.
 """
 
 from __future__ import annotations

@@ -77,25 +77,28 @@ next send or reply is nearer than a wake-up would cost, so that CPU stands in fo
 wake-ups, not for work the generator could not keep up with (``worker 31% of a core (+64%
 idle polling)``).
 
-Everything here is a pure function of recorded data; thresholds are the constants below.
+Everything here is a pure function of recorded data; thresholds are the constants below,
+and the busy shares (`WORKER_BUSY`, `SERVER_BUSY`, `MACHINE_BUSY`, `MACHINE_OURS`) those of
+`workbench.results.cpu_usage`, which sums a step's CPU figures (`Usage`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workbench.results.cpu_usage import MACHINE_BUSY as MACHINE_BUSY
+from workbench.results.cpu_usage import MACHINE_OURS as MACHINE_OURS
+from workbench.results.cpu_usage import SERVER_BUSY as SERVER_BUSY
+from workbench.results.cpu_usage import WORKER_BUSY as WORKER_BUSY
+from workbench.results.cpu_usage import Usage as Usage
 from workbench.results.metrics import Recorded, Stats, format_us, merged, new_histogram
-from workbench.results.stalls import MachineUsage
+from workbench.results.verdict_context import Context as Context
+from workbench.results.verdict_context import context_for as context_for
 from workbench.sdk.ops import RECEIVED
 
 # --- thresholds: the one place they are set ------------------------------------------------
-WORKER_BUSY = 0.85  # share of one core at which a worker process counts as saturated
-SERVER_BUSY = 0.85  # share of its usable cores at which the server counts as saturated
-MACHINE_BUSY = 0.90  # busy share of all the load machine's CPUs at which it counts as full
-MACHINE_OURS = 0.50  # ...provided our workers and server used at least this share of them
 KEPT_SCHEDULE = 0.95  # open loop: issued / offered below this means the schedule was missed
 # Open loop: the sends were late when the send lag's p99 is above SEND_LAG_FLOOR_NS and at
 # least SEND_LAG_SHARE of the latency's p99 (late against what is measured, not absolutely).
@@ -211,238 +214,6 @@ BADGES = {
     LATENCY_BOUND: "latency-bound",
     UNKNOWN: "",
 }
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the verdict needs to know about a step beyond its intervals (from its spec)."""
-
-    system: str = ""
-    open_loop: bool = False
-    server_cores: float | None = None  # known from the system; None: ask the figures
-    single_threaded: bool = False
-    clients: int | None = None  # virtual clients in all (open loop: ops in flight at most)
-    native: bool = False  # run by the native engine (the advice then cannot offer it)
-    in_process: bool = False  # the cache lives in the workers: no server CPU to record
-    native_available: bool = True  # the system has a native strategy to offer
-    # What the self-checks need (`workbench.results.self_checks`): how arrivals were drawn,
-    # a trace replayed on its own timing, and the percentiles a target or check asks for.
-    arrivals: str = "uniform"
-    replay: bool = False
-    percentiles: tuple[float, ...] = ()
-
-
-def context_for(
-    spec: Mapping[str, Any],
-    facts: Mapping[str, Any] | None = None,
-    engine: str = "",
-    native_available: bool | None = None,
-) -> Context:
-    """The context of a step from its stored spec, what its system declared (the stored
-    step's `facts`: the cores its server may use), the name of the engine its workers said
-    they run, and whether its system has a native strategy (unknown in older runs, where
-    only an in-process cache is known to have none)."""
-    facts = facts or {}
-    system = str(spec.get("target", {}).get("system", ""))
-    in_process = bool(facts.get("in_process"))
-    if native_available is None:
-        native_available = not in_process and system != "embedded"
-    load = spec.get("load", {})
-    groups = spec.get("workload", {}).get("groups") or []
-    clients = sum(int(g.get("concurrency", 0)) for g in groups) or load.get("concurrency")
-    trace = spec.get("workload", {}).get("trace") or {}
-    return Context(
-        system,
-        bool(load.get("rate")),
-        _positive(facts.get("server_cores")),
-        bool(facts.get("single_threaded")),
-        clients if _positive(clients) else None,
-        native=engine == "native",
-        in_process=in_process,
-        native_available=native_available,
-        arrivals=str(load.get("arrivals") or "uniform"),
-        replay=bool(_positive(trace.get("speed"))),
-        percentiles=_asked(spec),
-    )
-
-
-def _asked(spec: Mapping[str, Any]) -> tuple[float, ...]:
-    """The percentiles a search target or a --fail-on check asks of this step."""
-    texts = [*((spec.get("search") or {}).get("target") or ())]
-    texts += [*((spec.get("checks") or {}).get("fail_on") or ())]
-    found = {float(m) for t in texts for m in re.findall(r"\bp(\d+(?:\.\d+)?)\s*[<>]", str(t))}
-    return tuple(sorted(p for p in found if 0 < p < 100))
-
-
-def _positive(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return None
-
-
-@dataclass(frozen=True)
-class Usage:
-    """CPU figures summed over a step's intervals, each weighted by its measured time.
-
-    Worker CPU travels in ``stats.cpu`` and merges by adding; the server's CPU and the
-    machine's busy share travel in ``stats.server``, which keeps only the latest figures,
-    so they are summed here as the intervals arrive (`plus`).
-    """
-
-    worker_cpu: Mapping[str, float] = field(default_factory=dict)  # worker -> CPU seconds
-    worker_span: float = 0.0  # measured seconds that reported worker CPU
-    # Of that CPU, idle polling (``stats.server["idle_poll"]``: a native worker polling
-    # rather than sleeping to a send or reply nearer than a wake-up costs): not work, so
-    # left out of the worker's busy share and of the machine's.
-    worker_polled: Mapping[str, float] = field(default_factory=dict)
-    host_polled: float = 0.0  # idle-polling seconds within the machine's busy time
-    server_cpu: float = 0.0
-    server_span: float = 0.0
-    server_cores: float | None = None  # the cores it may run on, as the coordinator reported
-    server_threads: float | None = None  # as the server reported them
-    host_busy: float = 0.0  # busy share x seconds
-    host_span: float = 0.0
-    host_cpus: int | None = None
-    # Load machines other than the coordinator's: host -> (busy x seconds, seconds, CPUs,
-    # its workers), from ``stats.server["hosts"]``.
-    hosts: Mapping[str, tuple[float, float, int, tuple[str, ...]]] = field(default_factory=dict)
-    # A cluster's CPU seconds by node address (``stats.server["node_cpu"]``), summed.
-    node_cpu: Mapping[str, float] = field(default_factory=dict)
-    # The machine's stalls against each interval's longest wait (`workbench.results.stalls`).
-    machine: MachineUsage = field(default_factory=MachineUsage)
-
-    def plus(self, stats: Stats) -> Usage:
-        """This usage with one more interval added."""
-        d = stats.duration
-        if d <= 0:
-            return self
-        out = self
-        if stats.cpu:
-            cpu = dict(self.worker_cpu)
-            for worker, seconds in stats.cpu.items():
-                cpu[worker] = cpu.get(worker, 0.0) + float(seconds)
-            out = replace(out, worker_cpu=cpu, worker_span=out.worker_span + d)
-        server = stats.server
-        if _number(server.get("cpu_seconds")):
-            out = replace(
-                out,
-                server_cpu=out.server_cpu + float(server["cpu_seconds"]),
-                server_span=out.server_span + d,
-            )
-        if _positive(server.get("cpu_cores")):
-            out = replace(out, server_cores=float(server["cpu_cores"]))
-        if _positive(server.get("threads")):
-            out = replace(out, server_threads=float(server["threads"]))
-        polled = server.get("idle_poll")
-        if isinstance(polled, Mapping) and polled:
-            seconds = {w: float(v) for w, v in polled.items() if _number(v)}
-            merged_polled = dict(out.worker_polled)
-            for worker, v in seconds.items():
-                merged_polled[worker] = merged_polled.get(worker, 0.0) + v
-            out = replace(out, worker_polled=merged_polled)
-            if _number(server.get("host_busy")):
-                out = replace(out, host_polled=out.host_polled + sum(seconds.values()))
-        if _number(server.get("host_busy")):
-            out = replace(
-                out,
-                host_busy=out.host_busy + float(server["host_busy"]) * d,
-                host_span=out.host_span + d,
-            )
-        if isinstance(server.get("node_cpu"), Mapping) and server["node_cpu"]:
-            nodes = dict(out.node_cpu)
-            for name, seconds in server["node_cpu"].items():
-                if _number(seconds):
-                    nodes[name] = nodes.get(name, 0.0) + float(seconds)
-            out = replace(out, node_cpu=nodes)
-        if _positive(server.get("host_cpus")):
-            out = replace(out, host_cpus=int(server["host_cpus"]))
-        if isinstance(server.get("hosts"), Mapping) and server["hosts"]:
-            hosts = dict(out.hosts)
-            for name, figure in server["hosts"].items():
-                if not (isinstance(figure, Mapping) and _number(figure.get("busy"))):
-                    continue
-                busy, span, _, _ = hosts.get(name, (0.0, 0.0, 0, ()))
-                workers = tuple(str(w) for w in figure.get("workers", ()))
-                cpus = int(figure.get("cpus") or 0)
-                hosts[name] = (busy + float(figure["busy"]) * d, span + d, cpus, workers)
-            out = replace(out, hosts=hosts)
-        return replace(out, machine=out.machine.plus(stats.hiccups, d, _busy(stats, polled)))
-
-    @classmethod
-    def of(cls, intervals: Iterable[Stats]) -> Usage:
-        usage = cls()
-        for stats in intervals:
-            usage = usage.plus(stats)
-        return usage
-
-    @property
-    def recorded(self) -> bool:
-        return bool(self.worker_span or self.server_span or self.host_span)
-
-    def worker_shares(self) -> dict[str, float]:
-        """Each worker's CPU at work (idle polling left out) as a share of one core, in
-        worker order."""
-        if not self.worker_span:
-            return {}
-        keys = sorted(self.worker_cpu, key=lambda k: (len(k), k))
-        return {
-            k: max(0.0, self.worker_cpu[k] - self.worker_polled.get(k, 0.0)) / self.worker_span
-            for k in keys
-        }
-
-    def polled_shares(self) -> dict[str, float]:
-        """Each worker's idle polling as a share of one core (workers that polled only)."""
-        if not self.worker_span:
-            return {}
-        return {k: v / self.worker_span for k, v in self.worker_polled.items() if v > 0}
-
-    def server_cores_used(self) -> float | None:
-        return self.server_cpu / self.server_span if self.server_span else None
-
-    def node_shares(self) -> dict[str, float]:
-        """A cluster's nodes' CPU, each as a share of one core, busiest first."""
-        if not self.server_span:
-            return {}
-        out = {name: cpu / self.server_span for name, cpu in self.node_cpu.items()}
-        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
-
-    def machine_share(self) -> float | None:
-        """The machine's busy share, our workers' idle polling counted as idle."""
-        if not self.host_span:
-            return None
-        polled = self.host_polled / self.host_cpus if self.host_cpus else 0.0
-        return max(0.0, self.host_busy - polled) / self.host_span
-
-    def host_shares(self) -> dict[str, tuple[float, int, float]]:
-        """Each load machine's (busy share, CPUs, our workers' CPUs on it), busiest first."""
-        workers = self.worker_shares()
-        out = {
-            name: (busy / span, cpus, sum(workers.get(w, 0.0) for w in ws))
-            for name, (busy, span, cpus, ws) in self.hosts.items()
-            if span > 0
-        }
-        return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
-
-    def full_host(self, ours_needed: bool) -> str | None:
-        """The busiest load machine that was full (with our workers using at least
-        `MACHINE_OURS` of it, if `ours_needed`), or None."""
-        for name, (share, cpus, ours) in self.host_shares().items():
-            if share >= MACHINE_BUSY and cpus and (not ours_needed or ours >= MACHINE_OURS * cpus):
-                return name
-        return None
-
-
-def _busy(stats: Stats, polled: Any) -> bool:
-    """Whether a worker used a full core in this interval (its idle polling left out)."""
-    polls = polled if isinstance(polled, Mapping) else {}
-    d = stats.duration
-    return any(
-        (float(v) - float(polls.get(w, 0.0))) / d >= WORKER_BUSY for w, v in stats.cpu.items()
-    )
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from workbench.spec.model import (
     TRACE_OPS,
     Load,
     MachineSpec,
+    PubSub,
     Spec,
     check_name,
     spec_from_dict,
@@ -194,13 +195,7 @@ def check_step(spec: Spec) -> ResolvedStep:
             f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
         )
     _check_launcher(ld)
-    ps = wl.pubsub
-    if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
-        raise SpecError(
-            "expected channels >= 1, subscribers_per_channel >= 0, "
-            "message_size >= 16 (the timestamp and sequence need 16 bytes)",
-            "workload.pubsub",
-        )
+    _check_pubsub(wl.pubsub)
     resolved = resolve_step(spec)
     system, strategy = resolved.system, resolved.strategy
     if strategy.engine == "native":
@@ -388,6 +383,15 @@ __all__ = [
     "used_operations",
     "workers_for",
 ]
+
+
+def _check_pubsub(ps: PubSub) -> None:
+    if ps.channels < 1 or ps.subscribers_per_channel < 0 or ps.message_size < 16:
+        raise SpecError(
+            "expected channels >= 1, subscribers_per_channel >= 0, "
+            "message_size >= 16 (the timestamp and sequence need 16 bytes)",
+            "workload.pubsub",
+        )
 
 
 def _check_machine(m: MachineSpec) -> None:

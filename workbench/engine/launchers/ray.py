@@ -29,13 +29,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import ray
+from ray._private import worker as ray_worker
 from ray.exceptions import ActorUnavailableError, RayError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from workbench.engine.launchers.ray_log import RAY_LOGGER, RayLog
 from workbench.engine.serverstats import host_times as machine_times
 from workbench.engine.wire import pack, read_frame
 from workbench.sdk.errors import TargetError
@@ -44,7 +46,6 @@ PLACE_TIMEOUT = 60.0  # seconds to wait for the cluster to find a CPU for every 
 START_TIMEOUT = 60.0
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024  # bytes, for a private local Ray ("local")
 UNAVAILABLE_RETRIES = 20  # an actor unreachable this many times in a row (0.5 s apart) is lost
-RAY_LOGGER = "ray"
 HOST_TIMES_TIMEOUT = 1.0  # seconds a node may take to say how busy its machine is
 # Seconds an actor may take to accept an order; longer, and it counts as lost. A live one
 # on a busy machine takes milliseconds; one on a machine that just died takes until Ray's
@@ -318,70 +319,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-class _RayRecords(logging.Handler):
-    """On the root logger: records of Ray's loggers into the file, every other record as
-    Python would treat it without this handler (warnings and worse on stderr)."""
-
-    def __init__(self, file: TextIO) -> None:
-        super().__init__()
-        self.file = file
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.name == RAY_LOGGER or record.name.startswith(RAY_LOGGER + "."):
-            self.file.write(self.format(record) + "\n")
-        elif logging.lastResort is not None and record.levelno >= logging.lastResort.level:
-            logging.lastResort.handle(record)
-
-
-class RayLog:
-    """Ray's own log lines, in a file: its loggers' records and what it prints on the driver.
-
-    Ray's loggers are caught on the root logger: `ray.init` clears the "ray" logger's
-    own handlers (and then warns, from its thread, that it set no SIGTERM handler).
-    Ray prints the messages its raylets push to the driver (a node's last log lines when
-    it dies, memory monitor warnings...) from a thread of its own, straight to
-    sys.stdout: `ray._private.worker.print_to_stdstream`. Ray has no switch for that
-    (`log_to_driver=False` covers the actors' output only), so the module's function is
-    replaced by one that writes here; `close` puts everything back.
-    """
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
-        self.handler = _RayRecords(self.file)
-        logger = logging.getLogger(RAY_LOGGER)
-        self.saved = (logger.level, logger.propagate, list(logger.handlers))
-        for h in self.saved[2]:  # Ray's own stderr handler would draw under the TUI
-            logger.removeHandler(h)
-        logger.setLevel(logging.INFO)
-        logger.propagate = True
-        logging.getLogger().addHandler(self.handler)
-        from ray._private import worker as ray_worker
-
-        self.ray_worker = ray_worker
-        self.printer = ray_worker.print_to_stdstream
-        ray_worker.print_to_stdstream = self.print_to_stdstream
-
-    def print_to_stdstream(self, data: dict[str, Any], ignore_prefix: bool = False) -> None:
-        source = data.get("pid", "")
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        for line in data.get("lines", []):
-            self.file.write(f"{stamp} ({source}) {line}\n")
-
-    def close(self) -> None:
-        logging.getLogger().removeHandler(self.handler)
-        logger = logging.getLogger(RAY_LOGGER)
-        level, propagate, handlers = self.saved
-        for h in handlers:
-            logger.addHandler(h)
-        logger.setLevel(level)
-        logger.propagate = propagate
-        self.ray_worker.print_to_stdstream = self.printer
-        self.file.close()
-
-
 def _init(address: str, logged: bool) -> None:
     """Connect (in a thread: Ray then leaves the caller's SIGTERM handling alone).
 
@@ -432,7 +369,7 @@ class RayLauncher:
     ) -> RayLauncher:
         if ray.is_initialized():
             return cls(placement, owns_connection=False)
-        log = RayLog(log_path) if log_path is not None else None
+        log = RayLog(log_path, ray_worker) if log_path is not None else None
         try:
             await asyncio.to_thread(_init, address, log is not None)
         except (ConnectionError, RuntimeError, ValueError) as exc:

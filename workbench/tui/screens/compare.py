@@ -29,14 +29,9 @@ from workbench.tui.context import ScreenContext
 from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
 from workbench.tui.messages import ExportRuns
 from workbench.tui.widgets.chart import Axis, Chart, Series
-from workbench.tui.widgets.dashboard import (
-    curve_series,
-    percentile_axis,
-    stepped,
-    time_axis,
-)
 from workbench.tui.widgets.fitted import FittedTable
 from workbench.tui.widgets.modebar import ModeBar
+from workbench.tui.widgets.step_series import curve_series, percentile_axis, stepped, time_axis
 
 MAX_LINES = 6  # series on one chart before it stops being readable
 # Left out in this order where the differences do not fit (80x24).

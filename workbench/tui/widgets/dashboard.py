@@ -6,7 +6,6 @@ down) and never fetches anything; every figure comes from `live` and `metrics`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rich.console import Group
@@ -23,7 +22,6 @@ from workbench.results.live import RunView, StepView
 from workbench.results.metrics import Stats, Summary
 from workbench.sdk.adapter import NODE_CPU
 from workbench.tui.figures import (
-    axis_us,
     format_bytes,
     format_count,
     format_pct,
@@ -31,12 +29,19 @@ from workbench.tui.figures import (
     format_us,
     hiccup_rows,
     hot_cold_rates,
-    nines_label,
-    percentile_x,
 )
 from workbench.tui.layout import mark_narrow
-from workbench.tui.widgets.chart import Axis, Chart, Series
+from workbench.tui.widgets.chart import Axis, Chart
 from workbench.tui.widgets.fitted import FittedTable, fit_parts
+from workbench.tui.widgets.step_series import (
+    curve_series,
+    latency_series,
+    percentile_axis,
+    seconds_label,
+    throughput_series,
+    time_axis,
+    us_axis,
+)
 
 STEP_COLUMNS = (
     "#",
@@ -76,67 +81,6 @@ STATUS_STYLE = {
     "abandoned": "red",
     "pending": "dim",
 }
-
-
-def _seconds(v: float) -> str:
-    return f"{v:.0f}s" if v >= 10 or v == int(v) else f"{v:.1f}s"
-
-
-def _us_axis() -> Axis:
-    return Axis(log=True, fmt=axis_us)
-
-
-def stepped(points: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
-    """Each interval's figure held across the interval (it is a rate over that span)."""
-    out: list[tuple[float, float]] = []
-    prev = 0.0
-    for elapsed, value in points:
-        out += [(prev, value), (elapsed, value)]
-        prev = elapsed
-    return tuple(out)
-
-
-def throughput_series(step: StepView, mib: bool) -> tuple[Series, ...]:
-    pts = step.points
-    if mib:
-        return (Series("MiB/s", stepped([(p.elapsed, p.mib_per_s) for p in pts])),)
-    kinds = sorted({k for p in pts for k in p.per_op_ops})
-    out = [Series("all ops", stepped([(p.elapsed, p.ops_per_s) for p in pts]))]
-    if len(kinds) > 1:
-        out += [
-            Series(k, stepped([(p.elapsed, p.per_op_ops.get(k, 0.0)) for p in pts])) for k in kinds
-        ]
-    return tuple(out)
-
-
-def latency_series(step: StepView) -> tuple[Series, ...]:
-    """p50, p99 and p99.9 of each interval, and beside them the machine's longest hiccup
-    in it (when a hiccup meter ran): a spike in both is the machine's."""
-    pts = step.points
-    out = [
-        Series("p50", stepped([(p.elapsed, p.p50_us) for p in pts])),
-        Series("p99", stepped([(p.elapsed, p.p99_us) for p in pts])),
-        Series("p99.9", stepped([(p.elapsed, p.p999_us) for p in pts])),
-    ]
-    hiccups = [(p.elapsed, p.hiccup_max_us) for p in pts if p.hiccup_max_us is not None]
-    if hiccups:
-        out.append(Series("hiccup max", stepped([(t, max(v, 1.0)) for t, v in hiccups])))
-    return tuple(out)
-
-
-def curve_series(name: str, curve: list[tuple[float, float]]) -> Series:
-    """A percentile curve on the 1/(1-p) axis (the max, at infinity, is left out)."""
-    return Series(name, tuple((percentile_x(p), us) for p, us in curve if p < 100.0))
-
-
-def percentile_axis(series: tuple[Series, ...]) -> Axis:
-    hi = max((x for s in series for x, _ in s.points), default=3.0)
-    hi = max(2, math.ceil(hi - 1e-9))
-    return Axis(lo=0.0, hi=float(hi), ticks=list(range(hi + 1)), fmt=nines_label)
-
-
-def time_axis() -> Axis:
-    return Axis(lo=0.0, fmt=_seconds)
 
 
 Row = tuple[str | Text, str | Text]
@@ -210,7 +154,7 @@ def counter_rows(step: StepView | None) -> list[Row]:
         ("hit rate", format_pct(s.hit_rate)),
         ("errors", Text(format_count(s.errors), style="red" if s.errors else "")),
         *skipped_rows(t),
-        ("measured", _seconds(s.duration)),
+        ("measured", seconds_label(s.duration)),
         ("MiB/s", f"{s.mib_per_s:.2f}"),
         ("hot / cold", f"{format_pct(hot)} / {format_pct(cold)}"),
         *simulated_rows(step.simulated),
@@ -353,8 +297,8 @@ class RunDashboard(Container):
         yield Static(id="run-head")
         with Grid(id="charts"):
             yield Chart("Throughput", id="throughput", x=time_axis(), y=Axis(fmt=format_rate))
-            yield Chart("Latency over time", id="latency", x=time_axis(), y=_us_axis())
-            yield Chart("Latency by percentile", id="percentiles", y=_us_axis())
+            yield Chart("Latency over time", id="latency", x=time_axis(), y=us_axis())
+            yield Chart("Latency by percentile", id="percentiles", y=us_axis())
             with VerticalScroll(id="counters", can_focus=True):
                 yield Static(id="counters-body")
         yield FittedTable(STEP_DROP_ORDER, id="steps", cursor_type="row", zebra_stripes=False)
@@ -491,7 +435,7 @@ class RunDashboard(Container):
         duration = load.get("duration") if not load.get("ops") else None
         last = step.points[-1].elapsed if step and step.points else 0.0
         hi = float(duration) if duration and last <= duration * 1.05 else None
-        return Axis(lo=0.0, hi=hi, fmt=_seconds)
+        return Axis(lo=0.0, hi=hi, fmt=seconds_label)
 
     def on_resize(self) -> None:
         mark_narrow(self, self.size.width)
