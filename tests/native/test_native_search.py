@@ -4,16 +4,20 @@ issue 35: and says what failed each probe, the machine's stalls never read as th
 On a quiet redis-server (16 clients, one worker, p99<1ms) the highest passing rate must be
 at least half of what the same 16 clients reach in closed loop: below that knee the
 server answers in tens of µs, so a search that stops lower is measuring the generator.
+Issue 35: the server's knee (its intervals with no machine stall) is at least
+`SERVER_KNEE_SHARE` of the closed loop on a machine that can judge p99<1ms at all.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 from support import collect, finished
 from workbench_redis.server import start_redis
 
+from workbench.cli.doctor_machine import cannot_judge
 from workbench.results.search_causes import CAUSES
 from workbench.results.search_rules import search_spec
 from workbench.results.store import Store
@@ -31,6 +35,8 @@ COMMON = [
     "load.concurrency=16",
     "load.workers=1",
 ]
+# The server's knee against the closed loop (issue 35's proof, on this 2-core VM quiet).
+SERVER_KNEE_SHARE = 0.6
 
 
 async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_loop_throughput(
@@ -88,3 +94,13 @@ async def test_the_highest_passing_rate_is_at_least_a_twentieth_of_the_closed_lo
     assert not said, said
     assert all(p.cause in CAUSES for p in search.probes if not p.passed), search.probes
     assert search.server_knee is not None and search.server_knee.rate >= search.best.rate
+    # The server's knee is asked only where the machine can judge p99<1ms: a machine whose
+    # own stalls (the hiccup meter's, over the closed loop) reach half the target at p99
+    # (`workbench doctor -t`: others' work on a shared VM) leaves too few clean intervals.
+    share = search.server_knee.rate / throughput
+    if cannot := cannot_judge(closed.stats.hiccups, [(99.0, 1000.0)]):
+        warnings.warn(
+            f"server knee {share:.0%} of closed loop, not asked: {cannot[0]}", stacklevel=1
+        )
+        return
+    assert share >= SERVER_KNEE_SHARE, (throughput, search.conclusion())
