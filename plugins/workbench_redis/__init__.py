@@ -218,7 +218,7 @@ plugin = CacheSystem(
             "native engine (Rust): one connection per client, `pipeline` requests in flight; "
             "subscribers on their own connections",
             runs_in_native_engine,
-            operations=KV_PUBSUB,
+            operations=KV_PUBSUB | CONDITIONAL,
             options=OptionSet((PIPELINE,)),
             engine="native",
             connections=per_client,

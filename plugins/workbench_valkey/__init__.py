@@ -32,6 +32,7 @@ from workbench.sdk import (
     pool_of,
     runs_in_native_engine,
 )
+from workbench.sdk.ops import CONDITIONAL
 from workbench_valkey import facts
 from workbench_valkey.clients import connect_async_pool, connect_sync_per_client
 from workbench_valkey.cluster import connect_cluster, start_valkey_cluster
@@ -182,7 +183,7 @@ plugin = CacheSystem(
             "native",
             "native engine (Rust): one connection per client, `pipeline` requests in flight",
             runs_in_native_engine,
-            operations=KV,
+            operations=KV | CONDITIONAL,
             options=OptionSet(
                 (
                     Option(
