@@ -275,9 +275,10 @@ async def test_a_native_worker_streams_10m_requests_in_bounded_memory(
     if binary_path() is None:
         pytest.skip("the native engine is not built")
     trace = tmp_path / "big.twitter.csv.zst"
-    # 1 request in 1,000 a get (10,000 sent), the rest incr (skipped as read): 10M in all.
+    # 1 request in 1,000 a get (10,000 sent), the rest sets of a value over 4 MiB (skipped
+    # as read): 10M in all.
     block = "".join(
-        f"{i // 1000},k{i % 50_000},6,100,0,{'get' if i % 1000 == 0 else 'incr'},0\n"
+        f"{i // 1000},k{i % 50_000},6,{'100,0,get' if i % 1000 == 0 else '5000000,0,set'},0\n"
         for i in range(100_000)
     ).encode()
     with zstandard.open(trace, "wb") as f:
@@ -296,7 +297,7 @@ async def test_a_native_worker_streams_10m_requests_in_bounded_memory(
     (step,) = finished(events)
     assert step.status == "completed", step.reason
     assert step.stats.hist["get"].get_total_count() == 10_000
-    assert step.stats.skipped == {"incr": 9_990_000}
+    assert step.stats.skipped == {"value over 4 MiB": 9_990_000}
     assert peaks, "no native worker was seen"
     assert max(peaks.values()) < 200 * 1024, peaks
 
