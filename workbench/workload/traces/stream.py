@@ -84,7 +84,7 @@ def open_write(path: str | Path) -> Iterator[BinaryIO]:
             buffered.flush()
 
 
-def _read(stream: BinaryIO, path: str, record: int, offset: int) -> bytes:
+def read_chunk(stream: BinaryIO, path: str, record: int, offset: int) -> bytes:
     try:
         return stream.read(CHUNK)
     except zstandard.ZstdError as exc:
@@ -95,7 +95,7 @@ def iter_records(stream: BinaryIO, path: str, size: int) -> Iterator[tuple[int, 
     """(byte offset, block) with whole `size`-byte records in each block; a trailing part
     record raises, naming it."""
     offset, rest = 0, b""
-    while chunk := _read(stream, path, offset // size, offset):
+    while chunk := read_chunk(stream, path, offset // size, offset):
         data = rest + chunk
         usable = len(data) - len(data) % size
         if usable:
@@ -112,7 +112,7 @@ def iter_lines(stream: BinaryIO, path: str) -> Iterator[tuple[int, bytes]]:
     """(byte offset, line without its newline) of every line; the record number a caller
     reports is the line number, from 0."""
     offset, rest, line_no = 0, b"", 0
-    while chunk := _read(stream, path, line_no, offset):
+    while chunk := read_chunk(stream, path, line_no, offset):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
         for line in lines:
