@@ -384,12 +384,16 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._refuse_foreign()
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-            self.db.executescript(SCHEMA)
+            # One writer at a time makes or upgrades the tables: three runs opening a new
+            # store at once each saw a column missing and added it (duplicate column name).
+            self.db.executescript("BEGIN IMMEDIATE;" + SCHEMA)
             self._add_columns()
+            self.db.execute("COMMIT")
             self.mark_abandoned()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(_cannot_open(exc, self.path), str(self.path)) from None
@@ -445,6 +449,18 @@ class Store:
                     "once where it can be written to upgrade it",
                     str(self.path),
                 )
+
+    def _refuse_foreign(self) -> None:
+        """Another program's SQLite file is left as it is: its tables were added to."""
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master")}
+        if tables and "runs" not in tables:
+            self.db.close()
+            shown = ", ".join(sorted(tables)[:5])
+            raise StoreError(
+                f"not a results store: another program's SQLite file (it holds {shown}); "
+                "name a new file or an existing store",
+                str(self.path),
+            )
 
     def _add_columns(self) -> None:
         for table, column, declaration in ADDED_COLUMNS:
