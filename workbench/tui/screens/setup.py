@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import PluginError, SpecError
@@ -30,7 +30,7 @@ from workbench.spec.save import save_spec
 from workbench.spec.steps import trace_beside
 from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps
-from workbench.tui.layout import mark_narrow
+from workbench.tui.layout import key_footer, mark_narrow
 from workbench.tui.messages import Draft, DraftChanged
 from workbench.tui.widgets.fields import FormField, option_field, spec_field
 from workbench.tui.widgets.modebar import ModeBar
@@ -130,7 +130,7 @@ class SetupScreen(Screen[None]):
         with Vertical(id="setup-status"):
             yield Static(id="help-line")
             yield Static(id="status-line")
-        yield Footer()
+        yield key_footer()
 
     def _experiment(self) -> ComposeResult:
         yield section(SECTION_TITLES["experiment"])
@@ -195,10 +195,13 @@ class SetupScreen(Screen[None]):
             if isinstance(system, str) and system in known:
                 select.value = system
             await self._show_system(str(select.value), force=True)
-            for f in self.fields():
-                value = get_path(self.base, f.path)
-                f.write(value is not None, value)
-            self._show_sweeps()
+            # Checked once, below: each field's own change message would check the whole
+            # form again after the load (some twenty checks and layouts per profile).
+            with self.prevent(Input.Changed, Checkbox.Changed):
+                for f in self.fields():
+                    value = get_path(self.base, f.path)
+                    f.write(value is not None, value)
+                self._show_sweeps()
             name = get_path(self.base, "name") or "experiment"
             default_save = save_path(source, str(name), self.context.profiles_dir)
             self.query_one("#save-path", Input).value = default_save
