@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from workbench_redis.server import start_redis
-
 from workbench.sdk import (
     Option,
     OptionSet,
@@ -20,8 +18,10 @@ from workbench.sdk import (
     listen_address,
     make_tls_files,
     process_memory,
+    require_program,
     start_python_server,
 )
+from workbench.sdk.resp_server import start_resp_server
 
 
 @dataclass
@@ -152,7 +152,10 @@ def _start_caching_proxy(options: dict[str, Any], host: str, port: int, tls: _Tl
     redis: ServerProcess | None = None
     url = _loopback_redis(options["redis_url"])
     if not url:
-        redis = start_redis()
+        # The caching proxy's store: a throw-away redis-server on the SDK's recipe (a
+        # plugin imports no other plugin's package).
+        program = require_program("redis-server", "redis-server")
+        redis = start_resp_server(program, "redis", ("redis", "rediss"), version="redis")
         url = redis.target_options["url"]
     args = [
         "--redis-url", url,

@@ -10,11 +10,12 @@ from urllib.parse import urlsplit
 from workbench.sdk import CacheSize, Refusal, ServerCores, ServerFigures, Urls
 
 MiB = 1024**2
+SCHEME = "memcached"  # memcached://HOST:PORT[,HOST:PORT...]: the one place it is spelled
 DEFAULT_THREADS = 4.0  # memcached's own default for -t
 
 
 def url_options(url: str) -> dict[str, Any]:
-    """memcached://HOST:PORT[,HOST:PORT...]: the servers keys hash over."""
+    """The servers keys hash over, from SCHEME://HOST:PORT[,HOST:PORT...]."""
     servers = [s.strip() for s in urlsplit(url).netloc.split(",") if s.strip()]
     return {"servers": servers}
 
@@ -34,9 +35,9 @@ def server_cores(server: Mapping[str, Any], managed: bool) -> ServerCores | None
 
 
 URLS = Urls(
-    schemes=("memcached",),
+    schemes=(SCHEME,),
     options=url_options,
-    forms=("memcached://HOST:PORT[,HOST:PORT]",),
+    forms=(f"{SCHEME}://HOST:PORT[,HOST:PORT]",),
     with_tls=with_tls,
 )
 CACHE_SIZE = CacheSize("memory_mb", unit=MiB)

@@ -10,30 +10,25 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.sdk import (
-    RESP,
-    TLS_OPTIONS,
     CacheSystem,
     Option,
     OptionSet,
     ServerLauncher,
     ServerProcess,
     Strategy,
-    TargetError,
     count_of,
     listen_address,
     one_per_worker,
-    per_client,
-    pool_of,
-    runs_in_native_engine,
 )
 from workbench.sdk.ops import CONDITIONAL
-from workbench_redis import facts
-from workbench_redis.cluster import connect_cluster, start_cluster
-from workbench_redis.info import InfoReader
-from workbench_redis.pooled import AsyncPoolConnection, PipelineConnection, SyncConnection
+from workbench.sdk.resp import POLICIES, InfoReader, strategies, target_options
+from workbench.sdk.resp.cluster_servers import refuse_client_certs
+from workbench_redis.cluster import start_cluster
+from workbench_redis.facts import FACTS
+from workbench_redis.pooled import PipelineConnection
 from workbench_redis.resp import Multiplexed, MultiplexedClient
 from workbench_redis.server import POLICY, start_redis
-from workbench_redis.target import check_target, endpoints, parse_target
+from workbench_redis.target import DEFAULT_URL, SYSTEM
 
 KV = frozenset({"get", "set", "delete"})
 KV_PUBSUB = KV | {"publish", "subscribe"}
@@ -56,7 +51,7 @@ class MultiplexedConnection:
 
 
 async def _multiplexed(system: dict[str, Any], k: int) -> MultiplexedConnection:
-    target = parse_target(system)
+    target = SYSTEM.target(system)
     mux = Multiplexed(target, k)
     await mux.open()
     return MultiplexedConnection(mux, InfoReader(target))
@@ -70,30 +65,13 @@ async def _connect_multiplexed_k(system: dict[str, Any], strategy: dict[str, Any
     return await _multiplexed(system, strategy["connections"])
 
 
-async def _connect_sync_per_client(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
-    return SyncConnection(parse_target(system), pool_size=None)
-
-
-async def _connect_sync_pool(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
-    return SyncConnection(parse_target(system), pool_size=strategy["pool_size"])
-
-
-async def _connect_async_pool(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
-    return AsyncPoolConnection(parse_target(system), strategy["pool_size"])
-
-
 async def _connect_pipeline(system: dict[str, Any], strategy: dict[str, Any]) -> Any:
-    return PipelineConnection(parse_target(system), strategy["batch"])
+    return PipelineConnection(SYSTEM.target(system), strategy["batch"])
 
 
 def _start(options: dict[str, Any]) -> ServerProcess:
     if options["cluster"]:
-        if options["tls_auth_clients"]:
-            raise TargetError(
-                "a managed cluster takes no client certificates (tls_auth_clients); "
-                "use tls = true alone",
-                "target.server.tls_auth_clients",
-            )
+        refuse_client_certs(options)
         return start_cluster(
             options["cluster_nodes"],
             binary=options["binary"],
@@ -113,46 +91,10 @@ def _start(options: dict[str, Any]) -> ServerProcess:
     )
 
 
-PIPELINE = Option(
-    "pipeline",
-    "int",
-    1,
-    "requests each connection keeps in flight, refilled after each reply",
-    minimum=1,
-    maximum=4096,
-)
-
-POOL_SIZE = Option("pool_size", "int", 16, "connections in the pool", minimum=1, maximum=4096)
-
 plugin = CacheSystem(
     name="redis",
     description="Redis with redis-py and hiredis: per-client, pooled, pipelined, multiplexed",
-    options=OptionSet(
-        (
-            Option(
-                "url",
-                "str",
-                "redis://127.0.0.1:6379/0",
-                "redis://HOST:PORT/DB or rediss:// for TLS (loopback only)",
-            ),
-            Option(
-                "password_env",
-                "str",
-                "REDIS_PASSWORD",
-                "environment variable holding the password (never stored)",
-            ),
-            Option(
-                "username_env",
-                "str",
-                "REDIS_USERNAME",
-                "environment variable holding the ACL user (never stored)",
-            ),
-            Option("connect_timeout", "duration", 5.0, "give up connecting after", minimum=0.001),
-            Option("timeout", "duration", 5.0, "fail a command unanswered so long", minimum=0.001),
-            *TLS_OPTIONS,
-            Option("cluster", "bool", False, "a Redis Cluster: the cluster strategy follows slots"),
-        )
-    ),
+    options=target_options(SYSTEM, "Redis", DEFAULT_URL),
     strategies=(
         Strategy(
             "multiplexed",
@@ -171,14 +113,7 @@ plugin = CacheSystem(
             ),
             connections=count_of("connections"),
         ),
-        Strategy(
-            "async-pool",
-            "redis.asyncio with a blocking connection pool shared by the worker's clients",
-            _connect_async_pool,
-            operations=KV_PUBSUB,
-            options=OptionSet((POOL_SIZE,)),
-            connections=pool_of("pool_size"),
-        ),
+        strategies.async_pool(SYSTEM, KV_PUBSUB),
         Strategy(
             "pipeline",
             "redis.asyncio pipelines of up to N commands gathered from concurrent clients",
@@ -189,41 +124,10 @@ plugin = CacheSystem(
             ),
             connections=one_per_worker,
         ),
-        Strategy(
-            "sync-per-client",
-            "redis.Redis, one blocking connection per client, one thread each",
-            _connect_sync_per_client,
-            operations=KV,
-            blocking=True,
-            connections=per_client,
-        ),
-        Strategy(
-            "sync-pool",
-            "redis.Redis with a blocking connection pool shared by the clients' threads",
-            _connect_sync_pool,
-            operations=KV,
-            options=OptionSet((POOL_SIZE,)),
-            blocking=True,
-            connections=pool_of("pool_size"),
-        ),
-        Strategy(
-            "cluster",
-            "redis.asyncio RedisCluster per client: CLUSTER SLOTS topology, MOVED/ASK followed",
-            connect_cluster,
-            operations=KV,
-            connections=per_client,
-        ),
-        Strategy(
-            "native",
-            "native engine (Rust): one connection per client, `pipeline` requests in flight; "
-            "subscribers on their own connections",
-            runs_in_native_engine,
-            operations=KV_PUBSUB,
-            options=OptionSet((PIPELINE,)),
-            engine="native",
-            connections=per_client,
-            protocol=RESP,
-        ),
+        strategies.sync_per_client(SYSTEM, KV),
+        strategies.sync_pool(SYSTEM, KV),
+        strategies.cluster(SYSTEM, KV),
+        strategies.native(KV_PUBSUB, "; subscribers on their own connections"),
     ),
     default_strategy="multiplexed",
     server=ServerLauncher(
@@ -235,16 +139,7 @@ plugin = CacheSystem(
                     "choice",
                     POLICY,
                     "what Redis evicts at the limit",
-                    choices=(
-                        "noeviction",
-                        "allkeys-lru",
-                        "allkeys-lfu",
-                        "allkeys-random",
-                        "volatile-lru",
-                        "volatile-lfu",
-                        "volatile-random",
-                        "volatile-ttl",
-                    ),
+                    choices=POLICIES,
                 ),
                 Option("io_threads", "int", 1, "redis I/O threads", minimum=1, maximum=128),
                 Option("binary", "str", "", "redis-server program to run (empty: from PATH)"),
@@ -277,12 +172,7 @@ plugin = CacheSystem(
         start=_start,
         programs=(("redis-server", ("redis-server", "--version")),),
     ),
-    check=check_target,
-    endpoints=endpoints,
-    urls=facts.URLS,
-    cache_size=facts.CACHE_SIZE,
-    server_cores=facts.server_cores,
-    figures=facts.FIGURES,
-    refusals=facts.REFUSALS,
-    libraries=facts.LIBRARIES,
+    check=SYSTEM.check,
+    endpoints=SYSTEM.endpoints,
+    **FACTS.declared(),
 )

@@ -1,40 +1,32 @@
 """Building umem-cache from its source, once per option set, into a cache directory.
 
 umem-cache fixes its memory limit, thread count and connection limit at compile time, so
-each option set is its own binary. A build goes to
-``$XDG_CACHE_HOME/cache-workbench/umem/<key>/`` (``~/.cache`` without XDG_CACHE_HOME),
-where the key names the source's commit, the options and a digest of the source, and is
-reused from then on. Builds of one key are serialised with a file lock and land by an
-atomic rename, so two workbenches never see half a build.
+each option set is its own binary, built by the SDK's `build_program`
+(`workbench.sdk.builds`: a private copy, a file lock, an atomic rename, one line naming the
+build log when it fails) into ``$XDG_CACHE_HOME/cache-workbench/umem/<key>/``. What is
+umem-cache's own is here: the make arguments of an option set, the source's commit, and
+where the vendored source is.
 
-The source is a directory or a ``umem-cache-<commit>.tar.gz`` (as `git archive` makes
-it). It is never modified: the build runs on a copy. A failed build is one line that
-names the build log.
+The source is a directory or a ``umem-cache-<commit>.tar.gz`` (as `git archive` makes it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import os
 import re
-import shutil
 import subprocess
 import tarfile
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.sdk import TargetError
+from workbench.sdk.builds import build_key as sdk_build_key
+from workbench.sdk.builds import build_program
 
 TCP_TIMEOUT_MS = 3000
-BUILD_TIMEOUT = 300.0
 BINARY = "umem-cache"
 WHERE = "target.server.source"
 _COMMIT_NAME = re.compile(r"umem-cache-([0-9a-f]{7,40})")
-_SOURCE_FILES = (".c", ".h", "Makefile")
 
 
 @dataclass(frozen=True)
@@ -62,11 +54,6 @@ class Built:
     binary: Path
     commit: str  # short commit, or "unknown"
     log: Path
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cache-workbench" / "umem"
 
 
 def vendored_source(start: Path | None = None) -> Path | None:
@@ -118,103 +105,16 @@ def source_commit(source: Path) -> str:
     return m.group(1)[:7] if m else "unknown"
 
 
-def _digest(source: Path) -> str:
-    """What identifies the source's content: the tarball's bytes, or the files' stamps."""
-    h = hashlib.sha256()
-    if source.is_file():
-        with source.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    else:
-        for path in sorted(source.rglob("*")):
-            if path.is_file() and path.name.endswith(_SOURCE_FILES):
-                stat = path.stat()
-                h.update(
-                    f"{path.relative_to(source)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
-                )
-    return h.hexdigest()[:12]
-
-
 def build_key(source: Path, config: BuildConfig) -> str:
-    return (
-        f"{source_commit(source)}-mem{config.memory}-t{config.threads}-c{config.max_conn}"
-        f"-to{config.tcp_timeout_ms}-{_digest(source)}"
-    )
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _unpack(source: Path, into: Path) -> Path:
-    """A private copy of the source; the folder that holds its Makefile."""
-    if source.is_file():
-        try:
-            with tarfile.open(source) as tar:
-                tar.extractall(into, filter="data")
-        except (OSError, tarfile.TarError) as exc:
-            raise TargetError(f"cannot unpack {str(source)!r}: {exc}", WHERE) from None
-    else:
-        shutil.copytree(source, into / "src", ignore=shutil.ignore_patterns(".git", BINARY))
-    for makefile in sorted(into.rglob("Makefile"), key=lambda p: len(p.parts)):
-        return makefile.parent
-    raise TargetError(f"{str(source)!r} holds no Makefile: not umem-cache's source", WHERE)
-
-
-def _tools() -> None:
-    missing = [tool for tool in ("make", "gcc") if shutil.which(tool) is None]
-    if missing:
-        raise TargetError(
-            f"umem-cache cannot be built: {' and '.join(missing)} not installed "
-            "(apt-get install build-essential); or set target.server.binary to a built one",
-            WHERE,
-        )
+    return sdk_build_key(BINARY, source, config.make_args())
 
 
 def build(source: Path, config: BuildConfig, root: Path | None = None) -> Built:
-    """The binary for `config`, built now unless a build of the same key is cached."""
-    root = root or cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    key = build_key(source, config)
-    final = root / key
-    commit = key.split("-", 1)[0]
-    with _locked(root / f"{key}.lock"):
-        if (final / BINARY).is_file():
-            return Built(final / BINARY, commit, final / "build.log")
-        _tools()
-        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=root))
-        log = root / f"{key}.build.log"
-        try:
-            folder = _unpack(source, work / "tree")
-            with log.open("wb") as out:
-                try:
-                    done = subprocess.run(
-                        ["make", "-C", str(folder), *config.make_args()],
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        timeout=BUILD_TIMEOUT,
-                        check=False,
-                    )
-                    status = f"make exited with status {done.returncode}"
-                    ok = done.returncode == 0 and (folder / BINARY).is_file()
-                except subprocess.TimeoutExpired:
-                    status, ok = f"make took over {BUILD_TIMEOUT:g}s", False
-            if not ok:
-                raise TargetError(f"building umem-cache failed ({status}); build log: {log}", WHERE)
-            staged = work / "out"
-            staged.mkdir()
-            shutil.copy2(folder / BINARY, staged / BINARY)
-            shutil.copy2(log, staged / "build.log")
-            (staged / "commit").write_text(commit + "\n")
-            os.rename(staged, final)
-            log.unlink(missing_ok=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return Built(final / BINARY, commit, final / "build.log")
+    """The binary for `config`, built now unless a build of the same key is cached; its
+    folder also keeps the source's commit (``commit``), which a given binary is read by."""
+    commit = source_commit(source)
+    built = build_program(
+        BINARY, source, config.make_args(), (BINARY,), WHERE, cache="umem",
+        notes={"commit": commit + "\n"}, root=root,
+    )  # fmt: skip
+    return Built(built.program(BINARY), commit, built.program("build.log"))

@@ -18,23 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.sdk import (
-    RESP,
-    TLS_OPTIONS,
     CacheSystem,
     Option,
     OptionSet,
     ServerLauncher,
     ServerProcess,
-    Strategy,
-    TargetError,
     listen_address,
-    per_client,
-    pool_of,
-    runs_in_native_engine,
 )
-from workbench_valkey import facts
-from workbench_valkey.clients import connect_async_pool, connect_sync_per_client
-from workbench_valkey.cluster import connect_cluster, start_valkey_cluster
+from workbench.sdk.resp import POLICIES, strategies, target_options
+from workbench.sdk.resp.cluster_servers import refuse_client_certs
+from workbench_valkey.cluster import start_valkey_cluster
+from workbench_valkey.facts import FACTS
 from workbench_valkey.server import (
     find_program,
     io_threads_argv,
@@ -42,31 +36,16 @@ from workbench_valkey.server import (
     start_valkey,
     version_of,
 )
-from workbench_valkey.target import check_target, endpoints
+from workbench_valkey.target import DEFAULT_URL, SYSTEM
 
 KV = frozenset({"get", "set", "delete"})
-POLICIES = (
-    "noeviction",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-)
 
 
 def _start(options: dict[str, Any]) -> ServerProcess:
     host, port = listen_address(options)
     program = find_program(options)
     if options["cluster"]:
-        if options["tls_auth_clients"]:
-            raise TargetError(
-                "a managed cluster takes no client certificates (tls_auth_clients); "
-                "use tls = true alone",
-                "target.server.tls_auth_clients",
-            )
+        refuse_client_certs(options)
         extra = [*memory_argv(int(options["maxmemory"]), options["maxmemory_policy"])]
         extra += io_threads_argv(int(options["io_threads"]))
         return start_valkey_cluster(
@@ -84,32 +63,7 @@ def _start(options: dict[str, Any]) -> ServerProcess:
     )
 
 
-SYSTEM_OPTIONS = OptionSet(
-    (
-        Option(
-            "url",
-            "str",
-            facts.DEFAULT_URL,
-            "valkey://HOST:PORT/DB or valkeys:// for TLS (loopback only)",
-        ),
-        Option(
-            "password_env",
-            "str",
-            "VALKEY_PASSWORD",
-            "environment variable holding the password (never stored)",
-        ),
-        Option(
-            "username_env",
-            "str",
-            "VALKEY_USERNAME",
-            "environment variable holding the ACL user (never stored)",
-        ),
-        Option("connect_timeout", "duration", 5.0, "give up connecting after", minimum=0.001),
-        Option("timeout", "duration", 5.0, "fail a command unanswered so long", minimum=0.001),
-        *TLS_OPTIONS,
-        Option("cluster", "bool", False, "a Valkey Cluster: the cluster strategy follows slots"),
-    )
-)
+SYSTEM_OPTIONS = target_options(SYSTEM, "Valkey", DEFAULT_URL)
 
 SERVER_OPTIONS = OptionSet(
     (
@@ -153,52 +107,10 @@ plugin = CacheSystem(
     description="Valkey (the BSD fork of Redis) over RESP: redis-py pool, per-client, native",
     options=SYSTEM_OPTIONS,
     strategies=(
-        Strategy(
-            "async-pool",
-            "redis.asyncio with a blocking connection pool shared by the worker's clients",
-            connect_async_pool,
-            operations=KV,
-            options=OptionSet(
-                (Option("pool_size", "int", 16, "connections in the pool", minimum=1),)
-            ),
-            connections=pool_of("pool_size"),
-        ),
-        Strategy(
-            "sync-per-client",
-            "redis.Redis, one blocking connection per client, one thread each",
-            connect_sync_per_client,
-            operations=KV,
-            blocking=True,
-            connections=per_client,
-        ),
-        Strategy(
-            "cluster",
-            "redis.asyncio RedisCluster per client: CLUSTER SLOTS topology, MOVED/ASK followed",
-            connect_cluster,
-            operations=KV,
-            connections=per_client,
-        ),
-        Strategy(
-            "native",
-            "native engine (Rust): one connection per client, `pipeline` requests in flight",
-            runs_in_native_engine,
-            operations=KV,
-            options=OptionSet(
-                (
-                    Option(
-                        "pipeline",
-                        "int",
-                        1,
-                        "requests each connection keeps in flight, refilled after each reply",
-                        minimum=1,
-                        maximum=4096,
-                    ),
-                )
-            ),
-            engine="native",
-            connections=per_client,
-            protocol=RESP,
-        ),
+        strategies.async_pool(SYSTEM, KV),
+        strategies.sync_per_client(SYSTEM, KV),
+        strategies.cluster(SYSTEM, KV),
+        strategies.native(KV),
     ),
     default_strategy="async-pool",
     server=ServerLauncher(
@@ -206,12 +118,7 @@ plugin = CacheSystem(
         start=_start,
         programs=(("valkey-server", ("valkey-server", "--version")),),
     ),
-    check=check_target,
-    endpoints=endpoints,
-    urls=facts.URLS,
-    cache_size=facts.CACHE_SIZE,
-    server_cores=facts.server_cores,
-    figures=facts.FIGURES,
-    refusals=facts.REFUSALS,
-    libraries=facts.LIBRARIES,
+    check=SYSTEM.check,
+    endpoints=SYSTEM.endpoints,
+    **FACTS.declared(),
 )

@@ -153,7 +153,7 @@ def test_the_opt_in_lets_the_check_pass_without_connecting(case: str) -> None:
 
 def test_the_plugins_connect_time_check_honours_only_the_engines_opt_in() -> None:
     from workbench_memcached.protocol import parse_servers
-    from workbench_redis.target import parse_target
+    from workbench_redis.target import SYSTEM
 
     with pytest.raises(TargetError):
         require_loopback("192.0.2.10", "target.options.url")
@@ -166,8 +166,8 @@ def test_the_plugins_connect_time_check_honours_only_the_engines_opt_in() -> Non
         "timeout": 1.0,
     }
     with pytest.raises(TargetError):
-        parse_target(redis_options)
-    assert parse_target({**redis_options, ALLOW_REMOTE: True}).host == "192.0.2.10"
+        SYSTEM.target(redis_options)
+    assert SYSTEM.target({**redis_options, ALLOW_REMOTE: True}).host == "192.0.2.10"
     with pytest.raises(TargetError):
         parse_servers(["198.51.100.7:11211"])
     assert parse_servers(["198.51.100.7:11211"], options={ALLOW_REMOTE: True}) == [

@@ -10,11 +10,11 @@ from __future__ import annotations
 import socket
 
 import pytest
-from workbench_redis.resp import open_resp
 from workbench_redis.server import start_redis
-from workbench_redis.target import RedisTarget
+from workbench_redis.target import SYSTEM
 
 from workbench.sdk.adapter import AdapterError, error_kind
+from workbench.sdk.resp import RespTarget, open_resp
 
 
 @pytest.mark.redis
@@ -30,7 +30,7 @@ async def test_a_connection_the_server_refuses_is_named_as_refused() -> None:
                     break
             else:
                 raise AssertionError("the server never refused a client")
-            target = RedisTarget("127.0.0.1", server.port, 0, None, None, None, 5.0, 5.0)
+            target = RespTarget(SYSTEM, "127.0.0.1", server.port, 0, None, None, None, 5.0, 5.0)
             # open_resp's PING (its one answered command before the load) meets the refusal.
             with pytest.raises(AdapterError) as refused:
                 await open_resp(target)

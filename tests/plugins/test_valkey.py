@@ -15,9 +15,10 @@ import pytest
 import redis
 from plugin_helpers import CLI, show
 from valkey_support import server_options, valkey_source
-from workbench_valkey import facts, plugin
+from workbench_valkey import plugin
+from workbench_valkey.facts import FACTS
 from workbench_valkey.server import find_program, start_valkey
-from workbench_valkey.target import parse_target
+from workbench_valkey.target import SYSTEM
 
 from workbench.conformance import check_plugin, failures
 from workbench.sdk import ManagedServer, TargetError
@@ -31,7 +32,7 @@ def _options(url: str) -> dict[str, object]:
 
 
 def test_the_url_is_read_exactly_and_never_holds_a_password() -> None:
-    target = parse_target(_options("valkeys://127.0.0.1:7000/3"))
+    target = SYSTEM.target(_options("valkeys://127.0.0.1:7000/3"))
     assert (target.host, target.port, target.db, target.tls is not None) == (
         "127.0.0.1",
         7000,
@@ -39,16 +40,16 @@ def test_the_url_is_read_exactly_and_never_holds_a_password() -> None:
         True,
     )
     for bad, said in (
-        ("redis://127.0.0.1:6379/0", "expected valkey://"),
+        ("redis://127.0.0.1:6379/0", "valkey://"),
         ("valkey://:secret@127.0.0.1:6379/0", "password in the URL"),
         ("valkey://127.0.0.1:6379/x", "database as a plain number"),
         ("valkey://127.0.0.1:0/0", "port from 1 to 65535"),
         ("valkey://10.1.2.3:6379/0", "10.1.2.3"),
     ):
         with pytest.raises(TargetError) as caught:
-            parse_target(_options(bad))
+            SYSTEM.target(_options(bad))
         assert said in str(caught.value) and caught.value.where == "target.options.url"
-    assert facts.with_tls({"url": "valkey://127.0.0.1:1/0"}) == {"url": "valkeys://127.0.0.1:1/0"}
+    assert FACTS.with_tls({"url": "valkey://127.0.0.1:1/0"}) == {"url": "valkeys://127.0.0.1:1/0"}
 
 
 def test_the_verdict_counts_the_io_threads_of_a_managed_server() -> None:

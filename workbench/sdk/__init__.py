@@ -15,6 +15,9 @@ import-linter contract checks both). What is here:
 - `resp_server`, `builds`, `origin` (imported by name, not re-exported here): the recipe of
   a Redis-compatible managed server, a server built once from its source, and the reference
   HTTP origin an HTTP cache is put in front of
+- `resp` (imported by name too: it brings in redis-py and hiredis): the RESP client kit a
+  plugin for Redis or a server speaking its protocol stands on (target, strategies, INFO,
+  cluster, facts)
 - `remote`: the loopback guard and the remote-target opt-in
 - `endpoints`: where a system's servers are (`Endpoints`), and the strict URL reader
 - `tls`, `tls_certs`: TLS options, contexts, error lines, throw-away certificates

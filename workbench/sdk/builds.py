@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,11 +130,15 @@ def build_program(
     programs: Sequence[str],
     where: str = "target.server.source",
     cache: str = "",
+    notes: Mapping[str, str] | None = None,
+    root: Path | None = None,
 ) -> Built:
     """`programs` (paths relative to the folder of the top Makefile, ``src/x-server``) built
     from `source` with ``make make_args``, now unless a build of the same key is cached.
-    `where` is the option errors name; `cache` the folder under the cache root (`name`)."""
-    root = cache_root(cache or name)
+    `where` is the option errors name; `cache` the folder under the cache root (`name`),
+    or `root` the folder itself; `notes` are files written beside the programs (name:
+    text), such as the source's commit."""
+    root = root or cache_root(cache or name)
     root.mkdir(parents=True, exist_ok=True)
     key = build_key(name, source, make_args)
     final = root / key
@@ -156,6 +160,8 @@ def build_program(
             for p in programs:
                 shutil.copy2(folder / p, staged / Path(p).name)
             shutil.copy2(log, staged / "build.log")
+            for note, text in (notes or {}).items():
+                (staged / note).write_text(text)
             os.rename(staged, final)
             log.unlink(missing_ok=True)
         finally:

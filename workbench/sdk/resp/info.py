@@ -1,12 +1,12 @@
-"""The server's own figures, from INFO: memory, hits and misses as Redis counts them."""
+"""A RESP server's own figures, from INFO: memory, hits and misses as the server counts them."""
 
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from workbench_redis.resp import RespProtocol, check, open_resp, pack
-from workbench_redis.target import RedisTarget
+from workbench.sdk.resp.target import RespTarget
+from workbench.sdk.resp.wire import RespProtocol, check, open_resp, pack
 
 FIELDS = (
     "used_memory",
@@ -20,18 +20,20 @@ FIELDS = (
     "connected_clients",
     "total_commands_processed",
     "instantaneous_ops_per_sec",
+    "io_threads_active",
 )
 CPU_FIELDS = ("used_cpu_user", "used_cpu_sys")  # seconds, as decimals
 
 
-def parse_info(text: str, db: int = 0) -> dict[str, int | float]:
-    """The integer fields we report, the CPU seconds, and the key count of the database."""
+def parse_info(text: str, db: int = 0, version: str = "") -> dict[str, int | float | str]:
+    """The integer fields we report, the CPU seconds, the key count of the database and,
+    when named, the `version` field (``valkey_version``) as it is written."""
     raw: dict[str, str] = {}
     for line in text.splitlines():
         name, sep, value = line.partition(":")
         if sep:
             raw[name.strip()] = value.strip()
-    out: dict[str, int | float] = {
+    out: dict[str, int | float | str] = {
         name: int(raw[name]) for name in FIELDS if raw.get(name, "").isdigit()
     }
     for name in CPU_FIELDS:
@@ -43,13 +45,15 @@ def parse_info(text: str, db: int = 0) -> dict[str, int | float]:
         if k == "keys" and v.isdigit():
             out["keys"] = int(v)
     out.setdefault("keys", 0)
+    if version in raw:
+        out[version] = raw[version]
     return out
 
 
 class InfoReader:
     """One side connection for INFO, opened on first use and reopened after a failure."""
 
-    def __init__(self, target: RedisTarget) -> None:
+    def __init__(self, target: RespTarget) -> None:
         self.target = target
         self.proto: RespProtocol | None = None
 
@@ -57,7 +61,9 @@ class InfoReader:
         if self.proto is None or self.proto.lost is not None:
             self.proto = await open_resp(self.target)
         reply = check(await self.proto.command(pack("INFO")))
-        return parse_info(reply.decode(errors="replace"), self.target.db)
+        return parse_info(
+            reply.decode(errors="replace"), self.target.db, self.target.system.version
+        )
 
     async def close(self) -> None:
         if self.proto is not None:

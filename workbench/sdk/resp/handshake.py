@@ -12,7 +12,8 @@ from typing import Any
 
 import redis
 
-from workbench.sdk import closed_after_handshake, host_port, tls_cause
+from workbench.sdk.servers import host_port
+from workbench.sdk.tls import closed_after_handshake, tls_cause
 
 
 def _refusal(conn: Any, exc: redis.ConnectionError) -> Exception:
