@@ -214,10 +214,11 @@ def test_durations_and_sizes_take_units_in_profiles_and_set(tmp_path: Path) -> N
 def test_memtier_command_in_one_line_against_real_redis(
     redis_server: ServerProcess, store: Path
 ) -> None:
-    url = f"redis://{redis_server.host}:{redis_server.port}"
+    # memtier's own spelling of the server: -s HOST -p PORT (redis, its default protocol)
     res = run(
         [
-            "run", "-s", url, "-c", "4", "-w", "1", "--ratio", "1:10", "-d", "100",
+            "run", "-s", redis_server.host, "-p", str(redis_server.port), "-c", "4", "-w", "1",
+            "--ratio", "1:10", "-d", "100",
             "--key-pattern", "Z:Z", "--key-maximum", "1000", "--test-time", "1s",
             "--pipeline", "4", *QUICK,
         ],

@@ -12,11 +12,12 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
+from workbench.cli.address import profile_scheme, server_url
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import SpecError
@@ -51,6 +52,9 @@ class Flags:
     rate: str | None = None
     ttl: str | None = None
     server: str | None = None
+    host: str | None = None  # memtier's -s HOST and redis-benchmark's -h HOST: see address.py
+    port: int | None = None
+    protocol: str | None = None
     repeat: int | None = None
     data_size_range: str | None = None
     data_size_list: str | None = None
@@ -193,6 +197,14 @@ def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     if flags.server is not None and urlsplit(flags.server).scheme.lower() in schemes:
         return out  # the URL's own scheme says TLS (`with_tls_scheme`)
     return out + _option_overrides(urls.with_tls(given) or {})
+
+
+def with_address(flags: Flags, profile: Mapping[str, Any]) -> Flags:
+    """The flags with ``-s``/``-h``/``-p``/``-P`` made into one ``-s`` URL."""
+    url = server_url(flags.server, flags.host, flags.port, flags.protocol,
+                     lambda: profile_scheme(_target(profile), load_plugin, DEFAULT_SYSTEM),
+                     lambda scheme: system_of_scheme(scheme) is not None)  # fmt: skip
+    return replace(flags, server=url, host=None, port=None, protocol=None)
 
 
 def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
@@ -457,10 +469,19 @@ TTL = _opt(
 SERVER = _opt(
     "--server",
     "-s",
-    metavar="URL",
+    metavar="URL|HOST[:PORT]",
     help="redis://HOST:PORT[/DB], memcached://HOST:PORT, http://HOST:PORT: picks the system "
-    "and its address (target.*); memtier -s/--server, redis-benchmark -h/-p",
+    "and its address (target.*); a bare HOST[:PORT] takes the scheme of -P, else of the "
+    "profile's system, else redis; memtier -s/--server",
 )
+HOST = _opt("--host", "-h", metavar="HOST",
+            help="the server's host, as -s HOST; redis-benchmark -h")  # fmt: skip
+PORT = _opt("--port", "-p", metavar="PORT",
+            help="the server's port (with -s/-h HOST, else on 127.0.0.1); memtier and "
+            "redis-benchmark -p")  # fmt: skip
+PROTOCOL = _opt("--protocol", "-P", metavar="NAME",
+                help="the scheme of a bare -s HOST: redis, resp2, resp3, memcache_text (memtier "
+                "-P/--protocol) or a system's (memcached, http, valkey...)")  # fmt: skip
 REPEAT = _opt(
     "--repeat",
     metavar="N",
@@ -548,6 +569,9 @@ CLUSTER_MODE = _opt(
 # through `familiar_flags`, so the two commands can never drift apart.
 FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("server", str | None, SERVER),
+    ("host", str | None, HOST),
+    ("port", int | None, PORT),
+    ("protocol", str | None, PROTOCOL),
     ("clients", str | None, CLIENTS),
     ("workers", str | None, WORKERS),
     ("data_size", str | None, DATA_SIZE),
@@ -641,6 +665,7 @@ def load_with_flags(profile: Path | None, flags: Flags, sets: list[str]) -> Spec
     try:
         refuse_threads(flags)
         percentiles(flags.print_percentiles)
+        flags = with_address(flags, base)
         overrides = [*to_overrides(flags, base), *sets]
         if flags.pipeline is not None:
             source = str(profile) if profile else "--set"

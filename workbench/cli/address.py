@@ -1,0 +1,118 @@
+"""A server named as memtier_benchmark and redis-benchmark users name it, made into the URL
+``-s`` takes: ``-s HOST -p PORT``, ``-h HOST -p PORT``, ``-s HOST:PORT``, ``-p PORT`` alone
+(on 127.0.0.1), the scheme from ``-P``/``--protocol`` (memtier's names, or a system's
+scheme) or else from the profile's system when it has URLs, else Redis (memtier's default).
+A URL given whole (``-s redis://HOST:PORT``) is taken as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.errors import SpecError
+
+# memtier's --protocol values -> the scheme that names the system speaking them.
+MEMTIER_PROTOCOLS = {"redis": "redis", "resp2": "redis", "resp3": "redis",
+                     "memcache_text": "memcached"}  # fmt: skip
+MEMTIER_DEFAULT = "redis"  # memtier's default protocol
+LOOPBACK = "127.0.0.1"  # memtier's and redis-benchmark's default host
+
+
+def server_url(
+    server: str | None,
+    host: str | None,
+    port: int | None,
+    protocol: str | None,
+    system_scheme: Callable[[], str | None],
+    is_scheme: Callable[[str], bool],
+) -> str | None:
+    """The URL for ``-s``/``-h``/``-p``/``-P`` as given (None: no server named).
+    `system_scheme` gives the profile's system's first URL scheme, if it has one;
+    `is_scheme` says whether a system declares a scheme."""
+    if server is not None and host is not None:
+        raise SpecError("expected -s/--server or -h/--host, not both (they both name the host)",
+                        "--host")  # fmt: skip
+    given = server if server is not None else host
+    if given is None and port is None:
+        if protocol is not None:
+            raise SpecError("expected -s HOST or -p PORT with it (the server to speak to)",
+                            "--protocol")  # fmt: skip
+        return None
+    given = given or LOOPBACK
+    if "://" in given:
+        return _with_port(given, port)
+    if protocol is not None:
+        scheme = _scheme(protocol, is_scheme)
+    else:
+        scheme = system_scheme() or MEMTIER_DEFAULT
+    name, own_port = _host_and_port(given)
+    if own_port is not None and port is not None and own_port != port:
+        raise SpecError(f"expected one port: {given!r} has {own_port}, -p says {port}",
+                        "--port")  # fmt: skip
+    chosen = own_port if own_port is not None else port
+    return f"{scheme}://{name}" + (f":{chosen}" if chosen is not None else "")
+
+
+def _with_port(url: str, port: int | None) -> str:
+    """A whole URL, with -p's port when the URL has none."""
+    if port is None:
+        return url
+    parts = urlsplit(url)
+    try:
+        own = parts.port
+    except ValueError:
+        own = None
+    if own is not None and own != port:
+        raise SpecError(f"expected one port: {url!r} has {own}, -p says {port}", "--port")
+    if own is not None:
+        return url
+    netloc = f"{parts.netloc}:{port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _host_and_port(text: str) -> tuple[str, int | None]:
+    """``HOST``, ``HOST:PORT``, ``[V6]:PORT`` or a bare IPv6 address, as (host, port)."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return f"[{host}]", _port(rest.removeprefix(":")) if rest else None
+    if text.count(":") > 1:  # a bare IPv6 address such as ::1
+        return f"[{text}]", None
+    host, colon, port = text.partition(":")
+    return host, _port(port) if colon else None
+
+
+def _port(text: str) -> int:
+    if text.isdigit() and 0 < int(text) < 65536:
+        return int(text)
+    raise SpecError(f"expected a port from 1 to 65535; got {text!r}", "--server")
+
+
+def _scheme(protocol: str, is_scheme: Callable[[str], bool]) -> str:
+    """memtier's protocol name (redis, resp2, resp3, memcache_text) or a system's scheme."""
+    name = protocol.strip().lower()
+    if name in MEMTIER_PROTOCOLS:
+        return MEMTIER_PROTOCOLS[name]
+    if is_scheme(name):
+        return name
+    if name.isdigit():
+        raise SpecError(f"expected a protocol name: -P is memtier's --protocol; redis-benchmark's "
+                        f"-P {name} is --pipeline {name} here", "--protocol")  # fmt: skip
+    if name == "memcache_binary":
+        raise SpecError("expected memcache_text: the workbench speaks memcached's text and "
+                        "meta protocols, not the binary one", "--protocol")  # fmt: skip
+    known = ", ".join(sorted(MEMTIER_PROTOCOLS))
+    raise SpecError(f"expected {known} or a system's URL scheme (redis, memcached, http...); "
+                    f"got {protocol!r}", "--protocol")  # fmt: skip
+
+
+def profile_scheme(target: Mapping[str, Any], load: Callable[[str], CacheSystem],
+                   default_system: str) -> str | None:  # fmt: skip
+    """The first URL scheme of the profile's system, if it declares URLs."""
+    try:
+        system = load(str(target.get("system", default_system)))
+    except Exception:  # an unknown system is the spec check's to report
+        return None
+    return system.urls.schemes[0] if system.urls and system.urls.schemes else None
