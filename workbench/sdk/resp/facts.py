@@ -10,10 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+import hiredis
+import redis
+
 from workbench.sdk.facts import CacheSize, CoresRule, Refusal, ServerCores, ServerFigures, Urls
 from workbench.sdk.resp.target import RespSystem
 
-LIBRARIES = ("redis", "hiredis")
+# The client libraries the kit is built on (redis-py, hiredis), recorded with each run.
+LIBRARIES = (redis.__name__, hiredis.__name__)
 CACHE_SIZE = CacheSize("maxmemory")
 
 
