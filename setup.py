@@ -24,18 +24,25 @@ NATIVE = Path("native")
 BINARY = "workbench-native"
 
 
+def _cargo() -> str | None:
+    """The cargo that builds the engine, as ./dev picks it: WORKBENCH_CARGO, else the one on
+    PATH. The same one as ./dev's build finds its release build in native/target up to date
+    (another toolchain would rebuild the whole crate, minutes on 2 cores)."""
+    return os.environ.get("WORKBENCH_CARGO") or shutil.which("cargo")
+
+
 def _wants_native() -> bool:
     return (
         os.environ.get("WORKBENCH_BUILD_NATIVE", "1") != "0"
         and (NATIVE / "Cargo.toml").is_file()
-        and shutil.which("cargo") is not None
+        and _cargo() is not None
     )
 
 
 def _cargo_build() -> Path:
     """`cargo build --release` of native/; a cargo before 1.68 (Debian 12's 0.66 with rustc
     1.63) reaches crates.io through the sparse index as ./dev does."""
-    cargo = shutil.which("cargo") or "cargo"
+    cargo = _cargo() or "cargo"
     version = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True)
     minor = int(version.stdout.split()[1].split(".")[1])
     env = dict(os.environ)

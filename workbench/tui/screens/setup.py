@@ -196,10 +196,13 @@ class SetupScreen(Screen[None]):
             if isinstance(system, str) and system in known:
                 select.value = system
             await self._show_system(str(select.value), force=True)
-            for f in self.fields():
-                value = get_path(self.base, f.path)
-                f.write(value is not None, value)
-            self._show_sweeps()
+            # Checked once, below: each field's own change message would check the whole
+            # form again after the load (some twenty checks and layouts per profile).
+            with self.prevent(Input.Changed, Checkbox.Changed):
+                for f in self.fields():
+                    value = get_path(self.base, f.path)
+                    f.write(value is not None, value)
+                self._show_sweeps()
             name = get_path(self.base, "name") or "experiment"
             default_save = save_path(source, str(name), self.context.profiles_dir)
             self.query_one("#save-path", Input).value = default_save
