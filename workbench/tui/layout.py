@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.widget import Widget
+from textual.widgets import Footer
 
 NARROW_BELOW = 110  # columns
 
@@ -10,3 +11,9 @@ NARROW_BELOW = 110  # columns
 def mark_narrow(widget: Widget, width: int) -> None:
     """Give `widget` the ``narrow`` class below the breakpoint (the stylesheet folds panels)."""
     widget.set_class(width < NARROW_BELOW, "narrow")
+
+
+def key_footer() -> Footer:
+    """Every screen's footer of keys, compact: at 80 columns the keys of the busiest screen
+    (History's seven) and F1's Help still fit beside the palette's."""
+    return Footer(compact=True)

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from workbench.report.change_lines import change_number, estimate_cell
 from workbench.report.changes import Figure as ChangedFigure
@@ -27,6 +27,7 @@ from workbench.sdk.errors import StoreError
 from workbench.stats.change import IMPROVED, NO_CHANGE, REGRESSED
 from workbench.tui.context import ScreenContext
 from workbench.tui.figures import axis_us, format_pct, format_rate, format_us
+from workbench.tui.layout import key_footer
 from workbench.tui.messages import ExportRuns
 from workbench.tui.widgets.chart import Axis, Chart, Series
 from workbench.tui.widgets.dashboard import (
@@ -249,7 +250,7 @@ class CompareScreen(Screen[None]):
         yield Static(id="compare-head")
         with Grid(id="compare-charts"):
             yield Chart(
-                "Latency by percentile",
+                "Latency percentiles",
                 id="cmp-percentiles",
                 y=Axis(log=True, fmt=axis_us),
                 empty="select runs in History (space), then c",
@@ -262,7 +263,7 @@ class CompareScreen(Screen[None]):
                 empty="",
             )
             yield Chart(
-                "p99 against throughput (one point per step)",
+                "p99 by throughput",  # a point per step; short enough for 80 columns
                 id="cmp-sweep",
                 x=Axis(fmt=format_rate),
                 y=Axis(log=True, fmt=axis_us),
@@ -270,7 +271,7 @@ class CompareScreen(Screen[None]):
             )
         yield FittedTable(DIFF_DROP_ORDER, id="diff", cursor_type="row")
         yield Static(id="change-detail")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         self.query_one("#diff").border_title = "Differences"
@@ -328,7 +329,7 @@ class CompareScreen(Screen[None]):
         )
         self._show_sweeps()
         more = len(self.entries) - MAX_LINES
-        pct.border_title = "Latency by percentile" + (f" (first {MAX_LINES})" if more > 0 else "")
+        pct.border_title = "Latency percentiles" + (f" (first {MAX_LINES})" if more > 0 else "")
         self.changes = {}
         self._fill_table()
         if len(self.entries) > 1:

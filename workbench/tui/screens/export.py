@@ -11,12 +11,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Markdown, Select, Static
+from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
 from workbench.report import FORMATS, MARKDOWN, render
 from workbench.results.store import Store
 from workbench.sdk.errors import WorkbenchError
 from workbench.tui.context import ScreenContext
+from workbench.tui.layout import key_footer
 
 EXTENSIONS = {"json": "json", "csv": "csv", "hlog": "hlog", "html": "html", "svg": "svg"}
 
@@ -75,7 +76,7 @@ class ExportScreen(ModalScreen[None]):
             with VerticalScroll(id="export-preview"):
                 yield Markdown(id="export-markdown")
                 yield Static(id="export-source")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         self.query_one("#export-preview").border_title = "Preview"

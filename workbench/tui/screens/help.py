@@ -15,7 +15,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from workbench.tui.layout import key_footer
 
 
 def key_name(key: str) -> str:
@@ -87,7 +89,7 @@ class HelpScreen(ModalScreen[None]):
                 if section.about:
                     yield Static(section.about, classes="help-about")
                 yield Static(section_table(section), classes="help-keys")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         dialog = self.query_one("#help-dialog")

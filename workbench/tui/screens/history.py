@@ -12,13 +12,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from workbench.results.live import RunView
 from workbench.results.store import RunRow, StoredRun
 from workbench.sdk.errors import StoreError
 from workbench.tui.context import ScreenContext
 from workbench.tui.figures import format_pct, format_rate, format_us, format_when
+from workbench.tui.layout import key_footer
 from workbench.tui.messages import CompareRuns, DeleteRun, ExportRuns, RenameRun
 from workbench.tui.screens.dialogs import AskText, Confirm
 from workbench.tui.widgets.dashboard import (
@@ -150,7 +151,7 @@ class HistoryScreen(Screen[None]):
         with Horizontal(id="history-body"):
             yield FittedTable(RUN_DROP_ORDER, id="runs", cursor_type="row")
             yield Static(id="run-detail")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         self.query_one("#runs").border_title = "Runs"
@@ -326,7 +327,7 @@ class RunDetailScreen(DashboardKeys, Screen[None]):
     def compose(self) -> ComposeResult:
         yield ModeBar("history")
         yield RunDashboard(id="stored")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         self._load()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from workbench.results.live import RunView
+from workbench.tui.layout import key_footer
 from workbench.tui.messages import ExportRuns
 from workbench.tui.widgets.dashboard import DashboardKeys, RunDashboard
 from workbench.tui.widgets.modebar import ModeBar
@@ -36,7 +36,7 @@ class RunScreen(DashboardKeys, Screen[None]):
     def compose(self) -> ComposeResult:
         yield ModeBar("run")
         yield RunDashboard(id="live")
-        yield Footer()
+        yield key_footer()
 
     def on_mount(self) -> None:
         self.watch(self.app, "live", self._show)

@@ -18,7 +18,7 @@ from textual.dom import DOMNode
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import PluginError, SpecError
@@ -31,7 +31,7 @@ from workbench.spec.save import save_spec
 from workbench.spec.steps import trace_beside
 from workbench.tui.context import ScreenContext
 from workbench.tui.form import Checked, check, compose, error_path, field_for, fold_sweeps
-from workbench.tui.layout import mark_narrow
+from workbench.tui.layout import key_footer, mark_narrow
 from workbench.tui.messages import Draft, DraftChanged
 from workbench.tui.widgets.fields import FormField, option_field, spec_field
 from workbench.tui.widgets.modebar import ModeBar
@@ -131,7 +131,7 @@ class SetupScreen(Screen[None]):
         with Vertical(id="setup-status"):
             yield Static(id="help-line")
             yield Static(id="status-line")
-        yield Footer()
+        yield key_footer()
 
     def _experiment(self) -> ComposeResult:
         yield section(SECTION_TITLES["experiment"])
