@@ -22,10 +22,10 @@
 
 use crate::frames::{In, Out};
 use crate::net::placement::Rendezvous;
-use crate::order::StepOrder;
 use crate::order::TargetOrder;
+use crate::order::{Action, StepOrder};
 use crate::pacing::Schedule;
-use crate::protocols::wire::{Reply, Req};
+use crate::protocols::wire::{Reply, Req, OUTCOME_NAMES};
 use crate::protocols::Codec;
 use crate::text::{base64, base64_decode};
 use crate::workload::keys::format_key_into;
@@ -100,7 +100,7 @@ fn open_connection(
             .write_all(&hello)
             .map_err(|e| fail("connection", &e.to_string()))?;
         for _ in 0..n {
-            if let (Reply::Failed(k, m), _) = read_reply(codec, &mut entry, Req::Hello)? {
+            if let (Reply::Failed(k, m), _, _) = read_reply(codec, &mut entry, Req::Hello)? {
                 return Err(fail(&k, &m));
             }
         }
@@ -114,6 +114,7 @@ fn answer(reply: Reply) -> Value {
         Reply::Miss => json!({"ok": true, "value": null, "deleted": false}),
         Reply::Deleted(d) => json!({"ok": true, "deleted": d}),
         Reply::Done => json!({"ok": true}),
+        Reply::Outcome(o) => json!({"ok": true, "outcome": OUTCOME_NAMES[o as usize]}),
         Reply::Hit {
             decoded: Some(v), ..
         } => json!({"ok": true, "value": base64(&v)}),
@@ -128,12 +129,13 @@ impl Session {
         let key = base64_decode(frame["key"].as_str().unwrap_or("")).unwrap_or_default();
         let value = base64_decode(frame["value"].as_str().unwrap_or("")).unwrap_or_default();
         let ttl = frame["ttl"].as_f64();
-        let req = match op {
-            "get" => Req::Get,
-            "set" => Req::Set,
-            "delete" => Req::Delete,
+        // The ops a client issues on its own key: not a cache-aside, not a publish.
+        let req = match Action::named(op).map(Action::request) {
+            Some((req, false)) if req != Req::Publish => req,
             _ => return fail("protocol", &format!("unknown probe op {:?}", op)),
         };
+        // A cas's token, as a gets answered it.
+        let token = base64_decode(frame["token"].as_str().unwrap_or("")).unwrap_or_default();
         let mut si = match &self.slots {
             Some(slots) => crate::cluster::slot_node(slots, &key),
             None => self.placement.index(&key),
@@ -145,11 +147,13 @@ impl Session {
             if asking {
                 crate::protocols::resp::command(&mut out, &[b"ASKING"]);
             }
-            if !self.codec.encode(&mut out, req, &key, &value, ttl) {
-                return fail(
-                    "unsupported",
-                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
-                );
+            if !self.codec.encode(&mut out, req, &key, &value, ttl, &token) {
+                let why = if req == Req::Delete {
+                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'"
+                } else {
+                    "this protocol has no conditional writes or gets"
+                };
+                return fail("unsupported", why);
             }
             let id = (client, si);
             let result = connection(
@@ -169,7 +173,7 @@ impl Session {
                 }
                 read_reply(&self.codec, conn, req)
             });
-            let (reply, close) = match result {
+            let (reply, close, token) = match result {
                 Err(e) => {
                     self.conns.remove(&id);
                     return e;
@@ -191,22 +195,33 @@ impl Session {
                     }
                 }
             }
-            return answer(reply);
+            let mut answered = answer(reply);
+            if let Some(t) = token {
+                answered["token"] = json!(base64(&t));
+            }
+            return answered;
         }
         fail("cluster", "more than 5 MOVED/ASK redirections for one key")
     }
 }
 
-/// Read until one whole reply is in; a hit's bytes are returned decoded.
+/// Read until one whole reply is in; a hit's bytes are returned decoded, with a gets
+/// hit's cas token.
 fn read_reply(
     codec: &Codec,
     conn: &mut (Box<dyn Stream>, Vec<u8>),
     req: Req,
-) -> Result<(Reply, bool), Value> {
+) -> Result<(Reply, bool, Option<Vec<u8>>), Value> {
     let mut chunk = vec![0u8; 256 * 1024];
     loop {
         match codec.parse(&conn.1, req) {
             Ok(Some(p)) => {
+                let token = match (&p.reply, req) {
+                    (Reply::Hit { start, end, .. }, Req::Gets) => {
+                        codec.token(&conn.1[..*start], &conn.1[*start..*end])
+                    }
+                    _ => None,
+                };
                 let reply = match p.reply {
                     Reply::Hit {
                         start,
@@ -220,7 +235,7 @@ fn read_reply(
                     other => other,
                 };
                 conn.1.drain(..p.used);
-                return Ok((reply, p.close));
+                return Ok((reply, p.close, token));
             }
             Ok(None) => {}
             Err(e) => return Err(fail("protocol", &e)),

@@ -430,6 +430,7 @@ plugin = CacheSystem(
                     ),
                 )
             ),
+            operations=frozenset({"get", "set", "delete"}) | CONDITIONAL,
             engine="native",
             connections=_on_each_server(per_client),
             protocol=native_protocol,

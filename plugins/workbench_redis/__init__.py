@@ -127,7 +127,7 @@ plugin = CacheSystem(
         strategies.sync_per_client(SYSTEM, KV),
         strategies.sync_pool(SYSTEM, KV),
         strategies.cluster(SYSTEM, KV),
-        strategies.native(KV_PUBSUB, "; subscribers on their own connections"),
+        strategies.native(KV_PUBSUB | CONDITIONAL, "; subscribers on their own connections"),
     ),
     default_strategy="multiplexed",
     server=ServerLauncher(

@@ -25,6 +25,7 @@ from workbench.sdk import (
     ServerProcess,
     listen_address,
 )
+from workbench.sdk.ops import CONDITIONAL
 from workbench.sdk.resp import POLICIES, strategies, target_options
 from workbench.sdk.resp.cluster_servers import refuse_client_certs
 from workbench_valkey.cluster import start_valkey_cluster
@@ -110,7 +111,7 @@ plugin = CacheSystem(
         strategies.async_pool(SYSTEM, KV),
         strategies.sync_per_client(SYSTEM, KV),
         strategies.cluster(SYSTEM, KV),
-        strategies.native(KV),
+        strategies.native(KV | CONDITIONAL),
     ),
     default_strategy="async-pool",
     server=ServerLauncher(

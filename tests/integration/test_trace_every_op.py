@@ -1,6 +1,7 @@
 """A Twitter-format trace holding every op kind, replayed as recorded against real
-memcached, Redis and the embedded cache: the hits, and each op's outcome counts, equal
-those of a plain dictionary model of the trace, exactly.
+memcached, Redis and the embedded cache, by the Python engine and by the native one
+(memcached's text and meta protocols, Redis): the hits, and each op's outcome counts,
+equal those of a plain dictionary model of the trace, exactly.
 
 The trace is built here. Its values are the engine's own bytes (the value buffer of the
 run's seed, at the key's offset), so the model knows every value a key holds. Keys are
@@ -26,6 +27,7 @@ from support import collect, finished
 
 from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.results.store import Store
+from workbench.spec.native_binary import binary_path
 from workbench.workload.generator import ValueBuffer
 
 SEED = 11
@@ -40,7 +42,25 @@ TARGETS = {
     "redis": ["target.system=redis", "target.managed=true", 'strategy.name="multiplexed"'],
     "embedded": ["target.system=embedded", 'strategy.name="direct"'],
 }
+NATIVE = pytest.mark.skipif(binary_path() is None, reason="the native engine is not built")
+# The native engine's strategy, pipelined: a cas waits for its key's gets in flight.
+NATIVE_TARGETS = {
+    "native-memcached": [*TARGETS["memcached"][:2], 'strategy.name="native"'],
+    "native-memcached-meta": [
+        *TARGETS["memcached"][:2],
+        'strategy.name="native"',
+        'strategy.options.protocol="meta"',
+        "strategy.options.pipeline=4",
+    ],
+    "native-redis": [
+        *TARGETS["redis"][:2],
+        'strategy.name="native"',
+        "strategy.options.pipeline=4",
+    ],
+}
 STYLE = {"memcached": "memcached", "embedded": "memcached", "redis": "redis"}
+STYLE |= {name: STYLE[name.split("-")[1]] for name in NATIVE_TARGETS}
+ALL_TARGETS = {**TARGETS, **NATIVE_TARGETS}
 
 
 def _first_bytes() -> dict[str, int]:
@@ -183,7 +203,10 @@ def test_the_trace_exercises_every_outcome_the_model_knows() -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize(
+    "target",
+    [*sorted(TARGETS), *(pytest.param(t, marks=NATIVE) for t in sorted(NATIVE_TARGETS))],
+)
 async def test_every_op_of_a_trace_does_what_the_model_says(
     tmp_path: Path, target: str, workers: int
 ) -> None:
@@ -193,7 +216,7 @@ async def test_every_op_of_a_trace_does_what_the_model_says(
     store = Store(tmp_path / "runs.sqlite")
     events = await collect(
         [
-            *TARGETS[target],
+            *ALL_TARGETS[target],
             f'workload.trace.path="{trace}"',
             'workload.trace.ops="as-recorded"',
             f'workload.key_prefix="{PREFIX}"',

@@ -157,12 +157,8 @@ async def test_as_recorded_replays_sets_gets_and_deletes_and_names_what_it_skips
     s = step.stats
     assert s.hist["set"].get_total_count() == 1 and s.hist["delete"].get_total_count() == 1
     assert s.errors == {}
-    if engine == "native":  # it does no conditional writes yet: a gets goes as a get
-        assert (s.hits, s.misses) == (1, 2)  # the get after the set hits; after the delete, not
-        # Skipped ops are counted by name, apart from the errors: nothing was tried.
-        assert s.skipped == {"incr": 1, "add": 1}
-        return
-    assert (s.hits, s.misses) == (2, 1)  # and the gets after the add hits
+    # The get after the set hits; after the delete, not; the gets after the add hits.
+    assert (s.hits, s.misses) == (2, 1)
     assert s.outcomes == {"incr": {"not_found": 1}, "add": {"stored": 1}}
     assert s.skipped == {}
 
@@ -279,9 +275,10 @@ async def test_a_native_worker_streams_10m_requests_in_bounded_memory(
     if binary_path() is None:
         pytest.skip("the native engine is not built")
     trace = tmp_path / "big.twitter.csv.zst"
-    # 1 request in 1,000 a get (10,000 sent), the rest incr (skipped as read): 10M in all.
+    # 1 request in 1,000 a get (10,000 sent), the rest sets of a value over 4 MiB (skipped
+    # as read): 10M in all.
     block = "".join(
-        f"{i // 1000},k{i % 50_000},6,100,0,{'get' if i % 1000 == 0 else 'incr'},0\n"
+        f"{i // 1000},k{i % 50_000},6,{'100,0,get' if i % 1000 == 0 else '5000000,0,set'},0\n"
         for i in range(100_000)
     ).encode()
     with zstandard.open(trace, "wb") as f:
@@ -300,7 +297,7 @@ async def test_a_native_worker_streams_10m_requests_in_bounded_memory(
     (step,) = finished(events)
     assert step.status == "completed", step.reason
     assert step.stats.hist["get"].get_total_count() == 10_000
-    assert step.stats.skipped == {"incr": 9_990_000}
+    assert step.stats.skipped == {"value over 4 MiB": 9_990_000}
     assert peaks, "no native worker was seen"
     assert max(peaks.values()) < 200 * 1024, peaks
 
@@ -414,11 +411,15 @@ async def test_each_key_keeps_its_order_and_native_clients_share_the_work(
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_cli_live_lines_say_how_many_requests_were_skipped(tmp_path: Path, engine: str) -> None:
     trace = tmp_path / "ops.twitter.csv"
-    # 2 s of trace time at speed 4 (0.5 s, two intervals or more): every other one an incr.
-    trace.write_text(
-        "".join(f"{i / 200},k{i % 20},3,10,0,{'incr' if i % 2 else 'get'},0\n" for i in range(400))
-    )
-    # A strategy without incr: redis-py's pool in the Python engine (multiplexed has it).
+    # A request the target does not send: an incr to a strategy without incr (redis-py's
+    # pool in the Python engine; multiplexed has it), a value over 4 MiB to the native
+    # engine (which does every op of the trace).
+    size, op, skipped = (10, "incr", "incr 200")
+    if engine != "multiplexed":
+        size, op, skipped = (5_000_000, "set", "value over 4 MiB 200")
+    # 2 s of trace time at speed 4 (0.5 s, two intervals or more): every other one skipped.
+    rows = ((i, (size, op) if i % 2 else (10, "get")) for i in range(400))
+    trace.write_text("".join(f"{i / 200},k{i % 20},3,{n},0,{o},0\n" for i, (n, o) in rows))
     strategy = "async-pool" if engine == "multiplexed" else engine
     overrides = [*_replay(trace, 'workload.trace.ops="as-recorded"', engine=strategy)]
     overrides += ["workload.trace.speed=4", "load.interval=0.2", "load.warmup=0", "load.workers=1"]
@@ -435,4 +436,4 @@ def test_the_cli_live_lines_say_how_many_requests_were_skipped(tmp_path: Path, e
     assert res.returncode == 0, res.stderr
     live = [ln for ln in res.stdout.splitlines() if ln.startswith("[") and "ops/s" in ln]
     assert live and live[-1].endswith("skipped 200"), live
-    assert "skipped 200 trace request(s) this target does not do: incr 200" in res.stdout
+    assert f"skipped 200 trace request(s) this target does not do: {skipped}" in res.stdout

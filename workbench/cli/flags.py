@@ -646,7 +646,7 @@ def familiar_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     params = [p for p in own if p.kind != inspect.Parameter.VAR_KEYWORD]
     positional = [p for p in params if p.kind != inspect.Parameter.KEYWORD_ONLY]
     keyword = [p for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY]
-    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # typer reads it
         [*positional, *keyword, *added]
     )
     wrapper.__annotations__ = {p.name: p.annotation for p in [*positional, *keyword, *added]}

@@ -161,16 +161,17 @@ def command(
     if name not in known:
         raise SpecError(f"expected one of {', '.join(sorted(known))}; got {name!r}", "NAME")
     system, recipe = known[name]
-    assert system.server is not None
+    launcher = system.server
+    assert launcher is not None
     require_loopback(host, "--host")
     if not 0 <= port <= 65535:  # the kernel would pick one, and the server then be lost
         raise SpecError(f"expected a port from 0 (a free one) to 65535; got {port}", "--port")
     if port:
         _check_free(host, port)
     given = {**recipe, **_settings(settings or [])}
-    options = system.server.options.resolve(given, "target.server")
+    options = launcher.options.resolve(given, "target.server")
     options |= {LISTEN_HOST: host, LISTEN_PORT: port}
-    server = _guarded(lambda: system.server.start(options))  # type: ignore[union-attr]
+    server = _guarded(lambda: launcher.start(options))
     address = getattr(server, "address", "") or "loopback"
     log = getattr(server, "log_path", None)
     lines = [

@@ -151,7 +151,14 @@ class ProbeClient:
         self.conn = conn
         self.ident = ident
 
-    async def _do(self, op: str, key: bytes, value: bytes = b"", ttl: float | None = None) -> Any:
+    async def _do(
+        self,
+        op: str,
+        key: bytes,
+        value: bytes | memoryview = b"",
+        ttl: float | None = None,
+        token: bytes | None = None,
+    ) -> Any:
         answer = await self.conn.call(
             {
                 "op": op,
@@ -159,6 +166,7 @@ class ProbeClient:
                 "key": base64.b64encode(key).decode(),
                 "value": base64.b64encode(bytes(value)).decode(),
                 "ttl": ttl,
+                "token": base64.b64encode(token or b"").decode(),
             }
         )
         if "error" in answer:
@@ -176,8 +184,52 @@ class ProbeClient:
     async def delete(self, key: bytes) -> bool:
         return bool((await self._do("delete", key)).get("deleted"))
 
+    # The conditional writes and gets (docs/ops.md): each answers its outcome; the engine
+    # sends incr and decr by 1, as a trace's are.
+    async def _outcome(self, op: str, *args: Any) -> str:
+        return str((await self._do(op, *args))["outcome"])
+
+    async def gets(self, key: bytes) -> tuple[bytes, bytes] | None:
+        answer = await self._do("gets", key)
+        if answer.get("value") is None:
+            return None
+        return base64.b64decode(answer["value"]), base64.b64decode(answer["token"])
+
+    async def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return await self._outcome("add", key, value, ttl)
+
+    async def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        return await self._outcome("replace", key, value, ttl)
+
+    async def append(self, key: bytes, value: bytes | memoryview) -> str:
+        return await self._outcome("append", key, value)
+
+    async def prepend(self, key: bytes, value: bytes | memoryview) -> str:
+        return await self._outcome("prepend", key, value)
+
+    async def cas(
+        self, key: bytes, value: bytes | memoryview, ttl: float | None, token: bytes | None
+    ) -> str:
+        return await self._outcome("cas", key, value, ttl, token)
+
+    async def incr(self, key: bytes, delta: int) -> str:
+        return await self._outcome("incr", key, *_by_one(delta))
+
+    async def decr(self, key: bytes, delta: int) -> str:
+        return await self._outcome("decr", key, *_by_one(delta))
+
+    async def touch(self, key: bytes, ttl: float | None) -> str:
+        return await self._outcome("touch", key, b"", ttl)
+
     async def close(self) -> None:
         return None
+
+
+def _by_one(delta: int) -> tuple[()]:
+    """No arguments beyond the key: the engine's incr and decr are by 1."""
+    if delta != 1:
+        raise AdapterError("unsupported", f"the native engine counts by 1, not {delta}")
+    return ()
 
 
 def probe_connect(system: CacheSystem, strategy: Strategy) -> Any:

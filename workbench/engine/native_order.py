@@ -27,7 +27,7 @@ from workbench.engine.trace_feed import MAX_TRACE_VALUE
 from workbench.engine.trace_keys import TraceKeys
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.errors import TargetError
-from workbench.sdk.ops import ADD, BY_NAME, KINDS, MIX_CODES, PUBLISH, RECORDED, replay_code
+from workbench.sdk.ops import BY_NAME, GETS, KINDS, MIX_CODES, PUBLISH, RECORDED, replay_code
 from workbench.sdk.remote import ALLOW_REMOTE
 from workbench.spec.model import Spec
 from workbench.spec.native_binary import ORDER_VERSION
@@ -108,9 +108,9 @@ def compile_order(order: StepOrder) -> dict[str, Any]:
     }
 
 
-# The engine does the kinds below the conditional writes (get to subscribe); no native
-# strategy declares those, so no mix sent to it weighs one and a replay skips them.
-NATIVE_UNTIL = ADD
+# The engine does every kind up to gets: the conditional writes and gets too (native/
+# `order/ops.rs`); a kind added to the registry later is not sent to it until it does.
+NATIVE_UNTIL = GETS + 1
 
 
 def _ns(seconds: float | None) -> int | None:

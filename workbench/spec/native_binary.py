@@ -18,7 +18,7 @@ ENV = "WORKBENCH_NATIVE"
 PACKAGED = Path(__file__).resolve().parents[1] / "bin" / BINARY
 # The version of the compiled step order (`engine/native_order.py`) this workbench writes;
 # `workbench-native --order-version` prints the one it reads. Bump both together.
-ORDER_VERSION = 6
+ORDER_VERSION = 7
 _checked: dict[tuple[str, int], str] = {}
 
 

@@ -17,7 +17,7 @@ use read::{at, list_at, maybe_u64, u64_at, Read};
 use serde_json::Value;
 
 /// The version of the compiled order this binary reads (`native_build.ORDER_VERSION`).
-pub const ORDER_VERSION: u64 = 6;
+pub const ORDER_VERSION: u64 = 7;
 
 /// Everything of a compiled step order.
 #[derive(Clone, Debug)]

@@ -4,6 +4,7 @@
 //! told, or one of an op it does not run, is refused when a mix weighs it.
 
 use super::read::Read;
+use crate::protocols::wire::Req;
 use serde_json::Value;
 
 /// What an op of the mix does.
@@ -15,9 +16,41 @@ pub enum Action {
     /// A get that sets the value on a miss.
     CacheAside,
     Publish,
+    /// A get that also brings the cas token.
+    Gets,
+    // The conditional writes (`ops.has_outcome`).
+    Add,
+    Replace,
+    Cas,
+    Append,
+    Prepend,
+    Incr,
+    Decr,
+    Touch,
 }
 
 impl Action {
+    /// The request it sends, and whether a miss is then set (cache-aside).
+    pub fn request(self) -> (Req, bool) {
+        let req = match self {
+            Action::Get => Req::Get,
+            Action::CacheAside => return (Req::Get, true),
+            Action::Set => Req::Set,
+            Action::Delete => Req::Delete,
+            Action::Publish => Req::Publish,
+            Action::Gets => Req::Gets,
+            Action::Add => Req::Add,
+            Action::Replace => Req::Replace,
+            Action::Cas => Req::Cas,
+            Action::Append => Req::Append,
+            Action::Prepend => Req::Prepend,
+            Action::Incr => Req::Incr,
+            Action::Decr => Req::Decr,
+            Action::Touch => Req::Touch,
+        };
+        (req, false)
+    }
+
     /// The action of an op kind this engine runs, by the registry's name.
     pub fn named(name: &str) -> Option<Action> {
         Some(match name {
@@ -26,6 +59,15 @@ impl Action {
             "delete" => Action::Delete,
             "cache_aside" => Action::CacheAside,
             "publish" => Action::Publish,
+            "gets" => Action::Gets,
+            "add" => Action::Add,
+            "replace" => Action::Replace,
+            "cas" => Action::Cas,
+            "append" => Action::Append,
+            "prepend" => Action::Prepend,
+            "incr" => Action::Incr,
+            "decr" => Action::Decr,
+            "touch" => Action::Touch,
             _ => return None,
         })
     }
@@ -104,13 +146,16 @@ mod tests {
 
     #[test]
     fn codes_are_read_by_name_whatever_their_order() {
-        let ops = Ops::from_table(&json!({"publish": 4, "get": 9, "incr": 12, "set": 0})).unwrap();
+        let ops =
+            Ops::from_table(&json!({"publish": 4, "get": 9, "frob": 12, "set": 0, "incr": 7}))
+                .unwrap();
+        assert_eq!(ops.action(7), Some(Action::Incr));
         assert_eq!(ops.action(9), Some(Action::Get));
         assert_eq!(ops.action(0), Some(Action::Set));
         assert_eq!(ops.code_of(Action::Publish), Some(4));
         assert_eq!(ops.code_of(Action::Delete), None);
         assert_eq!(ops.mixed(9), Ok(9));
-        assert!(ops.mixed(12).unwrap_err().contains("\"incr\""));
+        assert!(ops.mixed(12).unwrap_err().contains("\"frob\""));
         assert!(ops
             .mixed(3)
             .unwrap_err()

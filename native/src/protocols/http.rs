@@ -474,6 +474,8 @@ impl Http {
                     fail()
                 }
             }
+            // Never sent: `Codec::encode` refuses them over HTTP.
+            _ => return Err(format!("no HTTP request is a {:?}", req)),
         })
     }
 

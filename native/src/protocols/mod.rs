@@ -56,7 +56,8 @@ impl Codec {
         }
     }
 
-    /// Encode one request; false when it cannot be sent (an HTTP delete without template).
+    /// Encode one request; false when it cannot be sent (an HTTP delete without template,
+    /// a conditional write or a gets over HTTP). `token` is a cas's token (empty: none).
     pub fn encode(
         &self,
         out: &mut Vec<u8>,
@@ -64,7 +65,17 @@ impl Codec {
         key: &[u8],
         value: &[u8],
         ttl: Option<f64>,
+        token: &[u8],
     ) -> bool {
+        if req.conditional() || req == Req::Gets {
+            match self {
+                Codec::Resp(r) => r.conditional(out, req, key, value, ttl, token),
+                Codec::Memcache(m) => m.conditional(out, req, key, value, ttl, token),
+                Codec::Meta(m) => m.conditional(out, req, key, value, ttl, token),
+                Codec::Http(_) => return false,
+            }
+            return true;
+        }
         match (self, req) {
             (Codec::Resp(r), Req::Get) => r.get(out, key),
             (Codec::Resp(r), Req::Set) => r.set(out, key, value, ttl),
@@ -82,8 +93,20 @@ impl Codec {
             // Pub/sub is RESP's: counted as unsupported, never sent.
             (_, Req::Publish) => return false,
             (_, Req::Hello) => {}
+            _ => unreachable!("a conditional write or a gets is encoded above"),
         }
         true
+    }
+
+    /// The cas token a gets hit brings: `head` is its reply up to the value's start,
+    /// `value` the value (a memcached cas unique, or the value's SHA-1 over RESP).
+    pub fn token(&self, head: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+        match self {
+            Codec::Resp(_) => Some(resp::value_token(value)),
+            Codec::Memcache(_) => memcache::value_line_token(head),
+            Codec::Meta(_) => meta::va_line_token(head),
+            Codec::Http(_) => None,
+        }
     }
 
     #[inline]

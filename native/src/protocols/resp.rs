@@ -1,6 +1,16 @@
 //! Redis RESP2: GET, SET with PX, DEL, and the opening AUTH/SELECT; replies parsed in place.
+//!
+//! The conditional writes in Redis's words, one round trip each, with memcached's outcomes
+//! (the mapping of docs/ops.md, the Python engine's `workbench_redis.conditional`): add and
+//! replace are `SET NX` / `SET XX`; append, prepend, incr, decr, touch and cas are that
+//! module's scripts, sent by `EVAL` (Redis keeps a script it was sent by its SHA-1, so it
+//! is compiled once), each answering its outcome's name. A gets is a GET whose token is
+//! the value's SHA-1 in hex, which the cas script compares.
 
-use super::wire::{first_line, hit_body, parse_int, parsed, show, ParseResult, Reply, Req};
+use super::wire::{
+    first_line, hit_body, outcome, parse_int, parsed, show, Outcome, ParseResult, Reply, Req,
+    OUTCOME_NAMES,
+};
 use crate::text::push_num;
 
 pub struct Resp {
@@ -24,7 +34,96 @@ pub fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
+// The scripts of `workbench_redis.conditional`, byte for byte (one script cache entry
+// whichever engine sent it).
+const APPEND: &[u8] = b"if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_stored' end
+redis.call('APPEND', KEYS[1], ARGV[1]) return 'stored'";
+const PREPEND: &[u8] = b"local v = redis.call('GET', KEYS[1])
+if not v then return 'not_stored' end
+redis.call('SET', KEYS[1], ARGV[1] .. v, 'KEEPTTL') return 'stored'";
+const DELTA: &[u8] = b"local v = redis.call('GET', KEYS[1])
+if not v then return 'not_found' end
+if #v > 20 or not string.match(v, '^%d+$') then return 'not_numeric' end
+local n = redis.pcall('INCRBY', KEYS[1], ARGV[1])
+if type(n) == 'table' then return 'not_numeric' end
+if n < 0 then redis.call('SET', KEYS[1], '0', 'KEEPTTL') end
+return 'stored'";
+const TOUCH: &[u8] = b"if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+if ARGV[1] == '0' then redis.call('PERSIST', KEYS[1])
+else redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 'stored'";
+const CAS: &[u8] = b"local v = redis.call('GET', KEYS[1])
+if not v then return 'not_found' end
+if redis.sha1hex(v) ~= ARGV[1] then return 'exists' end
+if ARGV[2] == '0' then redis.call('SET', KEYS[1], ARGV[3])
+else redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) end
+return 'stored'";
+
+/// A TTL in milliseconds as an argument; "0" for none (`conditional._ms`).
+fn ms(ttl: Option<f64>) -> String {
+    match ttl {
+        Some(t) if t != 0.0 => ((t * 1000.0).round() as i64).max(1).to_string(),
+        _ => "0".to_string(),
+    }
+}
+
+/// The outcome a script answered, by its name.
+fn outcome_named(name: &[u8]) -> Option<Outcome> {
+    let all = [
+        Outcome::Stored,
+        Outcome::NotStored,
+        Outcome::Exists,
+        Outcome::NotFound,
+        Outcome::NotNumeric,
+    ];
+    all.into_iter()
+        .find(|&o| OUTCOME_NAMES[o as usize].as_bytes() == name)
+}
+
+/// The cas token of a gets hit: the value's SHA-1 in hex (the cas script's `sha1hex`).
+pub fn value_token(value: &[u8]) -> Vec<u8> {
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, value);
+    let mut hex = Vec::with_capacity(40);
+    for b in digest.as_ref() {
+        hex.extend_from_slice(format!("{:02x}", b).as_bytes());
+    }
+    hex
+}
+
 impl Resp {
+    /// A conditional write or a gets (`req`), `token` the cas token of a cas.
+    pub fn conditional(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+        token: &[u8],
+    ) {
+        let (ms, delta) = (ms(ttl), if req == Req::Incr { "1" } else { "-1" });
+        match req {
+            Req::Add | Req::Replace => {
+                let only: &[u8] = if req == Req::Add { b"NX" } else { b"XX" };
+                match ttl {
+                    Some(t) if t != 0.0 => {
+                        command(out, &[b"SET", key, value, only, b"PX", ms.as_bytes()])
+                    }
+                    _ => command(out, &[b"SET", key, value, only]),
+                }
+            }
+            Req::Append => command(out, &[b"EVAL", APPEND, b"1", key, value]),
+            Req::Prepend => command(out, &[b"EVAL", PREPEND, b"1", key, value]),
+            Req::Incr | Req::Decr => command(out, &[b"EVAL", DELTA, b"1", key, delta.as_bytes()]),
+            Req::Touch => command(out, &[b"EVAL", TOUCH, b"1", key, ms.as_bytes()]),
+            Req::Cas => {
+                let token = if token.is_empty() { b"-" } else { token };
+                command(out, &[b"EVAL", CAS, b"1", key, token, ms.as_bytes(), value]);
+            }
+            _ => self.get(out, key), // a gets
+        }
+    }
+
     /// AUTH (when a password is given) and SELECT (a database other than 0).
     pub fn new(username: Option<String>, password: Option<String>, db: i64) -> Resp {
         let mut hello = Vec::new();
@@ -98,7 +197,27 @@ impl Resp {
                 let msg = show(&line[1..]);
                 parsed(Reply::Failed("server".into(), msg), used)
             }
-            Some(b'$') if req == Req::Get => {
+            Some(b'$') if req.conditional() => {
+                let n = parse_int(&line[1..])
+                    .ok_or_else(|| format!("bad bulk length {:?}", show(line)))?;
+                if n < 0 {
+                    return outcome(Outcome::NotStored, used); // SET NX / XX not done
+                }
+                let end = used + n as usize;
+                if buf.len() < end + 2 {
+                    return Ok(None);
+                }
+                match outcome_named(&buf[used..end]) {
+                    Some(o) => outcome(o, end + 2),
+                    None => Err(format!(
+                        "unexpected reply to {:?}: {:?}",
+                        req,
+                        show(&buf[used..end])
+                    )),
+                }
+            }
+            Some(b'+') if req == Req::Add || req == Req::Replace => outcome(Outcome::Stored, used),
+            Some(b'$') if req == Req::Get || req == Req::Gets => {
                 let n = parse_int(&line[1..])
                     .ok_or_else(|| format!("bad bulk length {:?}", show(line)))?;
                 if n < 0 {
@@ -141,6 +260,36 @@ mod tests {
             Reply::Deleted(true)
         );
         assert!(r.parse(b":1\r\n", Req::Get).is_err());
+    }
+
+    #[test]
+    fn conditional_writes_are_set_nx_xx_or_a_script_with_an_outcome() {
+        let r = Resp::new(None, None, 0);
+        let mut out = Vec::new();
+        r.conditional(&mut out, Req::Add, b"k", b"v", Some(1.5), b"");
+        assert_eq!(
+            show(&out),
+            "*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n$2\r\nPX\r\n$4\r\n1500\r\n"
+        );
+        out.clear();
+        r.conditional(&mut out, Req::Cas, b"k", b"v", None, b"");
+        assert!(out.ends_with(b"$1\r\nk\r\n$1\r\n-\r\n$1\r\n0\r\n$1\r\nv\r\n"));
+        let o = |reply: &[u8], req| r.parse(reply, req).unwrap().unwrap();
+        assert_eq!(
+            o(b"$-1\r\n", Req::Add).reply,
+            Reply::Outcome(Outcome::NotStored)
+        );
+        assert_eq!(
+            o(b"+OK\r\n", Req::Replace).reply,
+            Reply::Outcome(Outcome::Stored)
+        );
+        let p = o(b"$11\r\nnot_numeric\r\n", Req::Incr);
+        assert_eq!((p.reply, p.used), (Reply::Outcome(Outcome::NotNumeric), 18));
+        assert!(r.parse(b"$11\r\nnot_num", Req::Incr).unwrap().is_none());
+        assert_eq!(
+            show(&value_token(b"abc")),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
     }
 
     #[test]

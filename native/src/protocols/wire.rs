@@ -10,7 +10,67 @@ pub enum Req {
     Publish,
     /// A reply to the connection's opening commands (AUTH, SELECT), not an operation.
     Hello,
+    /// A get that also brings the value's cas token (`Codec::token`).
+    Gets,
+    // The conditional writes: each reply is an `Outcome`.
+    Add,
+    Replace,
+    Cas,
+    Append,
+    Prepend,
+    Incr,
+    Decr,
+    Touch,
 }
+
+/// The request kinds, indexed by `Req as usize` (`run::Kinds::by_req`).
+pub const REQS: usize = 14;
+
+impl Req {
+    /// A conditional write, whose reply is an outcome.
+    #[inline]
+    pub fn conditional(self) -> bool {
+        matches!(
+            self,
+            Req::Add
+                | Req::Replace
+                | Req::Cas
+                | Req::Append
+                | Req::Prepend
+                | Req::Incr
+                | Req::Decr
+                | Req::Touch
+        )
+    }
+
+    /// The request sends a value (a set, publish, add, replace, cas, append, prepend).
+    #[inline]
+    pub fn carries_value(self) -> bool {
+        matches!(
+            self,
+            Req::Set
+                | Req::Publish
+                | Req::Add
+                | Req::Replace
+                | Req::Cas
+                | Req::Append
+                | Req::Prepend
+        )
+    }
+}
+
+/// What a conditional write did (`workbench.sdk.ops.OUTCOMES`, in its order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Stored,
+    NotStored,
+    Exists,
+    NotFound,
+    NotNumeric,
+}
+
+/// The outcomes' names as the frames carry them (`ops.OUTCOMES`), by `Outcome as usize`.
+pub const OUTCOME_NAMES: [&str; 5] = ["stored", "not_stored", "exists", "not_found", "not_numeric"];
 
 /// What a reply says.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,6 +84,8 @@ pub enum Reply {
     Miss,
     Done,
     Deleted(bool),
+    /// A conditional write's outcome.
+    Outcome(Outcome),
     /// An error answer (kind, message); the connection stays usable.
     Failed(String, String),
 }
@@ -112,6 +174,11 @@ pub fn line_end(buf: &[u8], from: usize) -> Option<usize> {
 #[inline]
 pub fn first_line(buf: &[u8]) -> Option<(&[u8], usize)> {
     line_end(buf, 0).map(|eol| (&buf[..eol], eol + 2))
+}
+
+/// A conditional write's outcome, `n` bytes used.
+pub fn outcome(o: Outcome, used: usize) -> ParseResult {
+    parsed(Reply::Outcome(o), used)
 }
 
 pub fn show(bytes: &[u8]) -> String {

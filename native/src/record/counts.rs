@@ -55,9 +55,9 @@ fn marked(bits: Blocks) -> impl Iterator<Item = usize> {
     (0..bits.len() * 64).filter(move |&b| bits[b / 64] >> (b % 64) & 1 == 1)
 }
 
-/// The most op kinds a recorder counts (`metrics.OP_KINDS` has 5): a power of two, so
+/// The most op kinds a recorder counts (the registry records 14): a power of two, so
 /// that a kind's index is masked into range rather than bounds-checked on every op.
-pub const KINDS_MAX: usize = 8;
+pub const KINDS_MAX: usize = 16;
 
 type Slots = [u64; SLOTS];
 

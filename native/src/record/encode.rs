@@ -2,6 +2,7 @@
 //! HdrHistogram V2 deflate encoding, base64 (docs/frames.md).
 
 use super::{Counts, Recorder};
+use crate::protocols::wire::OUTCOME_NAMES;
 use crate::record::histogram::new_histogram;
 use crate::text::base64;
 use flate2::write::ZlibEncoder;
@@ -68,7 +69,28 @@ pub fn stats(
             .collect();
         stats["skipped"] = Value::Object(skipped);
     }
+    let outcomes = outcomes(rec, kinds);
+    if !outcomes.is_empty() {
+        stats["outcomes"] = Value::Object(outcomes);
+    }
     stats
+}
+
+/// `{kind: {outcome: count}}` of the kinds that had any (`metrics.Stats.outcomes`).
+fn outcomes(rec: &Recorder, kinds: &[String]) -> Map<String, Value> {
+    let mut all = Map::new();
+    for (k, name) in kinds.iter().enumerate().take(rec.kinds) {
+        let counts: Map<String, Value> = OUTCOME_NAMES
+            .iter()
+            .zip(rec.outcomes[k])
+            .filter(|&(_, n)| n > 0)
+            .map(|(o, n)| (o.to_string(), json!(n)))
+            .collect();
+        if !counts.is_empty() {
+            all.insert(name.clone(), Value::Object(counts));
+        }
+    }
+    all
 }
 
 /// The cookie of HdrHistogram's V2 compressed encoding.

@@ -8,6 +8,8 @@ pub mod report;
 
 pub use counts::{Counts, KINDS_MAX};
 
+use crate::protocols::wire::Outcome;
+
 const FIRST_ERROR_CHARS: usize = 300;
 
 /// The counters and histograms of one span; swapped out whole at each boundary.
@@ -34,7 +36,13 @@ pub struct Recorder {
     pub errors: Vec<(String, u64, String)>, // kind, count, first message
     /// A trace replay's requests not sent, by op (`metrics.Stats.skipped`).
     pub skipped: Vec<(String, u64)>,
+    /// What the conditional writes did, by kind index then `Outcome as usize`
+    /// (`metrics.Stats.outcomes`).
+    pub outcomes: [[u64; OUTCOMES]; KINDS_MAX],
 }
+
+/// How many outcomes a conditional write has (`wire::OUTCOME_NAMES`).
+pub const OUTCOMES: usize = 5;
 
 impl Recorder {
     /// A recorder with one histogram per op kind the order names (`StepOrder::record`,
@@ -83,6 +91,7 @@ impl Recorder {
             send_lag,
             errors: Vec::new(),
             skipped: Vec::new(),
+            outcomes: [[0; OUTCOMES]; KINDS_MAX],
         }
     }
 
@@ -92,6 +101,12 @@ impl Recorder {
             Some(s) => s.1 += n,
             None => self.skipped.push((what.to_string(), n)),
         }
+    }
+
+    /// A conditional write of the kind at index `kind` ended in `outcome`.
+    #[inline]
+    pub fn outcome(&mut self, kind: usize, outcome: Outcome) {
+        self.outcomes[kind % KINDS_MAX][outcome as usize] += 1;
     }
 
     /// The latency of an op of the kind at index `kind` of the order's kinds, from its

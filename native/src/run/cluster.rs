@@ -59,7 +59,7 @@ impl<'a> Run<'a> {
                 k.length,
             )
         };
-        let value = if p.req == Req::Set {
+        let value = if p.req.carries_value() && p.req != Req::Publish {
             self.keys.values.value(p.index, p.size as usize)
         } else {
             &[][..]
@@ -69,7 +69,10 @@ impl<'a> Run<'a> {
             command(&mut conn.out, &[b"ASKING"]);
             conn.pending.push_back(Pending::hello());
         }
-        self.codec.encode(&mut conn.out, p.req, key, value, p.ttl);
+        // A cas's token was taken when it was first sent: sent again without one, it is
+        // refused (exists), as a cas after a lost token is.
+        self.codec
+            .encode(&mut conn.out, p.req, key, value, p.ttl, &[]);
         if conn.pending.is_empty() {
             conn.progress = now.max(conn.progress);
         }

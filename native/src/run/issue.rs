@@ -6,9 +6,11 @@ use super::{Mode, Run};
 use crate::cluster::node_for;
 use crate::net::conn::Pending;
 use crate::order::Action;
+use crate::order::Keys as KeysOrder;
 use crate::protocols::wire::Req;
+use crate::trace::replay::Replay;
 use crate::trace::replay::INDEX_KEY;
-use crate::workload::keys::key_of;
+use crate::workload::keys::{key_of, KeyTable};
 use crate::workload::Op;
 
 impl<'a> Run<'a> {
@@ -26,9 +28,8 @@ impl<'a> Run<'a> {
         aside: bool,
         hot: bool,
     ) {
-        let k = &self.order.keys;
         let trace = std::mem::take(&mut self.keys.next_trace); // a replayed op (replay.rs)
-        let value = if req == Req::Set {
+        let value = if req.carries_value() && req != Req::Publish {
             self.keys.values.value(index, size)
         } else {
             &[][..]
@@ -37,29 +38,31 @@ impl<'a> Run<'a> {
             // A channel and a message stamped now (pubsub/) in place of key and value.
             let (channel, message) = self.pubsub.stamped(index, crate::pacing::now_ns());
             (channel, message, message.len())
-        } else if trace > INDEX_KEY {
-            // A replayed key of its own bytes.
-            let own = self.replay.as_ref().expect("a replay step").key_of(trace);
-            (own, value, size)
-        } else if trace == INDEX_KEY {
-            // A replayed key sent under its index: formatted once per slot (trace/keys.rs).
-            let replay = self.replay.as_mut().expect("a replay step");
-            (replay.index_key(index), value, size)
         } else {
-            let key = &mut self.keys.buf;
-            let key = key_of(&self.keys.table, key, &k.prefix, index, k.length);
+            let k = &self.order.keys;
+            let buf = &mut self.keys.buf;
+            let key = op_key(&mut self.replay, &self.keys.table, buf, k, index, trace);
             (key, value, size)
+        };
+        // A cas sends the token its key's last gets brought (tokens.rs).
+        let token = if req == Req::Cas {
+            self.tokens.take(key)
+        } else {
+            None
         };
         let si = node_for(&self.cluster, &self.net.placement, key);
         let k = &mut self.net.clients[ci].conns[si];
-        if !self.codec.encode(&mut k.out, req, key, value, ttl) {
+        let token = token.as_deref().unwrap_or(&[]);
+        if !self.codec.encode(&mut k.out, req, key, value, ttl, token) {
             // An HTTP delete without a template: counted, never sent.
             self.net.clients[ci].release(1, t0, self.order.pipeline);
             if phase == self.phase.index {
-                self.rec.error(
-                    "unsupported",
-                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
-                );
+                let why = if req == Req::Delete {
+                    "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'"
+                } else {
+                    "this protocol has no conditional writes or gets"
+                };
+                self.rec.error("unsupported", why);
             }
             return;
         }
@@ -229,21 +232,26 @@ impl<'a> Run<'a> {
         }
         let hot = op.index < c.stream.hot_end;
         c.inflight += 1;
-        // A cache-aside op is a get that sets on a miss.
-        let (req, aside) = match self.order.ops.action(op.code) {
-            Some(Action::Get) => (Req::Get, false),
-            Some(Action::CacheAside) => (Req::Get, true),
-            Some(Action::Set) => (Req::Set, false),
-            Some(Action::Publish) => (Req::Publish, false),
-            // A mix weighs only the codes of ops this engine runs (order/ops.rs).
-            _ => (Req::Delete, false),
-        };
-        if req != Req::Delete {
+        // A mix weighs only the codes of ops this engine runs (order/ops.rs).
+        let (req, aside) = self
+            .order
+            .ops
+            .action(op.code)
+            .map_or((Req::Delete, false), Action::request);
+        if matches!(req, Req::Get | Req::Set | Req::Publish) {
             if let Some(trace) = self.capture.as_mut() {
                 trace.add(self.phase.measuring, now, op.index, op.size as u64);
             }
         }
         self.send(ci, req, op.index, op.size, op.ttl, t0, phase, aside, hot);
+    }
+
+    /// The key of a request sent under `index` or a replay's handle `trace`
+    /// (`Pending::trace`), as `send` writes it.
+    pub(super) fn key_bytes(&mut self, index: u64, trace: u32) -> Vec<u8> {
+        let k = &self.order.keys;
+        let buf = &mut self.keys.buf;
+        op_key(&mut self.replay, &self.keys.table, buf, k, index, trace).to_vec()
     }
 
     /// Whether the connection the op's key goes to is up.
@@ -263,5 +271,25 @@ impl<'a> Run<'a> {
             k.length,
         );
         node_for(&self.cluster, &self.net.placement, key)
+    }
+}
+
+/// The key of a request (not a publish's channel): a replayed key of its own bytes
+/// (`trace` above INDEX_KEY), a replayed key under its index (formatted once per slot,
+/// trace/keys.rs), or the workload's key of `index`.
+fn op_key<'a>(
+    replay: &'a mut Option<Replay>,
+    table: &'a Option<KeyTable>,
+    buf: &'a mut Vec<u8>,
+    k: &KeysOrder,
+    index: u64,
+    trace: u32,
+) -> &'a [u8] {
+    if trace > INDEX_KEY {
+        replay.as_ref().expect("a replay step").key_of(trace)
+    } else if trace == INDEX_KEY {
+        replay.as_mut().expect("a replay step").index_key(index)
+    } else {
+        key_of(table, buf, &k.prefix, index, k.length)
     }
 }

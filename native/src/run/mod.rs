@@ -14,6 +14,7 @@ mod issue;
 mod phases;
 mod replay;
 mod replies;
+mod tokens;
 mod turn;
 
 use crate::cluster::{Cluster, MAX_NODES};
@@ -23,6 +24,7 @@ use crate::net::placement::Rendezvous;
 use crate::net::Net;
 use crate::order::{Action, Protocol, StepOrder};
 use crate::pacing::WakeTuner;
+use crate::protocols::wire::{Req, REQS};
 use crate::protocols::Codec;
 use crate::pubsub::{PubSub, PubSubOrder};
 use crate::record::{Recorder, KINDS_MAX};
@@ -46,11 +48,13 @@ pub enum Mode {
 /// The histogram indexes of the kinds this engine records.
 #[derive(Clone, Copy)]
 pub struct Kinds {
-    pub get: usize,
     pub set: usize,
     pub delete: usize,
     pub publish: usize,
     pub deliver: usize,
+    /// The histogram index of each request's kind, by `Req as usize` (a cache-aside's
+    /// get is a get's; a request the order's table does not run: never sent, unused).
+    pub by_req: [usize; REQS],
 }
 
 /// Where the step is: its mode, its phase and the phase's op budget and times.
@@ -106,6 +110,8 @@ pub struct Run<'a> {
     cluster: Option<Cluster>,
     /// Replaying a trace file.
     replay: Option<Replay>,
+    /// The cas tokens of the gets answered, by key, until the key's next cas.
+    tokens: tokens::Tokens,
     wake: Wake,
 }
 
@@ -206,12 +212,38 @@ fn plain_close_hint(advice: &str) -> String {
 }
 
 fn kinds_of(order: &StepOrder) -> Result<Kinds, String> {
+    let get = order.kind_index("get")?;
+    let mut by_req = [get; REQS];
+    let named = [
+        (Req::Set, "set"),
+        (Req::Delete, "delete"),
+        (Req::Publish, "publish"),
+        (Req::Gets, "gets"),
+        (Req::Add, "add"),
+        (Req::Replace, "replace"),
+        (Req::Cas, "cas"),
+        (Req::Append, "append"),
+        (Req::Prepend, "prepend"),
+        (Req::Incr, "incr"),
+        (Req::Decr, "decr"),
+        (Req::Touch, "touch"),
+    ];
+    for (req, name) in named {
+        // Always recorded: set, delete, publish; the others when the order runs them.
+        let runs = matches!(req, Req::Set | Req::Delete | Req::Publish)
+            || Action::named(name)
+                .and_then(|a| order.ops.code_of(a))
+                .is_some();
+        if runs {
+            by_req[req as usize] = order.kind_index(name)?;
+        }
+    }
     Ok(Kinds {
-        get: order.kind_index("get")?,
-        set: order.kind_index("set")?,
-        delete: order.kind_index("delete")?,
-        publish: order.kind_index("publish")?,
+        set: by_req[Req::Set as usize],
+        delete: by_req[Req::Delete as usize],
+        publish: by_req[Req::Publish as usize],
         deliver: order.kind_index("deliver")?,
+        by_req,
     })
 }
 
@@ -278,6 +310,7 @@ impl<'a> Run<'a> {
             pubsub,
             cluster,
             replay: None,
+            tokens: tokens::Tokens::default(),
             wake: Wake {
                 ready: Vec::with_capacity(64),
                 tuner: WakeTuner::for_this_process(),

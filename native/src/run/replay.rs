@@ -91,10 +91,15 @@ impl<'a> Run<'a> {
             }
             // Get-set-on-miss: a key's next get waits for the answer to a get that may still
             // miss, so a pipelined client misses each object once, as a sequential one does.
+            let c = &self.net.clients[ci];
             if next.aside
                 && !rp.present(next.index, next.text)
-                && in_flight(&self.net.clients[ci], next.index, next.text)
+                && in_flight(c, next.index, next.text, |p| p.req == Req::Get && p.aside)
             {
+                return false;
+            }
+            // A cas sends the token of its key's last gets: it waits for that gets' reply.
+            if next.req == Req::Cas && in_flight(c, next.index, next.text, |p| p.req == Req::Gets) {
                 return false;
             }
             if !self.reserve(now) {
@@ -197,7 +202,7 @@ impl<'a> Run<'a> {
             self.rec.lag(now - due);
         }
         c.inflight += 1;
-        if next.req != Req::Delete {
+        if matches!(next.req, Req::Get | Req::Set) {
             if let Some(trace) = self.capture.as_mut() {
                 trace.add(
                     self.phase.measuring,
@@ -231,11 +236,12 @@ impl<'a> Run<'a> {
     }
 }
 
-/// Whether the client has a get-set-on-miss get of this key waiting for its reply: until
-/// it comes, a miss (and its fill) may follow.
-fn in_flight(c: &Client, index: u64, own: bool) -> bool {
+/// Whether the client has a request `which` of this key waiting for its reply: a
+/// get-set-on-miss get (until it comes, a miss and its fill may follow), or a gets (whose
+/// token a cas sends).
+fn in_flight(c: &Client, index: u64, own: bool, which: impl Fn(&Pending) -> bool) -> bool {
     c.conns
         .iter()
         .flat_map(|k| k.pending.iter())
-        .any(|p| p.index == index && (p.trace > INDEX_KEY) == own && p.req == Req::Get && p.aside)
+        .any(|p| p.index == index && (p.trace > INDEX_KEY) == own && which(p))
 }

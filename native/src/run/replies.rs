@@ -124,6 +124,17 @@ impl<'a> Run<'a> {
                 continue;
             }
             let value_len = parsed.reply.value_len();
+            if p.req == Req::Gets {
+                // Its token, read while the reply is in the buffer (tokens.rs).
+                let token = match &parsed.reply {
+                    Reply::Hit { start, end, .. } => {
+                        let reply = &k.inb[pos - parsed.used..pos];
+                        self.codec.token(&reply[..*start], &reply[*start..*end])
+                    }
+                    _ => None,
+                };
+                self.gets_answered(&p, token);
+            }
             self.answered(ci, p, parsed.reply, value_len, now);
             if close_after {
                 break;
@@ -231,9 +242,15 @@ impl<'a> Run<'a> {
                     self.rec.error(&kind, &msg);
                 }
             }
-            (Req::Get, reply) => {
+            (Req::Get | Req::Gets, reply) => {
                 let hit = matches!(reply, Reply::Hit { .. });
                 self.got(ci, &p, hit, in_phase, value_len, now);
+            }
+            (_, Reply::Outcome(outcome)) => {
+                c.release(1, now, pipeline);
+                if in_phase {
+                    self.outcome_answered(&p, outcome, now);
+                }
             }
             (Req::Set, _) => {
                 c.release(1, now, pipeline);
@@ -260,6 +277,15 @@ impl<'a> Run<'a> {
                 }
             }
             (Req::Hello, _) => {}
+            (req, reply) => {
+                // The parsers answer a conditional write with an outcome only; counted, so
+                // that a parser's slip shows.
+                c.release(1, now, pipeline);
+                if in_phase {
+                    let msg = format!("{:?} answered {:?}", req, reply);
+                    self.rec.error("protocol", &msg);
+                }
+            }
         }
     }
 
@@ -277,7 +303,7 @@ impl<'a> Run<'a> {
     ) {
         if in_phase {
             let r = &mut self.rec;
-            r.latency(self.kinds.get, p.t0, now);
+            r.latency(self.kinds.by_req[p.req as usize], p.t0, now);
             if hit {
                 r.hits += 1;
                 r.bytes_in += value_len as u64;

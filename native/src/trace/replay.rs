@@ -48,8 +48,8 @@ pub struct TraceOrder {
     pub warmup_s: f64,
     /// Clients of the whole run: a key's owner is its hash modulo this.
     pub all_clients: u64,
-    /// What the strategy does: get, set, delete.
-    pub supports: [bool; 3],
+    /// What the strategy does: a bit per request kind (`Req as usize`).
+    pub supports: u32,
     /// Larger values are skipped and named (the value buffer's size).
     pub max_value: u32,
     /// Each op name a trace may hold and its op code (the op registry's trace names); a
@@ -85,11 +85,10 @@ impl TraceOrder {
             limit: num("limit")?,
             warmup_s: t["warmup_s"].as_f64().unwrap_or(0.0),
             all_clients: num("all_clients")?.max(1),
-            supports: [
-                supported.contains(&"get"),
-                supported.contains(&"set"),
-                supported.contains(&"delete"),
-            ],
+            supports: supported
+                .iter()
+                .filter_map(|name| Action::named(name))
+                .fold(0, |bits, a| bits | 1 << a.request().0 as u32),
             max_value: num("max_value")? as u32,
             op_codes: op_codes(&t["op_codes"]).ok_or_else(|| bad("op_codes"))?,
             key_max: t["keys"]["max_bytes"]
@@ -443,27 +442,19 @@ impl Replay {
     /// What a request is sent as, or what it is counted as skipped when it is not replayed:
     /// its op, or `LARGE_VALUE`.
     fn replayed(&self, op: u8, value_size: u32) -> Result<(Req, bool), Skip> {
-        let s = &self.order.supports;
         let (req, aside) = if !self.order.as_recorded {
             (Req::Get, true)
         } else {
             match self.sent_as[op as usize] {
-                Some(Action::Get) => (Req::Get, false),
-                Some(Action::Set) => (Req::Set, false),
-                Some(Action::Delete) => (Req::Delete, false),
+                // A trace's requests are its keys' own: never a cache-aside or a publish.
+                Some(a) if !matches!(a, Action::CacheAside | Action::Publish) => a.request(),
                 _ => (Req::Hello, false), // no such request: skipped below
             }
         };
-        let able = match req {
-            Req::Get => s[0],
-            Req::Set => s[1],
-            Req::Delete => s[2],
-            _ => false,
-        };
-        if !able {
+        if req == Req::Hello || self.order.supports & 1 << req as u32 == 0 {
             return Err(Skip::Op(op));
         }
-        if value_size > self.order.max_value && (req == Req::Set || aside) {
+        if value_size > self.order.max_value && (req.carries_value() || aside) {
             return Err(Skip::LargeValue);
         }
         Ok((req, aside))
