@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from faults_support import children
 
 from workbench.results.store import Store
 from workbench.sdk.servers import ServerProcess
@@ -18,19 +19,6 @@ from workbench.sdk.servers import ServerProcess
 # A worker of a short run holds some tens of MB; the old grid of ends grew by hundreds of
 # MB a second, so the test stops it as soon as a worker passes this instead of waiting.
 WORKER_RSS_LIMIT_KB = 400_000
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _rss_kb(pid: int) -> int:
@@ -52,7 +40,7 @@ def _wait_for_interval_watching_memory(cli, needle: str, timeout: float = 90.0) 
     buffer = ""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for child in _children(cli.proc.pid):
+        for child in children(cli.proc.pid):
             rss = _rss_kb(child)
             assert rss < WORKER_RSS_LIMIT_KB, f"worker {child} holds {rss} kB: {buffer}"
         ready, _, _ = select.select([fd], [], [], 0.1)

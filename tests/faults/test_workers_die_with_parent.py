@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from faults_support import children
 from support import stopped
 
 COORDINATOR = textwrap.dedent(
@@ -32,19 +33,6 @@ COORDINATOR = textwrap.dedent(
 )
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -64,7 +52,7 @@ def test_a_worker_dies_with_its_coordinator_even_when_it_cannot_run(tmp_path: Pa
     try:
         assert coordinator.stdout is not None
         assert coordinator.stdout.readline().strip() == "measuring"
-        workers += _children(coordinator.pid)
+        workers += children(coordinator.pid)
         assert len(workers) == 2
         stopped(workers[0])
         coordinator.kill()
