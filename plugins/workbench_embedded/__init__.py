@@ -113,31 +113,31 @@ class ThreadClient:
         return self.locked.delete(key)
 
     def gets(self, key: bytes) -> tuple[bytes, Any] | None:
-        return self.locked.call("gets", key)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.gets, key)
 
     def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
-        return self.locked.call("add", key, value, ttl)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.add, key, value, ttl)
 
     def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
-        return self.locked.call("replace", key, value, ttl)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.replace, key, value, ttl)
 
     def cas(self, key: bytes, value: bytes | memoryview, ttl: float | None, token: Any) -> str:
-        return self.locked.call("cas", key, value, ttl, token)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.cas, key, value, ttl, token)
 
     def append(self, key: bytes, value: bytes | memoryview) -> str:
-        return self.locked.call("append", key, value)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.append, key, value)
 
     def prepend(self, key: bytes, value: bytes | memoryview) -> str:
-        return self.locked.call("prepend", key, value)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.prepend, key, value)
 
     def incr(self, key: bytes, delta: int) -> str:
-        return self.locked.call("incr", key, delta)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.incr, key, delta)
 
     def decr(self, key: bytes, delta: int) -> str:
-        return self.locked.call("decr", key, delta)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.decr, key, delta)
 
     def touch(self, key: bytes, ttl: float | None) -> str:
-        return self.locked.call("touch", key, ttl)  # type: ignore[no-any-return]
+        return self.locked.call(self.locked.cache.touch, key, ttl)
 
     def close(self) -> None:
         return None

@@ -15,10 +15,13 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from workbench.sdk.ops import EXISTS, NOT_FOUND, NOT_NUMERIC, NOT_STORED, STORED
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 MAX_COUNTER = 1 << 64  # memcached's counters are unsigned 64-bit and wrap
 # How C's strtoull reads a number: leading white space, a sign, digits.
@@ -227,7 +230,7 @@ class LockedCache:
         with self.lock:
             return self.cache.delete(key)
 
-    def call(self, name: str, *args: Any) -> Any:
-        """Any other of the cache's operations by name, under the lock."""
+    def call(self, op: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Any other of the cache's operations (a bound method of `cache`), under the lock."""
         with self.lock:
-            return getattr(self.cache, name)(*args)
+            return op(*args, **kwargs)

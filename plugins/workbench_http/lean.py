@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import ssl
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -62,7 +62,8 @@ class LeanProtocol(asyncio.Protocol):
         self.unsolicited = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection (TCP, TLS) is given a Transport, not only a BaseTransport.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         try:

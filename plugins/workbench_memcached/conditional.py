@@ -55,10 +55,12 @@ class ConditionalCommands:
         self, command: bytes, key: bytes, value: bytes | memoryview, ttl: float | None
     ) -> str:
         head = b"%b %b 0 %d %d\r\n" % (command, key, _exptime(ttl), len(value))
-        return await self._send(key, OUTCOME, head, value)  # type: ignore[no-any-return]
+        reply: str = await self._send(key, OUTCOME, head, value)
+        return reply
 
     async def gets(self, key: bytes) -> tuple[bytes, int] | None:
-        return await self._send(key, GETS, b"gets " + key + b"\r\n")  # type: ignore[no-any-return]
+        reply: tuple[bytes, int] | None = await self._send(key, GETS, b"gets " + key + b"\r\n")
+        return reply
 
     async def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
         return await self._store(b"add", key, value, ttl)
@@ -77,13 +79,17 @@ class ConditionalCommands:
     ) -> str:
         # No token (no gets brought one): 0, which no item has while cas is on.
         head = b"cas %b 0 %d %d %d\r\n" % (key, _exptime(ttl), len(value), token or 0)
-        return await self._send(key, OUTCOME, head, value)  # type: ignore[no-any-return]
+        reply: str = await self._send(key, OUTCOME, head, value)
+        return reply
 
     async def incr(self, key: bytes, delta: int) -> str:
-        return await self._send(key, DELTA, b"incr %b %d\r\n" % (key, delta))  # type: ignore[no-any-return]
+        reply: str = await self._send(key, DELTA, b"incr %b %d\r\n" % (key, delta))
+        return reply
 
     async def decr(self, key: bytes, delta: int) -> str:
-        return await self._send(key, DELTA, b"decr %b %d\r\n" % (key, delta))  # type: ignore[no-any-return]
+        reply: str = await self._send(key, DELTA, b"decr %b %d\r\n" % (key, delta))
+        return reply
 
     async def touch(self, key: bytes, ttl: float | None) -> str:
-        return await self._send(key, TOUCH, b"touch %b %d\r\n" % (key, _exptime(ttl)))  # type: ignore[no-any-return]
+        reply: str = await self._send(key, TOUCH, b"touch %b %d\r\n" % (key, _exptime(ttl)))
+        return reply

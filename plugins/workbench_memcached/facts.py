@@ -39,6 +39,7 @@ URLS = Urls(
     options=url_options,
     forms=(f"{SCHEME}://HOST:PORT[,HOST:PORT]",),
     with_tls=with_tls,
+    tool_protocols=("memcache_text",),  # memtier_benchmark's -P name for the text protocol
 )
 CACHE_SIZE = CacheSize("memory_mb", unit=MiB)
 FIGURES = ServerFigures(

@@ -20,7 +20,7 @@ import socket
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from workbench.sdk import (
     AdapterError,
@@ -159,7 +159,8 @@ class Wire(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection (TCP, TLS) is given a Transport, not only a BaseTransport.
+        self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError, AttributeError):

@@ -7,4 +7,5 @@ from __future__ import annotations
 from workbench.sdk.resp import RespFacts
 from workbench_redis.target import DEFAULT_URL, SYSTEM
 
-FACTS = RespFacts(SYSTEM, "Redis", DEFAULT_URL)
+# memtier_benchmark's protocol names for RESP (its default is "redis").
+FACTS = RespFacts(SYSTEM, "Redis", DEFAULT_URL, tool_protocols=("redis", "resp2", "resp3"))

@@ -89,3 +89,17 @@ def kill_if_alive(pid: int) -> None:
 
     if alive(pid):
         os.kill(pid, signal.SIGKILL)
+
+
+def children(pid: int) -> list[int]:
+    """The pids whose parent is `pid`, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found

@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from faults_support import children
 from support import stopped
 
 COORDINATOR = textwrap.dedent(
@@ -30,19 +31,6 @@ COORDINATOR = textwrap.dedent(
     asyncio.run(main())
     """
 )
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _is_meter(pid: int) -> bool:
@@ -74,10 +62,10 @@ def test_a_worker_dies_with_its_coordinator_even_when_it_cannot_run(tmp_path: Pa
     try:
         assert coordinator.stdout is not None
         assert coordinator.stdout.readline().strip() == "measuring"
-        children = _children(coordinator.pid)
-        workers += [c for c in children if not _is_meter(c)]
-        meters = [c for c in children if _is_meter(c)]
-        assert len(workers) == 2 and len(meters) == 1, children
+        found = children(coordinator.pid)
+        workers += [c for c in found if not _is_meter(c)]
+        meters = [c for c in found if _is_meter(c)]
+        assert len(workers) == 2 and len(meters) == 1, found
         stopped(workers[0])
         workers += meters  # the meter dies with its coordinator too
         coordinator.kill()

@@ -161,7 +161,7 @@ def test_pipeline_picks_the_pipelining_strategy_or_sets_its_depth(
             "pipelines with strategy pipeline",
         ),
         (Flags(server="ftp://127.0.0.1"), [], "--server", "redis://HOST:PORT"),
-        (Flags(server="127.0.0.1:6379"), [], "--server", "redis://HOST:PORT"),
+        (Flags(server="load.duration=1"), [], "--server", "HOST[:PORT]"),  # -s was --set
         (Flags(server="redis://:secret@127.0.0.1:6379"), [], "--server", "never stored"),
         (Flags(ratio="1-10"), [], "--ratio", "SET:GET"),
         (Flags(key_pattern="R:S"), [], "--key-pattern", "same pattern"),
@@ -289,7 +289,7 @@ def test_run_and_search_take_the_same_familiar_flags() -> None:
 
     from workbench.cli import run as run_cli
     from workbench.cli import search as search_cli
-    from workbench.cli.flags import FLAG_PARAMETERS
+    from workbench.cli.flag_options import FLAG_PARAMETERS
 
     names = {name for name, _, _ in FLAG_PARAMETERS}
     for command in (run_cli.run_command, search_cli.command):

@@ -69,9 +69,12 @@ async def test_each_meter_reports_every_cpu_and_the_processes_it_watches(kind: s
     assert figures is not None
     cpus = {str(c) for c in os.sched_getaffinity(0)}
     assert set(figures.cpus) == cpus
-    # Every CPU woke about once per tick (a few ticks late at most, on a busy machine).
-    assert all(wakes >= 200 for wakes, *_ in figures.cpus.values()), figures.cpus
-    assert figures.hist.get_total_count() >= 200 * len(cpus)
+    # Every CPU woke about once per tick (a few ticks late at most, on a busy machine); the
+    # Python stand-in sleeps a longer tick than asked, and says so.
+    ticks = 0.5e9 / figures.tick_ns
+    assert figures.tick_ns == 1_000_000 or kind == "python"
+    assert all(wakes >= 0.4 * ticks for wakes, *_ in figures.cpus.values()), figures.cpus
+    assert figures.hist.get_total_count() >= 0.4 * ticks * len(cpus)
     assert figures.seen["worker 0"] and set(figures.seen["worker 0"]) <= cpus
     assert "worker 0" in figures.waited
     if kind == "python":
@@ -97,7 +100,8 @@ async def test_a_cpu_taken_by_a_real_time_task_is_a_hiccup_on_that_cpu(kind: str
     assert figures is not None
     on_cpu = [e for e in figures.events if e.cpu == str(cpu)]
     assert on_cpu, figures.summary()
-    assert max(e.length_ns for e in on_cpu) >= 50_000_000, on_cpu
+    # 60 ms taken: the wake-up due in it is late by all of it but at most one tick.
+    assert max(e.length_ns for e in on_cpu) >= 60_000_000 - figures.tick_ns, on_cpu
 
 
 @pytest.mark.redis

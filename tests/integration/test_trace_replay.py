@@ -337,6 +337,9 @@ def _ttl_of(options: list[bytes]) -> int:
     return 0
 
 
+# Serial: when each client's last command comes is timing, which a parallel pass on a
+# loaded machine stretched past the 15% it allows.
+@pytest.mark.serial
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_each_key_keeps_its_order_and_native_clients_share_the_work(
     store: Store, tmp_path: Path, engine: str

@@ -15,7 +15,7 @@ MAX_FUNCTION_LINES = 60
 # Still over, to be split: path -> lines, "path:function" -> lines (its size today).
 STILL_OVER: dict[str, int] = {
     "plugins/workbench_memcached/protocol.py": 567,
-    "workbench/cli/flags.py": 716,
+    "workbench/cli/flags.py": 530,
     "workbench/cli/run.py:run_command": 153,
     "workbench/engine/clients.py:async_client": 77,
     "workbench/engine/clients.py:thread_client": 73,

@@ -150,7 +150,8 @@ def test_a_negative_latency_is_refused_not_clamped() -> None:
 def test_interval_ends_follow_the_fold_rule(
     duration: float, interval: float, ends: list[float]
 ) -> None:
-    assert frames.interval_ends(duration, interval) == pytest.approx(ends)
+    assert list(frames.interval_ends(duration, interval)) == pytest.approx(ends)
+    assert frames.interval_count(duration, interval) == len(ends)
 
 
 def test_open_loop_offers_each_client_its_share_of_the_rate() -> None:

@@ -90,7 +90,9 @@ def test_reports_give_median_min_max_across_repeats(repeated_run: tuple[Store, s
     assert "REPEATS: [min median max]" in criterion
     # The conclusions judge each step by its median repeat, and name it once.
     conclusions = criterion.split("# Conclusions based on below data:")[1].split("`time`")[0]
-    assert "repeat=" not in conclusions
+    # (The line of steps left out, on a machine busy with others, names each one.)
+    compared = [ln for ln in conclusions.splitlines() if "Left out of these" not in ln]
+    assert "repeat=" not in "\n".join(compared)
     medians = [sorted(g.steps, key=lambda s: s.summary.ops_per_s)[1] for g in found]
     peak = max(medians, key=lambda s: s.summary.ops_per_s)
     left_out = [s for s in medians if not figure_stands(s.view.verdict)]

@@ -1,23 +1,25 @@
 """A server named as memtier_benchmark and redis-benchmark users name it, made into the URL
 ``-s`` takes: ``-s HOST -p PORT``, ``-h HOST -p PORT``, ``-s HOST:PORT``, ``-p PORT`` alone
-(on 127.0.0.1), the scheme from ``-P``/``--protocol`` (memtier's names, or a system's
-scheme) or else from the profile's system when it has URLs, else Redis (memtier's default).
-A URL given whole (``-s redis://HOST:PORT``) is taken as it is.
+(on 127.0.0.1), the scheme from ``-P``/``--protocol`` (memtier's names, which systems
+declare as `Urls.tool_protocols`, or a system's scheme) or else from the profile's system
+when it has URLs, else that of memtier's default protocol. A URL given whole
+(``-s redis://HOST:PORT``) is taken as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.errors import SpecError
 
-# memtier's --protocol values -> the scheme that names the system speaking them.
-MEMTIER_PROTOCOLS = {"redis": "redis", "resp2": "redis", "resp3": "redis",
-                     "memcache_text": "memcached"}  # fmt: skip
-MEMTIER_DEFAULT = "redis"  # memtier's default protocol
+# memtier's default --protocol ("redis", which is RESP2), by the name no system has.
+MEMTIER_DEFAULT = "resp2"
+# A host name or IPv4 address as a bare -s HOST gives it (IPv6 goes in brackets).
+HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 LOOPBACK = "127.0.0.1"  # memtier's and redis-benchmark's default host
 
 
@@ -27,11 +29,12 @@ def server_url(
     port: int | None,
     protocol: str | None,
     system_scheme: Callable[[], str | None],
-    is_scheme: Callable[[str], bool],
+    scheme_of: Callable[[str], str | None],
 ) -> str | None:
     """The URL for ``-s``/``-h``/``-p``/``-P`` as given (None: no server named).
     `system_scheme` gives the profile's system's first URL scheme, if it has one;
-    `is_scheme` says whether a system declares a scheme."""
+    `scheme_of` gives the scheme a name means: a system's scheme, or the first scheme of
+    the system declaring it among its `tool_protocols` (None: no system)."""
     if server is not None and host is not None:
         raise SpecError("expected -s/--server or -h/--host, not both (they both name the host)",
                         "--host")  # fmt: skip
@@ -45,9 +48,9 @@ def server_url(
     if "://" in given:
         return _with_port(given, port)
     if protocol is not None:
-        scheme = _scheme(protocol, is_scheme)
+        scheme = _scheme(protocol, scheme_of)
     else:
-        scheme = system_scheme() or MEMTIER_DEFAULT
+        scheme = system_scheme() or scheme_of(MEMTIER_DEFAULT) or MEMTIER_DEFAULT
     name, own_port = _host_and_port(given)
     if own_port is not None and port is not None and own_port != port:
         raise SpecError(f"expected one port: {given!r} has {own_port}, -p says {port}",
@@ -81,6 +84,9 @@ def _host_and_port(text: str) -> tuple[str, int | None]:
     if text.count(":") > 1:  # a bare IPv6 address such as ::1
         return f"[{text}]", None
     host, colon, port = text.partition(":")
+    if not HOST_NAME.fullmatch(host):  # `-s load.duration=1`: once the short form of --set
+        raise SpecError(f"expected a URL (redis://HOST:PORT...) or HOST[:PORT]; got {text!r}",
+                        "--server")  # fmt: skip
     return host, _port(port) if colon else None
 
 
@@ -90,22 +96,31 @@ def _port(text: str) -> int:
     raise SpecError(f"expected a port from 1 to 65535; got {text!r}", "--server")
 
 
-def _scheme(protocol: str, is_scheme: Callable[[str], bool]) -> str:
+def _scheme(protocol: str, scheme_of: Callable[[str], str | None]) -> str:
     """memtier's protocol name (redis, resp2, resp3, memcache_text) or a system's scheme."""
     name = protocol.strip().lower()
-    if name in MEMTIER_PROTOCOLS:
-        return MEMTIER_PROTOCOLS[name]
-    if is_scheme(name):
-        return name
+    scheme = scheme_of(name)
+    if scheme is not None:
+        return scheme
     if name.isdigit():
         raise SpecError(f"expected a protocol name: -P is memtier's --protocol; redis-benchmark's "
                         f"-P {name} is --pipeline {name} here", "--protocol")  # fmt: skip
     if name == "memcache_binary":
-        raise SpecError("expected memcache_text: the workbench speaks memcached's text and "
-                        "meta protocols, not the binary one", "--protocol")  # fmt: skip
-    known = ", ".join(sorted(MEMTIER_PROTOCOLS))
-    raise SpecError(f"expected {known} or a system's URL scheme (redis, memcached, http...); "
-                    f"got {protocol!r}", "--protocol")  # fmt: skip
+        raise SpecError("expected memcache_text: the text and meta protocols are spoken, not "
+                        "the binary one", "--protocol")  # fmt: skip
+    raise SpecError(f"expected a protocol name of memtier's (resp2, memcache_text...) or a "
+                    f"system's URL scheme (`workbench plugins`); got {protocol!r}",
+                    "--protocol")  # fmt: skip
+
+
+def scheme_named(name: str, systems: Iterable[CacheSystem]) -> str | None:
+    """The URL scheme `name` means: a system's own scheme, else the first scheme of the
+    system that declares it among its `Urls.tool_protocols` (memtier's ``resp2``...)."""
+    name = name.lower()
+    declared = [s.urls for s in systems if s.urls is not None]
+    if any(name in urls.schemes for urls in declared):
+        return name
+    return next((urls.schemes[0] for urls in declared if name in urls.tool_protocols), None)
 
 
 def profile_scheme(target: Mapping[str, Any], load: Callable[[str], CacheSystem],

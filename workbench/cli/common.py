@@ -8,7 +8,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -52,7 +52,8 @@ StoreOption = Annotated[
 ]
 
 DEBUG = {"on": False}
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def open_store(path: Path | None) -> Store:
@@ -70,11 +71,11 @@ def fail(message: str, status: ExitStatus) -> typer.Exit:
     return typer.Exit(int(status))
 
 
-def one_line_errors(fn: F) -> F:
+def one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn workbench errors into one line and an exit code; tracebacks only with --debug."""
 
     @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
@@ -105,7 +106,7 @@ def one_line_errors(fn: F) -> F:
             )
             raise typer.Exit(int(ExitStatus.ERROR)) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 _STDOUT = {"open": True, "to_stderr": False}

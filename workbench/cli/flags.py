@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
-from workbench.cli.address import profile_scheme, server_url
+from workbench.cli.address import profile_scheme, scheme_named, server_url
+from workbench.cli.flag_options import FLAG_PARAMETERS
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.discovery import load_plugin, plugin_statuses
 from workbench.sdk.errors import SpecError
@@ -203,7 +204,7 @@ def with_address(flags: Flags, profile: Mapping[str, Any]) -> Flags:
     """The flags with ``-s``/``-h``/``-p``/``-P`` made into one ``-s`` URL."""
     url = server_url(flags.server, flags.host, flags.port, flags.protocol,
                      lambda: profile_scheme(_target(profile), load_plugin, DEFAULT_SYSTEM),
-                     lambda scheme: system_of_scheme(scheme) is not None)  # fmt: skip
+                     lambda name: scheme_named(name, _systems()))  # fmt: skip
     return replace(flags, server=url, host=None, port=None, protocol=None)
 
 
@@ -388,218 +389,6 @@ def pipeline_overrides(depth: int, system: Any, strategy_name: str, default_name
     )
 
 
-# The typer declarations, each help naming the memtier / redis-benchmark flag it stands for.
-PANEL = "Familiar flags (memtier_benchmark, redis-benchmark)"
-
-
-def _opt(*names: str, help: str, metavar: str) -> Any:
-    import typer
-
-    # Square brackets would be read as rich markup in --help.
-    return typer.Option(
-        *names, help=help.replace("[", "\\["), metavar=metavar, rich_help_panel=PANEL
-    )
-
-
-CLIENTS = _opt(
-    "--clients",
-    "-c",
-    metavar="N",
-    help="virtual clients in all (load.concurrency); redis-benchmark -c, "
-    "memtier --clients x --threads; a list sweeps",
-)
-WORKERS = _opt(
-    "--workers",
-    "-w",
-    metavar="N",
-    help="worker processes, 0: one per core (load.workers); memtier -t/--threads",
-)
-DATA_SIZE = _opt(
-    "--data-size",
-    "-d",
-    metavar="SIZE",
-    help="value size: 100, 4KiB, uniform(8,3000), weighted(100:9,4KiB:1) (workload.value_size); "
-    "memtier -d/--data-size, redis-benchmark -d",
-)
-REQUESTS = _opt(
-    "--requests",
-    "-n",
-    metavar="N",
-    help="total operations, ends the step (load.ops); redis-benchmark -n, "
-    "memtier -n x clients x threads",
-)
-TEST_TIME = _opt(
-    "--test-time",
-    metavar="DURATION",
-    help="measured time: 60, 60s, 1m, 500ms (load.duration); memtier --test-time",
-)
-RATIO = _opt(
-    "--ratio",
-    metavar="SET:GET",
-    help="set:get weights, e.g. 1:10 (workload.mix); memtier --ratio",
-)
-KEY_PATTERN = _opt(
-    "--key-pattern",
-    metavar="PATTERN",
-    help="uniform, zipf, gaussian, sequential, hotcold, or memtier's R:R, Z:Z, G:G, S:S, "
-    "or a form like zipf(1.2) (workload.key_distribution); memtier --key-pattern",
-)
-KEY_MAXIMUM = _opt(
-    "--key-maximum",
-    metavar="N",
-    help="keys in the key space (workload.keys); memtier --key-maximum, redis-benchmark -r",
-)
-PIPELINE = _opt(
-    "--pipeline",
-    metavar="N",
-    help="requests in flight per connection on the native engine (the default strategy: "
-    "strategy.options.pipeline, as memtier), else commands per round trip of a pipelining "
-    "strategy (redis pipeline: strategy.options.batch); memtier --pipeline, redis-benchmark -P",
-)
-RATE = _opt(
-    "--rate",
-    metavar="OPS/S",
-    help="open loop at this total rate (load.rate); memtier --rate-limiting x connections, wrk2 -R",
-)
-TTL = _opt(
-    "--ttl",
-    metavar="TTL",
-    help="expiry of set keys: 60, 2s, range(1,5), none (workload.ttl); memtier --expiry-range",
-)
-SERVER = _opt(
-    "--server",
-    "-s",
-    metavar="URL|HOST[:PORT]",
-    help="redis://HOST:PORT[/DB], memcached://HOST:PORT, http://HOST:PORT: picks the system "
-    "and its address (target.*); a bare HOST[:PORT] takes the scheme of -P, else of the "
-    "profile's system, else redis; memtier -s/--server",
-)
-HOST = _opt("--host", "-h", metavar="HOST",
-            help="the server's host, as -s HOST; redis-benchmark -h")  # fmt: skip
-PORT = _opt("--port", "-p", metavar="PORT",
-            help="the server's port (with -s/-h HOST, else on 127.0.0.1); memtier and "
-            "redis-benchmark -p")  # fmt: skip
-PROTOCOL = _opt("--protocol", "-P", metavar="NAME",
-                help="the scheme of a bare -s HOST: redis, resp2, resp3, memcache_text (memtier "
-                "-P/--protocol) or a system's (memcached, http, valkey...)")  # fmt: skip
-REPEAT = _opt(
-    "--repeat",
-    metavar="N",
-    help="run each step N times, interleaved (A B A B); reports give median [min max] "
-    "(load.repeat)",
-)
-
-
-DATA_SIZE_RANGE = _opt(
-    "--data-size-range",
-    metavar="MIN-MAX",
-    help="value sizes uniform in MIN..MAX, e.g. 32-1024 (workload.value_size = "
-    "uniform(MIN,MAX)); memtier --data-size-range",
-)
-DATA_SIZE_LIST = _opt(
-    "--data-size-list",
-    metavar="SIZE:WEIGHT,...",
-    help="value sizes with weights, e.g. 32:7,1024:3 (workload.value_size = weighted(...)); "
-    "memtier --data-size-list",
-)
-KEY_MINIMUM = _opt(
-    "--key-minimum",
-    metavar="N",
-    help="with --key-maximum: MAX-MIN+1 keys (workload.keys); memtier --key-minimum",
-)
-EXPIRY_RANGE = _opt(
-    "--expiry-range",
-    metavar="MIN-MAX",
-    help="set keys expire in MIN..MAX seconds (workload.ttl = range(MIN,MAX)); "
-    "memtier --expiry-range",
-)
-PRINT_PERCENTILES = _opt(
-    "--print-percentiles",
-    metavar="P,P,...",
-    help="the percentiles each step's summary lists, e.g. 50,99,99.9; memtier --print-percentiles",
-)
-
-HIDE_HISTOGRAM = _opt("--hide-histogram", metavar="",
-                      help="no percentile ladder in summaries (memtier's)")  # fmt: skip
-
-TLS = _opt(
-    "--tls",
-    metavar="",
-    help="speak TLS: rediss://, https://, memcached target.options.tls; a managed server "
-    "gets a throw-away CA (target.server.tls); memtier --tls, redis-benchmark --tls",
-)
-CERT = _opt(
-    "--cert",
-    metavar="PEM",
-    help="client certificate for mutual TLS (target.options.tls_cert); memtier --cert",
-)
-KEY = _opt(
-    "--key",
-    metavar="PEM",
-    help="private key of --cert (target.options.tls_key); memtier --key",
-)
-CACERT = _opt(
-    "--cacert",
-    metavar="PEM",
-    help="CA that signed the server (target.options.tls_ca); memtier --cacert",
-)
-TLS_SKIP_VERIFY = _opt(
-    "--tls-skip-verify",
-    metavar="",
-    help="no certificate verification, said in the report (target.options.tls_insecure); "
-    "memtier --tls-skip-verify",
-)
-SNI = _opt(
-    "--sni",
-    metavar="NAME",
-    help="server name sent and verified (target.options.tls_sni); memtier --sni",
-)
-
-CLUSTER_MODE = _opt(
-    "--cluster-mode",
-    "--cluster",
-    metavar="",
-    help="a Redis Cluster: the cluster strategy follows CLUSTER SLOTS (target.options.cluster; "
-    "a managed server becomes a 3-node cluster, target.server.cluster); memtier "
-    "--cluster-mode, redis-benchmark --cluster",
-)
-
-
-# Every familiar flag: (parameter name, type, declaration). `run` and `search` take them all
-# through `familiar_flags`, so the two commands can never drift apart.
-FLAG_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
-    ("server", str | None, SERVER),
-    ("host", str | None, HOST),
-    ("port", int | None, PORT),
-    ("protocol", str | None, PROTOCOL),
-    ("clients", str | None, CLIENTS),
-    ("workers", str | None, WORKERS),
-    ("data_size", str | None, DATA_SIZE),
-    ("data_size_range", str | None, DATA_SIZE_RANGE),
-    ("data_size_list", str | None, DATA_SIZE_LIST),
-    ("requests", str | None, REQUESTS),
-    ("test_time", str | None, TEST_TIME),
-    ("ratio", str | None, RATIO),
-    ("key_pattern", str | None, KEY_PATTERN),
-    ("key_minimum", int | None, KEY_MINIMUM),
-    ("key_maximum", str | None, KEY_MAXIMUM),
-    ("pipeline", int | None, PIPELINE),
-    ("rate", str | None, RATE),
-    ("ttl", str | None, TTL),
-    ("expiry_range", str | None, EXPIRY_RANGE),
-    ("repeat", int | None, REPEAT),
-    ("print_percentiles", str | None, PRINT_PERCENTILES),
-    ("hide_histogram", bool | None, HIDE_HISTOGRAM),
-    ("tls", bool | None, TLS),
-    ("cert", str | None, CERT),
-    ("key", str | None, KEY),
-    ("cacert", str | None, CACERT),
-    ("tls_skip_verify", bool | None, TLS_SKIP_VERIFY),
-    ("sni", str | None, SNI),
-    ("cluster_mode", bool | None, CLUSTER_MODE),
-)
-
-
 def familiar_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     """Give a typer command every familiar flag; it receives them as one ``flags: Flags``.
 
@@ -646,7 +435,7 @@ def familiar_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     params = [p for p in own if p.kind != inspect.Parameter.VAR_KEYWORD]
     positional = [p for p in params if p.kind != inspect.Parameter.KEYWORD_ONLY]
     keyword = [p for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY]
-    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # typer reads it
         [*positional, *keyword, *added]
     )
     wrapper.__annotations__ = {p.name: p.annotation for p in [*positional, *keyword, *added]}
@@ -686,7 +475,8 @@ FIELD_FLAGS = {
         ("data_size_range", "--data-size-range"),
         ("data_size_list", "--data-size-list"),
     ),
-    "load.ops": (("requests", "-n/--requests"),), "load.duration": (("test_time", "--test-time"),),
+    "load.ops": (("requests", "-n/--requests"),),
+    "load.duration": (("test_time", "--test-time"),),
     "workload.mix": (("ratio", "--ratio"),),
     "workload.keys": (("key_minimum", "--key-minimum"), ("key_maximum", "--key-maximum")),
     "load.rate": (("rate", "--rate"),),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Iterable
 from typing import Annotated
 
 from workbench.cli import stop_signals
@@ -14,49 +16,31 @@ try:
     import typer
 
     from workbench import __version__
-    from workbench.cli import (
-        check,
-        compare,
-        doctor,
-        mrc,
-        plugins,
-        profiles,
-        report,
-        runs,
-        search,
-        serve,
-        simulate,
-        trace,
-    )
     from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
-    from workbench.cli.run import run_command
 except KeyboardInterrupt:  # a Ctrl-C while the imports load: nothing has started yet
     sys.stderr.write("interrupted\n")
     stop_signals.exiting(130)
     raise SystemExit(130) from None
 
-app = typer.Typer(
-    name="workbench",
-    help="Cache Workbench: cache experiments with live throughput and latency percentiles.\n\n"
-    + EXIT_CODES_HELP,
-    invoke_without_command=True,
-    no_args_is_help=False,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-)
-app.command("run")(run_command)
-app.add_typer(runs.app, name="runs")
-app.add_typer(plugins.app, name="plugins")
-app.command("report")(report.command)
-app.add_typer(profiles.app, name="profiles")
-app.command("serve")(serve.command)
-app.command("check")(check.command)
-app.command("compare")(compare.command)
-app.command("search")(search.command)
-app.command("simulate")(simulate.command)
-app.command("mrc")(mrc.command)
-app.add_typer(trace.app, name="trace")
-app.command("doctor")(doctor.command)
+# Every command, in the order --help lists them: (its module, the attribute that is its
+# function or its typer group, whether it is a group). A command line that names one
+# imports and builds that one only: every other command's imports and typer's building of
+# its options cost each start some tenths of a second of CPU.
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "run": ("workbench.cli.run", "run_command", False),
+    "runs": ("workbench.cli.runs", "app", True),
+    "plugins": ("workbench.cli.plugins", "app", True),
+    "report": ("workbench.cli.report", "command", False),
+    "profiles": ("workbench.cli.profiles", "app", True),
+    "serve": ("workbench.cli.serve", "command", False),
+    "check": ("workbench.cli.check", "command", False),
+    "compare": ("workbench.cli.compare", "command", False),
+    "search": ("workbench.cli.search", "command", False),
+    "simulate": ("workbench.cli.simulate", "command", False),
+    "mrc": ("workbench.cli.mrc", "command", False),
+    "trace": ("workbench.cli.trace", "app", True),
+    "doctor": ("workbench.cli.doctor", "command", False),
+}
 
 
 def _show_version(value: bool) -> None:
@@ -65,7 +49,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def main_callback(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
@@ -91,9 +74,53 @@ def main_callback(
         run_app(store=store)
 
 
+def build_app(names: Iterable[str]) -> typer.Typer:
+    """The `workbench` command with the commands `names` (of `COMMANDS`)."""
+    built = typer.Typer(
+        name="workbench",
+        help="Cache Workbench: cache experiments with live throughput and latency "
+        "percentiles.\n\n" + EXIT_CODES_HELP,
+        invoke_without_command=True,
+        no_args_is_help=False,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+    )
+    built.callback()(main_callback)
+    for name in names:
+        module, attribute, group = COMMANDS[name]
+        found = getattr(importlib.import_module(module), attribute)
+        if group:
+            built.add_typer(found, name=name)
+        else:
+            built.command(name)(found)
+    return built
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command a command line names, None when it names none of `COMMANDS` (the TUI,
+    --help, --version, a mistyped name) or completes one: then every command is built."""
+    if any(key.startswith("_WORKBENCH_COMPLETE") for key in os.environ):
+        return None
+    args = iter(argv)
+    for arg in args:
+        if arg == "--store":  # the one top-level option with a value
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`: the command with every command (what tests and typer's tools import)."""
+    if name == "app":
+        return build_app(COMMANDS)
+    raise AttributeError(name)
+
+
 def main() -> None:
     try:
-        app()
+        named = named_command(sys.argv[1:])
+        build_app(COMMANDS if named is None else [named])()
     except KeyboardInterrupt:  # a Ctrl-C while typer builds the commands, before any runs
         sys.stderr.write("interrupted\n")
         stop_signals.exiting(130)

@@ -48,7 +48,7 @@ from workbench.results.events import (
     StepStarted,
 )
 from workbench.results.live import RunView
-from workbench.results.store import default_path
+from workbench.results.store import Store, default_path
 from workbench.run import session
 from workbench.simulate.policies import POLICIES, parse_policies
 from workbench.spec.load import read_profile
@@ -241,7 +241,7 @@ def _empty_profile_note(profile: Path, spec: Spec) -> str:
     return f"note: {profile} sets nothing: running {what}"
 
 
-def _write_outputs(wanted: list[outputs.Output], st, run_id: str) -> bool:  # type: ignore[no-untyped-def]
+def _write_outputs(wanted: list[outputs.Output], st: Store, run_id: str) -> bool:
     """Write the requested files and print the stdout reports; True when a file failed."""
     if not wanted or not run_id:
         return False
@@ -279,9 +279,9 @@ class _Presses:
             self.task.cancel()
 
 
-async def _drive(  # type: ignore[no-untyped-def]
-    spec,
-    st,
+async def _drive(
+    spec: Spec,
+    st: Store,
     name: str | None,
     quiet: bool,
     bar_on: TextIO | None,

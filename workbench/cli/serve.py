@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Mapping
 from types import FrameType
@@ -66,6 +67,8 @@ def _foreground(server: ManagedServer, lines: list[str]) -> None:
         log_path = getattr(server, "log_path", None)
         log = log_path.read_text(errors="replace").splitlines()[-8:] if log_path else []
         server.stop()
+        if log_path:  # its end is printed below: nothing is left in workbench-servers/
+            log_path.unlink(missing_ok=True)
         raise fail(
             f"the server (pid {server.pid}) exited" + "".join(f"\n  {line}" for line in log),
             ExitStatus.ERROR,
@@ -85,6 +88,22 @@ def _guarded(start: Callable[[], Any]) -> Any:
         return start()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _check_free(host: str, port: int) -> None:
+    """A port another process listens on is refused before starting: the server failed to
+    bind, but the other one answered the readiness check, so "listening" was printed."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise SpecError(
+                f"port {port} on {host} is taken ({exc.strerror}); choose another, or 0 for a "
+                "free one",
+                "--port",
+            ) from None
 
 
 def servable() -> dict[str, tuple[CacheSystem, dict[str, Any]]]:
@@ -142,14 +161,17 @@ def command(
     if name not in known:
         raise SpecError(f"expected one of {', '.join(sorted(known))}; got {name!r}", "NAME")
     system, recipe = known[name]
-    assert system.server is not None
+    launcher = system.server
+    assert launcher is not None
     require_loopback(host, "--host")
     if not 0 <= port <= 65535:  # the kernel would pick one, and the server then be lost
         raise SpecError(f"expected a port from 0 (a free one) to 65535; got {port}", "--port")
+    if port:
+        _check_free(host, port)
     given = {**recipe, **_settings(settings or [])}
-    options = system.server.options.resolve(given, "target.server")
+    options = launcher.options.resolve(given, "target.server")
     options |= {LISTEN_HOST: host, LISTEN_PORT: port}
-    server = _guarded(lambda: system.server.start(options))  # type: ignore[union-attr]
+    server = _guarded(lambda: launcher.start(options))
     address = getattr(server, "address", "") or "loopback"
     log = getattr(server, "log_path", None)
     lines = [

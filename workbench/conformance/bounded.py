@@ -108,7 +108,9 @@ class AdapterCalls:
             raise CheckFailed(f"get returned {type(got).__name__}, expected bytes or None")
         return None if got is None else bytes(got)
 
-    async def set(self, client: Any, key: bytes, value: bytes | memoryview, ttl: float | None):  # type: ignore[no-untyped-def]
+    async def set(
+        self, client: Any, key: bytes, value: bytes | memoryview, ttl: float | None
+    ) -> Any:
         if self.fills:
             return await self.fill(client, key, value)
         return await self.call(client, "set", key, value, ttl)

@@ -84,7 +84,13 @@ class Buffers:
 
 
 def record(
-    buf: Buffers, code: int, ns: int, got: bytes | None, hot: bool, sent: int, expected: int
+    buf: Buffers,
+    code: int,
+    ns: int,
+    got: bytes | str | None,
+    hot: bool,
+    sent: int,
+    expected: int,
 ) -> None:
     """One completed op: its latency and what it moved. The one recording path of every loop.
 
@@ -107,7 +113,7 @@ def record(
         buf.published += 1
         buf.expected += expected
     elif got is not None:  # a conditional write's outcome
-        buf.outcome(code, got)
+        buf.outcome(code, got if isinstance(got, str) else got.decode())
 
 
 def record_delivery(buf: Buffers, ns: int, size: int) -> None:

@@ -5,6 +5,7 @@ Parsed once per step from the spec, next to `workload.py` which makes the op str
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from workbench.engine.arrivals import OfferedCounter, Schedule, client_seed
@@ -111,6 +112,6 @@ def client_plans(spec: Spec, worker: int, workers: int) -> list[ClientPlan]:
     ]
 
 
-def mixes(spec: Spec) -> list[str | dict[str, float]]:
+def mixes(spec: Spec) -> list[Mapping[str, float]]:
     """Every op mix of the spec (one per group, or the workload's own)."""
     return [g.mix for g in spec.workload.groups] or [spec.workload.mix]

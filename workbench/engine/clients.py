@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from workbench.engine.accounting import Buffers, record, record_delivery
 from workbench.engine.client_plans import ClientPlan
@@ -37,6 +37,8 @@ TURN_OPS = 4096
 TRACED = frozenset({GET, SET, CACHE_ASIDE})  # the ops a captured trace holds
 ERROR_PAUSE = 0.001  # a client pauses after an error so a dead server cannot spin the CPU
 _STAMP = struct.Struct("<qq")  # publish time (perf_counter_ns), sequence << 1 | measured
+
+Stream = OpStream | TraceStream  # a generated workload, or a replayed trace
 
 
 class UnsupportedOp(Exception):
@@ -90,6 +92,7 @@ class LoadState:
 
     def reserve(self) -> bool:
         """Take one op from the phase budget before issuing it; False: do not issue it."""
+        # Callers check `remaining is not None` first: no second check on the per-op path.
         self.remaining -= 1  # type: ignore[operator]
         if self.remaining == 0 and self.loop is not None:
             self.loop.call_soon_threadsafe(self.phase_over.set)
@@ -147,7 +150,7 @@ def stamped(perf_ns: int, seq: int, measured: bool, body: memoryview) -> bytes:
 
 async def async_client(
     client: Any,
-    stream: OpStream,
+    stream: Stream,
     values: ValueBuffer,
     state: LoadState,
     plan: ClientPlan,
@@ -170,7 +173,7 @@ async def async_client(
         except TraceEnd:  # a timed replay: this client's share is done
             break
         except WarmupWait:  # a replay's warm-up by trace time ends: wait for the measured phase
-            await stream.wait_measured()  # type: ignore[attr-defined]
+            await cast(TraceStream, stream).wait_measured()  # only a replay raises it
             continue
         if state.remaining is not None and not state.reserve():
             break
@@ -182,7 +185,7 @@ async def async_client(
         except TraceEnd:  # replaying a trace: this client's share is done
             break
         except WarmupWait:
-            await stream.wait_measured()  # type: ignore[attr-defined]
+            await cast(TraceStream, stream).wait_measured()  # only a replay raises it
             continue
         state.in_flight += 1
         t0 = perf()
@@ -277,7 +280,7 @@ def _blocking_call(
 
 
 def thread_client(
-    client: Any, stream: OpStream, values: ValueBuffer, state: LoadState, plan: ClientPlan
+    client: Any, stream: Stream, values: ValueBuffer, state: LoadState, plan: ClientPlan
 ) -> None:
     """The loop of one blocking client, on its own thread; the lock guards phase and budget."""
     state.begun_threads.wait()
@@ -294,7 +297,7 @@ def thread_client(
             except TraceEnd:  # a timed replay: this client's share is done
                 break
             except WarmupWait:  # a replay's warm-up by trace time ends
-                stream.wait_measured_blocking(state.halted)  # type: ignore[attr-defined]
+                cast(TraceStream, stream).wait_measured_blocking(state.halted)  # only a replay
                 continue
             while (ahead := due - perf()) > 0 and not state.halted.is_set():
                 state.halted.wait(ahead / 1e9)
@@ -314,7 +317,7 @@ def thread_client(
         except WarmupWait:
             with lock:
                 state.in_flight -= 1
-            stream.wait_measured_blocking(state.halted)  # type: ignore[attr-defined]
+            cast(TraceStream, stream).wait_measured_blocking(state.halted)  # only a replay
             continue
         off = index % spread
         value = view[off : off + size]

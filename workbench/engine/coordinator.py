@@ -506,7 +506,7 @@ class Coordinator:
         load = step.spec.load
         if not tally.heard or load.ops is not None or not load.duration or tally.stop_sent:
             return []
-        last = len(frames.interval_ends(load.duration, load.interval)) - 1
+        last = frames.interval_count(load.duration, load.interval) - 1
         limit = max(SILENT_INTERVALS * load.interval, SILENT_AT_LEAST)
         allowed: dict[int, float] = {}
         for worker in sorted(tally.live - set(tally.done)):

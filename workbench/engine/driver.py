@@ -197,8 +197,10 @@ class StepRun:
         ready = asyncio.Event()
         counter = [0]
         subs = []
+        conn = self.conn
+        assert conn is not None  # opened before any subscriber starts
         for c, _ in slots:
-            client = await self.conn.client()  # type: ignore[union-attr]
+            client = await conn.client()
             self.sub_clients.append(client)
             channel = f"wb:ch:{c}".encode()
             job = subscriber(client, channel, self.state, ready, counter, len(slots))
@@ -220,9 +222,9 @@ class StepRun:
         if self.feed is not None and self.feed.failure:
             self.send(frames.error(UNREADABLE, self.feed.failure, ""))
             status = "failed"
-        if self.state.trace is not None:
+        if (trace := self.state.trace) is not None:
             part, state = self.ctx.trace_part, self.state
-            await asyncio.to_thread(write_part, part, triples(state.trace))
+            await asyncio.to_thread(write_part, part, triples(trace))
             await asyncio.to_thread(write_part, warmup_path(part), triples(state.warm_trace))
         return status
 

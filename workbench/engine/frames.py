@@ -9,6 +9,7 @@ sent only when they have something).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,21 +105,27 @@ def go(start: float) -> dict[str, Any]:
     return {"type": GO, "start": start}
 
 
-def interval_ends(duration: float, interval: float) -> list[float]:
-    """Ends of the measured intervals of a phase of `duration` seconds (the fold rule).
+def interval_count(duration: float, interval: float) -> int:
+    """How many measured intervals a phase of `duration` seconds has (the fold rule).
 
     Boundaries fall at k*interval; the phase ends at `duration`. A tail shorter than half
     an interval after the last boundary is folded into the last interval; a longer tail
     is its own, shorter interval.
     """
     full = math.floor(duration / interval + 1e-9)
-    ends = [k * interval for k in range(1, full + 1)]
-    tail = duration - (ends[-1] if ends else 0.0)
-    if ends and tail < interval / 2:
-        ends[-1] = duration
-    elif tail > 1e-9 or not ends:
-        ends.append(duration)
-    return ends
+    tail = duration - full * interval
+    if full and tail < interval / 2:
+        return full
+    return full + 1 if tail > 1e-9 or not full else full
+
+
+def interval_ends(duration: float, interval: float) -> Iterator[float]:
+    """Ends of the measured intervals of a phase of `duration` seconds, one at a time:
+    never held as a list (a phase of 1e9 s at 1 s intervals would be a billion floats)."""
+    count = interval_count(duration, interval)
+    for k in range(1, count):
+        yield k * interval
+    yield duration
 
 
 def folds_into_last(since_boundary: float, interval: float) -> bool:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import sys
 import time
+from array import array
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +38,37 @@ DEFAULT_TICK = 0.001
 DEFAULT_THRESHOLD = 0.001
 
 
+class Slice:
+    """One meter slice as kept until its interval takes it: a few objects, where its JSON
+    tree is hundreds (every wake-up lateness a list of two ints). A coordinator that falls
+    behind its workers holds many slices, and held as JSON they grew it by kilobytes an
+    interval (the long-run memory test)."""
+
+    __slots__ = ("cpus", "end", "events", "hist", "seen", "start", "waited")
+
+    def __init__(self, frame: dict[str, Any]) -> None:
+        self.start = int(frame["start"])  # wall-clock ns
+        self.end = int(frame["end"])
+        # (lateness ns, count) pairs, flat: one array, no object per pair
+        self.hist = array("q", itertools.chain.from_iterable(frame.get("hist", ())))
+        # (cpu, wake-ups, longest ns, hiccups, ns lost to them)
+        self.cpus = tuple(
+            (str(cpu), int(wakes), int(longest), int(over), int(lost))
+            for cpu, (wakes, longest, over, lost) in frame.get("cpus", {}).items()
+        )
+        # Hiccups over the threshold: (cpu, start ns, length ns, processes on it); rare.
+        self.events = tuple(
+            (str(cpu), int(at), int(length), tuple(on))
+            for cpu, at, length, on in frame.get("events", ())
+        )
+        self.seen = tuple((str(k), str(v)) for k, v in frame.get("seen", {}).items())
+        self.waited = tuple((str(k), int(v)) for k, v in frame.get("waited", {}).items())
+
+    @property
+    def middle(self) -> float:
+        return (self.start + self.end) / 2e9
+
+
 class SliceBook:
     """The meter's slices as they arrive, taken interval by interval. Pure: no process."""
 
@@ -46,15 +79,18 @@ class SliceBook:
         self.tick_ns = int(ready.get("tick_ns", 0))
         self.threshold_ns = int(ready.get("threshold_ns", 0))
         self.prefix = prefix  # "10.77.0.3/" for the CPUs of another load machine
-        self.slices: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEEP_SLICES)
+        self.slices: collections.deque[Slice] = collections.deque(maxlen=KEEP_SLICES)
         self.covered = 0.0  # wall-clock seconds up to which slices have arrived
         self.ended = False  # the meter's output ended
 
-    def add(self, frame: dict[str, Any]) -> None:
-        if frame.get("type") != "slice":
-            return
+    def add(self, frame: dict[str, Any] | Slice) -> None:
+        """A frame from the meter (only its slices count), or a slice another book kept."""
+        if isinstance(frame, dict):
+            if frame.get("type") != "slice":
+                return
+            frame = Slice(frame)
         self.slices.append(frame)
-        self.covered = max(self.covered, frame["end"] / 1e9)
+        self.covered = max(self.covered, frame.end / 1e9)
 
     def through(self, wall: float, now: float | None = None) -> bool:
         """Whether the figures up to `wall` are in (or will not come: the meter ended, or
@@ -71,10 +107,10 @@ class SliceBook:
         seen: dict[str, set[str]] = {}
         spells = Spells()
         taken = 0
-        while self.slices and _middle(self.slices[0]) < end:
+        while self.slices and self.slices[0].middle < end:
             s = self.slices.popleft()
-            events = [_hiccup(e, origin, self.prefix) for e in s.get("events", [])]
-            if _middle(s) < start:
+            events = [_hiccup(e, origin, self.prefix) for e in s.events]
+            if s.middle < start:
                 # Warm-up or between steps: only a hiccup still going at the start counts.
                 events = [e for e in events if origin + e.at + e.length_ns / 1e9 > start]
                 out.add_events(events)
@@ -82,7 +118,7 @@ class SliceBook:
             taken += 1
             _add_slice(out, s, self.prefix)
             out.add_events(events)
-            for name, cpu in s.get("seen", {}).items():
+            for name, cpu in s.seen:
                 seen.setdefault(name, set()).add(f"{self.prefix}{cpu}")
             spells.add(s)
         if not taken:
@@ -101,9 +137,9 @@ class Spells:
         self.longest: dict[str, int] = {}
         self.current: dict[str, int] = {}
 
-    def add(self, s: dict[str, Any]) -> None:
-        length = s["end"] - s["start"]
-        for name, ns in s.get("waited", {}).items():
+    def add(self, s: Slice) -> None:
+        length = s.end - s.start
+        for name, ns in s.waited:
             self.waited[name] = self.waited.get(name, 0) + ns
             spell = self.current.get(name, 0) + ns if ns >= STARVED_SHARE * length else 0
             self.current[name] = spell
@@ -118,20 +154,18 @@ def _meter_name(ready: dict[str, Any]) -> str:
     return name
 
 
-def _middle(s: dict[str, Any]) -> float:
-    return (s["start"] + s["end"]) / 2e9
-
-
-def _hiccup(event: list[Any], origin: float, prefix: str) -> Hiccup:
+def _hiccup(event: tuple[str, int, int, tuple[str, ...]], origin: float, prefix: str) -> Hiccup:
     cpu, at_ns, length, on = event
-    return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, int(length), tuple(on))
+    return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, length, on)
 
 
-def _add_slice(out: Hiccups, s: dict[str, Any], prefix: str) -> None:
-    for value, count in s.get("hist", []):
-        if 0 < value <= out.hist.highest_trackable_value:
-            out.hist.record_value(value, count)
-    for cpu, (wakes, longest, over, lost) in s.get("cpus", {}).items():
+def _add_slice(out: Hiccups, s: Slice, prefix: str) -> None:
+    highest = out.hist.highest_trackable_value
+    hist = s.hist
+    for i in range(0, len(hist), 2):
+        if 0 < hist[i] <= highest:
+            out.hist.record_value(hist[i], hist[i + 1])
+    for cpu, wakes, longest, over, lost in s.cpus:
         mine = out.cpus.setdefault(f"{prefix}{cpu}", [0, 0, 0, 0])
         mine[0] += wakes
         mine[1] = max(mine[1], longest)
@@ -288,7 +322,7 @@ class StepHiccups:
         mark_interval(stats, self.before, start)
         self.before = tuple(counts(h))
 
-    def add_remote(self, host: str, ready: dict[str, Any], slices: list[dict[str, Any]]) -> None:
+    def add_remote(self, host: str, ready: dict[str, Any], slices: list[Slice]) -> None:
         """Slices of the meter on load machine `host` (its CPUs named "host/cpu")."""
         book = self.others.get(host)
         if book is None:

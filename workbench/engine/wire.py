@@ -42,4 +42,5 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
         body = await reader.readexactly(size)
     except asyncio.IncompleteReadError:
         return None
-    return json.loads(body)
+    frame: dict[str, Any] = json.loads(body)
+    return frame

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from workbench import __version__
@@ -84,12 +84,12 @@ async def serve(send: Send, next_order: Orders) -> None:
     while True:
         order = await next_order()
         kind = order["type"] if order else "eof"
-        if kind == frames.STEP:
+        if order is not None and kind == frames.STEP:
             go = Go()
             holder = []
-            step = asyncio.create_task(_run_step(order, send, go, holder))  # type: ignore[arg-type]
-        elif kind == frames.GO:
-            go.set(order.get("start"))  # type: ignore[union-attr]
+            step = asyncio.create_task(_run_step(order, send, go, holder))
+        elif order is not None and kind == frames.GO:
+            go.set(order.get("start"))
         elif kind in (frames.STOP, "eof"):
             for run in holder:
                 run.stop()
@@ -144,7 +144,7 @@ def main() -> None:
     try:
         import uvloop
 
-        runner = uvloop.run
+        runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
     except ImportError:
         runner = asyncio.run
     with contextlib.suppress(KeyboardInterrupt):

@@ -58,7 +58,8 @@ def render(runs: StoredRun | Iterable[StoredRun], fmt: str = "table", **options:
     if not data:
         raise ReportError("no runs to report on")
     module = importlib.import_module(f"workbench.report.{FORMATS[fmt][0]}")
-    return module.render(data, **options)
+    rendered: str = module.render(data, **options)  # every format module's render gives text
+    return rendered
 
 
 __all__ = ["CHARTS", "FORMATS", "MARKDOWN", "ReportError", "render"]

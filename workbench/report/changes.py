@@ -189,21 +189,22 @@ def compare_groups(
     draws = _draws(how)
     figures = []
     for metric in METRICS:
-        points = [_point(metric, ev) for ev in sides]
+        base_point, new_point = (_point(metric, ev) for ev in sides)
         short = metric.shortage(how.base) or metric.shortage(how.new)
         if short or not draws:
             refused = f"too few samples: {short}" if short and short != "no gets" else short
-            figures.append(Figure(metric, *points, None, refused or how.refused))
+            figures.append(Figure(metric, base_point, new_point, None, refused or how.refused))
             continue
         base_side, new_side = (
             Side(math.nan if p is None else p, metric.figure(ev, w), units)
-            for ev, p, (w, units) in zip(sides, points, draws, strict=True)
+            for ev, p, (w, units) in zip(sides, (base_point, new_point), draws, strict=True)
         )
         change = compare(
             base_side, new_side, points=metric.points, higher_better=metric.higher_better,
             noise=noise,
         )  # fmt: skip
-        figures.append(Figure(metric, *points, change, "" if change else "nothing to compare"))
+        verdict = "" if change else "nothing to compare"
+        figures.append(Figure(metric, base_point, new_point, change, verdict))
     machine = machine_note(base.measured, new.measured)
     return StepChange(title, base, new, how, tuple(figures), machine)
 

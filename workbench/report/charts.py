@@ -14,7 +14,7 @@ import math
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.report import group_charts
 from workbench.report.changes import Comparison, comparisons_for
@@ -22,11 +22,14 @@ from workbench.report.machine import chart_steps
 from workbench.report.model import CONCURRENCY, REPEAT, RunData, StepData, all_steps
 from workbench.results.metrics import percentile_curve
 
+if TYPE_CHECKING:  # matplotlib is imported only when a chart is drawn (see `figure`)
+    from matplotlib.typing import RcKeyType
+
 # Percentiles marked on the 1/(1-p) axis of the distribution chart.
 PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 WIDTH_IN, HEIGHT_IN = 7.5, 3.6
 TITLE_WIDTH, LEGEND_WIDTH = 70, 28  # characters before a title or a legend entry wraps
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: smaller files, searchable, selectable
     "svg.hashsalt": "cache-workbench",
     "font.size": 9,

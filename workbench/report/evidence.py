@@ -63,7 +63,9 @@ def evidence(steps: Iterable[StepData]) -> Evidence:
             counts[n, at] = np.fromiter(row[5].values(), dtype=np.float64)
     columns = np.array([r[:5] for r in rows], dtype=np.float64).reshape(-1, 5).T
     values = np.array([_value_us(int(i)) for i in indices])
-    return Evidence(tuple(lengths), *columns, np.cumsum(counts, axis=1), values)
+    duration, ops, errors, hits, misses = columns
+    running = np.cumsum(counts, axis=1)
+    return Evidence(tuple(lengths), duration, ops, errors, hits, misses, running, values)
 
 
 def _row(stats: Stats) -> tuple[float, int, int, int, int, dict[int, int]]:
@@ -83,7 +85,8 @@ def _value_us(index: int) -> float:
     """What a percentile landing in bucket `index` reads, in µs (every histogram the
     workbench records has `new_histogram`'s layout)."""
     hist = _reference()
-    return hist.get_highest_equivalent_value(hist.get_value_from_index(index)) / 1000
+    value_ns: int = hist.get_highest_equivalent_value(hist.get_value_from_index(index))
+    return value_ns / 1000
 
 
 @cache

@@ -54,8 +54,8 @@ def _bars(ax: Any, clusters: dict[str, dict[str, list[float]]], scale: float = 1
     names = list(dict.fromkeys(n for bars in clusters.values() for n in bars))
     width = 0.8 / max(len(names), 1)
     if len(names) == 1:  # one series: a colour per category, as the other charts give them
-        bars = [values.get(names[0], []) for values in clusters.values()]
-        for x, values in enumerate(bars):
+        singles = [values.get(names[0], []) for values in clusters.values()]
+        for x, values in enumerate(singles):
             if values:
                 mid, lo, hi = _spread([v * scale for v in values])
                 ax.bar([x], [mid], 0.6, color=f"C{x % 10}", yerr=[[lo], [hi]], capsize=3,

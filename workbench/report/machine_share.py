@@ -21,9 +21,9 @@ def others_cpus(step: StepData) -> float | None:
     busy, cpus = figures.get("machine_busy"), figures.get("machine_cpus")
     if busy is None or not cpus:
         return None
-    ours = sum((figures.get("workers_core_share") or {}).values())
-    ours += figures.get("server_cores_used") or 0.0
-    return max(0.0, busy * cpus - ours)
+    ours = float(sum((figures.get("workers_core_share") or {}).values()))
+    ours += float(figures.get("server_cores_used") or 0.0)
+    return max(0.0, float(busy) * float(cpus) - ours)
 
 
 def _median(steps: Sequence[StepData]) -> float | None:

@@ -262,7 +262,7 @@ def target_address(step: StepData) -> str:
 
 def cumulative_share(hist: HdrHistogram, value_ns: int) -> float:
     """Percent of recorded values at or below `value_ns` (at the histogram's precision)."""
-    total = hist.get_total_count()
+    total: int = hist.get_total_count()
     if not total:
         return 0.0
     return 100.0 * _count_between(hist, 0, value_ns) / total
@@ -279,7 +279,7 @@ def _count_between(hist: HdrHistogram, lo_ns: float, hi_ns: float) -> int:
 
 def within_stdev(hist: HdrHistogram, mean_ns: float, stdev_ns: float) -> float:
     """Percent of recorded values within one standard deviation of the mean (wrk's +/- Stdev)."""
-    total = hist.get_total_count()
+    total: int = hist.get_total_count()
     if not total:
         return 0.0
     return 100.0 * _count_between(hist, mean_ns - stdev_ns, mean_ns + stdev_ns) / total

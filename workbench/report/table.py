@@ -183,8 +183,8 @@ def notes(runs: Sequence[RunData]) -> list[str]:
                 )
             if redirected := redirects_text(t):
                 lines.append(f"- {name}: {redirected}")
-        for n in run.stored.notices:
-            lines.append(f"- {run.name} step {n.step + 1}: {n.level}: {n.message}")
+        for notice in run.stored.notices:
+            lines.append(f"- {run.name} step {notice.step + 1}: {notice.level}: {notice.message}")
     return ["### Notes", "", *lines, ""] if lines else []
 
 

@@ -43,7 +43,8 @@ class StepStarted:
     system_options: dict[str, Any] = field(default_factory=dict)
     strategy_options: dict[str, Any] = field(default_factory=dict)
     server_options: dict[str, Any] = field(default_factory=dict)  # {} when not managed
-    engine: dict[str, str] = field(default_factory=dict)  # {"name", "version"}
+    # {"name", "version"}, and "native_available": whether its system has a native strategy
+    engine: dict[str, Any] = field(default_factory=dict)
     allow_remote: bool = False
     # Machines the workers ran on: {"host", "cpus", "workers"} each; [] for this host only.
     nodes: list[dict[str, Any]] = field(default_factory=list)

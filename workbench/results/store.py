@@ -32,12 +32,14 @@ from workbench.results.events import (
     Notice,
     RunFinished,
     RunStarted,
+    RunStatus,
     StepFinished,
     StepSimulated,
     StepStarted,
 )
 from workbench.results.live import point
 from workbench.results.metrics import Stats, merged, summarise
+from workbench.results.store_tables import abandoned_with_open_steps, make_tables, refuse_foreign
 from workbench.results.stored_run import StoredIntervals as StoredIntervals
 from workbench.results.stored_run import StoredRun as StoredRun
 from workbench.results.stored_run import StoredStep as StoredStep
@@ -192,12 +194,12 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            refuse_foreign(self.db, self.path)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-            self.db.executescript(SCHEMA)
-            self._add_columns()
+            make_tables(self.db, SCHEMA, ADDED_COLUMNS)
             self._optional_columns()
             self.mark_abandoned()
         except (OSError, sqlite3.Error) as exc:
@@ -267,12 +269,6 @@ class Store:
             have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
             self._columns[(table, column)] = column if column in have else "NULL"
 
-    def _add_columns(self) -> None:
-        for table, column, declaration in ADDED_COLUMNS:
-            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-
     def mark_abandoned(self) -> list[str]:
         """Runs stored as running whose process is gone (killed, or its terminal closed)
         become "abandoned"; what they measured stays. The ids marked."""
@@ -288,6 +284,9 @@ class Store:
                 "UPDATE runs SET status='abandoned', error=? WHERE id=? AND status='running'",
                 (ABANDONED_ERROR, run_id),
             )
+        # Its figures show in `runs list`, `runs show` (they read "-", "running").
+        for run_id in abandoned_with_open_steps(self.db):
+            self._close_unfinished_steps(run_id, "interrupted")
         return gone
 
     def close(self) -> None:
@@ -385,22 +384,23 @@ class Store:
         )
 
     def _run_finished(self, event: RunFinished, now: float) -> None:
-        self._close_unfinished_steps(event)
+        self._close_unfinished_steps(
+            event.run_id, "failed" if event.status == "failed" else "interrupted"
+        )
         self.db.execute(
             "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?",
             (event.status, event.error, now, event.run_id),
         )
 
-    def _close_unfinished_steps(self, event: RunFinished) -> None:
-        """A run that ends with a step still running (abandoned by a second Ctrl-C) keeps
-        that step's complete intervals: its totals and listed figures are taken from them."""
-        status = "failed" if event.status == "failed" else "interrupted"
+    def _close_unfinished_steps(self, run_id: str, status: RunStatus) -> None:
+        """A run that ends with a step still running (a second Ctrl-C, its process killed)
+        keeps its complete intervals: its totals and listed figures are taken from them."""
         running = self.db.execute(
-            "SELECT idx FROM steps WHERE run_id=? AND status='running'", (event.run_id,)
+            "SELECT idx FROM steps WHERE run_id=? AND status='running'", (run_id,)
         ).fetchall()
         for (idx,) in running:
-            intervals = StoredIntervals(self, event.run_id, idx)
-            self.record(StepFinished(event.run_id, idx, status, _from_intervals(intervals)))
+            intervals = StoredIntervals(self, run_id, idx)
+            self.record(StepFinished(run_id, idx, status, _from_intervals(intervals)))
 
     def resolve(self, ref: str) -> str:
         """The one run `ref` names: its exact id, a unique id prefix, its exact name, or

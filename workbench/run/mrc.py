@@ -34,6 +34,7 @@ def synth_trace(spec: Spec, out: str) -> int:
     """The spec's requests as its clients would issue them: `out` (measured) and its
     warm-up beside it. The measured requests written."""
     plans = client_plans(spec, 0, 1)
+    # No value buffer: a trace records keys and sizes, and no value is ever drawn here.
     workload = Workload(spec, 0, 1, True, None)  # type: ignore[arg-type]
     streams = [workload.stream(p).next for p in plans]
     measured = spec.load.ops or DEFAULT_OPS

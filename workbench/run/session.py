@@ -110,11 +110,19 @@ def _simulation(spec: Spec) -> tuple[Spec, tuple[str, ...], str | None]:
     return replace(spec, workload=replace(spec.workload, trace_out=trace)), policies, scratch
 
 
-def _planned(spec: Spec, next_step: NextStep | None) -> tuple[list[Step], NextStep | None]:
+def _planned(
+    spec: Spec, next_step: NextStep | None, scratch: str | None
+) -> tuple[list[Step], NextStep | None]:
     """The spec's steps (none when asked for in turn), each checked against this machine's
-    limits: here for a planned run, as they come for a search."""
-    steps = check_spec(spec) if next_step is None else []
-    check_limits(steps)
+    limits: here for a planned run, as they come for a search. A refused spec's scratch
+    trace folder is removed (it was left in the temporary folder)."""
+    try:
+        steps = check_spec(spec) if next_step is None else []
+        check_limits(steps)
+    except BaseException:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
     return steps, None if next_step is None else _limits_checked(next_step)
 
 
@@ -133,7 +141,7 @@ async def run(
     """
     check_name(name or spec.name, "name")
     spec, policies, scratch = _simulation(spec)
-    steps, next_step = _planned(spec, next_step)
+    steps, next_step = _planned(spec, next_step, scratch)
     stop = stop or asyncio.Event()
     run_id = new_run_id()
     started = RunStarted(

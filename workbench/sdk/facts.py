@@ -26,7 +26,10 @@ class Urls:
     `forms` show the accepted shapes in an error (``redis://HOST:PORT[/DB]``). For TLS
     (``--tls``), `tls_schemes` maps a plain scheme to its TLS one (``redis`` to
     ``rediss``), and `with_tls` turns the system's given options into the same target
-    over TLS (``None`` when nothing in them can say so).
+    over TLS (``None`` when nothing in them can say so). `tool_protocols` are the names
+    memtier_benchmark's ``-P``/``--protocol`` gives the protocol when it means this system
+    (``redis``, ``resp2``, ``resp3``; ``memcache_text``): ``-s HOST -P NAME`` takes this
+    system's first scheme.
     """
 
     schemes: tuple[str, ...]
@@ -34,6 +37,7 @@ class Urls:
     forms: tuple[str, ...] = ()
     tls_schemes: Mapping[str, str] = field(default_factory=dict, hash=False)
     with_tls: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
+    tool_protocols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

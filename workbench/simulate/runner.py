@@ -13,6 +13,7 @@ from typing import Any
 from workbench.sdk.errors import SpecError, WorkbenchError
 from workbench.sdk.servers import python_module
 from workbench.simulate.policies import INSTALL
+from workbench.workload.traces.oracle_general import check_whole
 
 MODULE = "workbench_libcachesim"
 TIMEOUT = 600.0  # seconds: a bound on one simulation, far above what a step's trace takes
@@ -66,6 +67,9 @@ def simulate(
     """Every policy at every size over `trace`; with `hot_below`, hot and cold hit rates
     too; `warmup`, a trace replayed first and not counted. The results and the seconds
     the simulator took."""
+    for path in (trace, warmup):
+        if path:
+            check_whole(path)
     args = [trace, "--policies", ",".join(policies), "--sizes", ",".join(map(str, sizes))]
     args += ["--unit", unit]
     if hot_below is not None:

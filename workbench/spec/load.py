@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import stat
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -150,12 +152,27 @@ MAX_OVERRIDE_CHARS = 64 * 1024
 BOM = b"\xef\xbb\xbf"
 
 
+def _read_bounded(path: Path) -> bytes:
+    """At most MAX_PROFILE_BYTES + 1 bytes (a huge file or /dev/zero is refused). Opened
+    without waiting: a named pipe no program writes to hung the command for good; one that
+    is written to (`<(...)`) is read to its end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        kind = os.fstat(fd).st_mode
+        if stat.S_ISDIR(kind):
+            raise IsADirectoryError
+        os.set_blocking(fd, True)
+        raw = f.read(MAX_PROFILE_BYTES + 1)
+        if stat.S_ISFIFO(kind) and not raw:
+            raise SpecError("a pipe with nothing written to it; expected a TOML profile", str(path))
+        return raw
+
+
 def read_profile(path: Path) -> dict[str, Any]:
     """The TOML table in `path`; anything else is one SpecError naming the file."""
     where = str(path)
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_PROFILE_BYTES + 1)  # bounded: a huge file (or /dev/zero) is refused
+        raw = _read_bounded(path)
     except FileNotFoundError:
         raise SpecError("no such profile file", where) from None
     except IsADirectoryError:

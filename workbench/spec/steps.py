@@ -352,9 +352,11 @@ def trace_beside(data: dict[str, Any], profile: Path) -> None:
     one stays relative to the current directory)."""
     workload = data.get("workload")
     trace = workload.get("trace") if isinstance(workload, dict) else None
-    path = trace.get("path") if isinstance(trace, dict) else None
+    if not isinstance(trace, dict):
+        return
+    path = trace.get("path")
     if isinstance(path, str) and path and not Path(path).is_absolute():
-        trace["path"] = str(profile.parent / path)  # type: ignore[index]
+        trace["path"] = str(profile.parent / path)
 
 
 def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:

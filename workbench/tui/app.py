@@ -19,6 +19,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -51,6 +52,9 @@ from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.history import HistoryScreen
 from workbench.tui.screens.run import RunScreen
 from workbench.tui.screens.setup import SetupScreen
+
+# How a finished run is announced, by its status (a completed one as information).
+SEVERITY: dict[str, SeverityLevel] = {"failed": "error", "interrupted": "warning"}
 
 
 def default_profiles_dir() -> Path:
@@ -227,7 +231,7 @@ class WorkbenchApp(App[None]):
             self.notify(f"The run could not start: {event.worker.error}", severity="error")
         elif event.state == WorkerState.SUCCESS:
             v = self.live
-            severity = {"failed": "error", "interrupted": "warning"}.get(v.status, "information")
+            severity = SEVERITY.get(v.status, "information")
             found = ""
             if event.worker.name == "search" and self.searching is not None:
                 found = f" Search: {self.searching.search.conclusion()}."
@@ -236,7 +240,7 @@ class WorkbenchApp(App[None]):
                 f"{v.status.capitalize()}: {v.name}"
                 + (f": {v.error}" if v.error else "")
                 + (f".{found}" if found else ". F4: History"),
-                severity=severity,  # type: ignore[arg-type]
+                severity=severity,
                 timeout=10 if found else 3,
             )
 
@@ -362,10 +366,15 @@ class WorkbenchApp(App[None]):
         self.post_message(ExportRuns([rows[0].id]))
 
 
-def make_app(store: Path | str | Store | None = None, **kwargs: object) -> WorkbenchApp:
+def make_app(
+    store: Path | str | Store | None = None,
+    *,
+    profiles_dir: Path | None = None,
+    theme: str | None = None,
+) -> WorkbenchApp:
     """The app as the CLI builds it; tests build it the same way."""
     st = store if isinstance(store, Store) else Store(store)
-    return WorkbenchApp(st, **kwargs)  # type: ignore[arg-type]
+    return WorkbenchApp(st, profiles_dir=profiles_dir, theme=theme)
 
 
 def run_app(store: Path | str | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from textual.message import Message
 
@@ -15,7 +16,7 @@ from workbench.spec.model import Spec
 class Draft:
     """The set-up being edited: its plain data, and the spec or the errors it gives."""
 
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     spec: Spec | None = None
     errors: tuple[SpecError, ...] = ()
 

@@ -4,7 +4,6 @@
 //! told, or one of an op it does not run, is refused when a mix weighs it.
 
 use super::read::Read;
-use crate::protocols::wire::Req;
 use serde_json::Value;
 
 /// What an op of the mix does.
@@ -30,27 +29,6 @@ pub enum Action {
 }
 
 impl Action {
-    /// The request it sends, and whether a miss is then set (cache-aside).
-    pub fn request(self) -> (Req, bool) {
-        let req = match self {
-            Action::Get => Req::Get,
-            Action::CacheAside => return (Req::Get, true),
-            Action::Set => Req::Set,
-            Action::Delete => Req::Delete,
-            Action::Publish => Req::Publish,
-            Action::Gets => Req::Gets,
-            Action::Add => Req::Add,
-            Action::Replace => Req::Replace,
-            Action::Cas => Req::Cas,
-            Action::Append => Req::Append,
-            Action::Prepend => Req::Prepend,
-            Action::Incr => Req::Incr,
-            Action::Decr => Req::Decr,
-            Action::Touch => Req::Touch,
-        };
-        (req, false)
-    }
-
     /// The action of an op kind this engine runs, by the registry's name.
     pub fn named(name: &str) -> Option<Action> {
         Some(match name {

@@ -1,5 +1,7 @@
 //! What the protocol modules share: the request kinds and what a reply means.
 
+use crate::order::Action;
+
 /// A request in flight, as its reply is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Req {
@@ -21,6 +23,31 @@ pub enum Req {
     Incr,
     Decr,
     Touch,
+}
+
+impl Req {
+    /// The request an action of the order sends, and whether a miss is then set
+    /// (cache-aside). Here, not with `Action`: the order names no request kind, so that
+    /// the order and the protocols are no import circle.
+    pub fn of(action: Action) -> (Req, bool) {
+        let req = match action {
+            Action::Get => Req::Get,
+            Action::CacheAside => return (Req::Get, true),
+            Action::Set => Req::Set,
+            Action::Delete => Req::Delete,
+            Action::Publish => Req::Publish,
+            Action::Gets => Req::Gets,
+            Action::Add => Req::Add,
+            Action::Replace => Req::Replace,
+            Action::Cas => Req::Cas,
+            Action::Append => Req::Append,
+            Action::Prepend => Req::Prepend,
+            Action::Incr => Req::Incr,
+            Action::Decr => Req::Decr,
+            Action::Touch => Req::Touch,
+        };
+        (req, false)
+    }
 }
 
 /// The request kinds, indexed by `Req as usize` (`run::Kinds::by_req`).

@@ -5,7 +5,6 @@
 use super::{Mode, Run};
 use crate::cluster::node_for;
 use crate::net::conn::Pending;
-use crate::order::Action;
 use crate::order::Keys as KeysOrder;
 use crate::protocols::wire::Req;
 use crate::trace::replay::Replay;
@@ -237,7 +236,7 @@ impl<'a> Run<'a> {
             .order
             .ops
             .action(op.code)
-            .map_or((Req::Delete, false), Action::request);
+            .map_or((Req::Delete, false), Req::of);
         if matches!(req, Req::Get | Req::Set | Req::Publish) {
             if let Some(trace) = self.capture.as_mut() {
                 trace.add(self.phase.measuring, now, op.index, op.size as u64);

@@ -8,6 +8,7 @@
 //! and a replay (`cluster.rs`, `replay.rs`). Nothing outside this
 //! folder knows `Run`.
 
+mod cas_tokens;
 mod cluster;
 pub mod engine;
 mod issue;
@@ -111,7 +112,7 @@ pub struct Run<'a> {
     /// Replaying a trace file.
     replay: Option<Replay>,
     /// The cas tokens of the gets answered, by key, until the key's next cas.
-    tokens: tokens::Tokens,
+    tokens: cas_tokens::Tokens,
     wake: Wake,
 }
 
@@ -310,7 +311,7 @@ impl<'a> Run<'a> {
             pubsub,
             cluster,
             replay: None,
-            tokens: tokens::Tokens::default(),
+            tokens: cas_tokens::Tokens::default(),
             wake: Wake {
                 ready: Vec::with_capacity(64),
                 tuner: WakeTuner::for_this_process(),

@@ -229,7 +229,8 @@ impl<'a> Run<'a> {
         let mut prev = 0u64;
         let mut cpu = pacing::cpu_seconds();
         self.wake.tuner.take_polled();
-        for (k, &end) in ends.iter().enumerate() {
+        for k in 0..ends.count() {
+            let end = ends.end(k);
             let at = begin + end;
             // A replay's trace may end the phase before its time (phase_over).
             while now_ns() < at && !self.eng.stop && !self.phase.over {
@@ -237,7 +238,7 @@ impl<'a> Run<'a> {
             }
             let stopped = self.eng.stop;
             let ended = stopped || self.phase.over;
-            let last = ended || k + 1 == ends.len();
+            let last = ended || k + 1 == ends.count();
             let end = if ended {
                 now_ns().saturating_sub(begin).min(end)
             } else {
@@ -247,7 +248,7 @@ impl<'a> Run<'a> {
                 self.finish_load(interval);
             }
             let rec = self.take_recorder();
-            cpu = self.emit(k, rec, prev, end, cpu);
+            cpu = self.emit(k as usize, rec, prev, end, cpu);
             prev = end;
             if last {
                 return if stopped { "interrupted" } else { "completed" };

@@ -7,32 +7,6 @@
 use super::Run;
 use crate::net::conn::Pending;
 use crate::protocols::wire::Outcome;
-use std::collections::HashMap;
-
-/// Tokens kept at most; past it they are dropped whole (a cas then finds none and is
-/// refused). A gets and its cas are usually close together, so few are ever kept.
-const TOKEN_LIMIT: usize = 1 << 20;
-
-#[derive(Default)]
-pub struct Tokens {
-    by_key: HashMap<Vec<u8>, Vec<u8>>,
-}
-
-impl Tokens {
-    pub fn keep(&mut self, key: Vec<u8>, token: Vec<u8>) {
-        if self.by_key.len() >= TOKEN_LIMIT {
-            self.by_key.clear();
-        }
-        self.by_key.insert(key, token);
-    }
-
-    pub fn take(&mut self, key: &[u8]) -> Option<Vec<u8>> {
-        if self.by_key.is_empty() {
-            return None; // no gets yet: no hash of the key
-        }
-        self.by_key.remove(key)
-    }
-}
 
 impl<'a> Run<'a> {
     /// A gets answered (before a replayed op's key is freed): its token kept for the key's
@@ -57,19 +31,5 @@ impl<'a> Run<'a> {
             r.bytes_out += p.size as u64;
         }
         r.outcome(kind, outcome);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_token_is_taken_once() {
-        let mut t = Tokens::default();
-        assert_eq!(t.take(b"k"), None);
-        t.keep(b"k".to_vec(), b"7".to_vec());
-        assert_eq!(t.take(b"k"), Some(b"7".to_vec()));
-        assert_eq!(t.take(b"k"), None);
     }
 }

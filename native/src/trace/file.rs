@@ -319,6 +319,25 @@ fn whole(field: &[u8], what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{} is too large: {}", what, v))
 }
 
+/// The largest trace time either engine takes: what a signed 64-bit count of nanoseconds
+/// holds. Infinity, NaN or 1e300 replayed at speed 1 were sent at once by this engine and
+/// waited for by the Python one.
+const MAX_TRACE_SECONDS: f64 = 9.2e9;
+
+fn seconds(field: &str, what: &str) -> Result<f64, String> {
+    let t = field.trim();
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("{} is not a number: {:?}", what, t))?;
+    if !v.is_finite() || v.abs() > MAX_TRACE_SECONDS {
+        return Err(format!(
+            "{} is not a finite number of at most 9.2e9 s: {:?}",
+            what, t
+        ));
+    }
+    Ok(v)
+}
+
 /// A key as the engine sends it: a decimal id (no leading zero, fits u64) as the id;
 /// anything else as its bytes.
 pub fn key_of(bytes: &[u8]) -> Key {
@@ -346,10 +365,7 @@ fn twitter(line: &[u8], ops: &OpNames) -> Result<Request, String> {
     let key_size = right.next().ok_or("too few fields")?;
     let key = right.next().ok_or("too few fields")?;
     Ok(Request {
-        time: time
-            .trim()
-            .parse()
-            .map_err(|_| format!("the timestamp is not a number: {:?}", time))?,
+        time: seconds(time, "the timestamp")?,
         key: key_of(key.as_bytes()),
         key_size: whole(key_size.as_bytes(), "key size")?,
         value_size: whole(value_size.as_bytes(), "value size")?,
@@ -379,12 +395,7 @@ fn plain_csv(line: &[u8], columns: &[String], ops: &OpNames) -> Result<Request, 
     };
     for (name, field) in columns.iter().zip(fields) {
         match name.as_str() {
-            "time" => {
-                r.time = field
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("the time is not a number: {:?}", field))?
-            }
+            "time" => r.time = seconds(field, "the time")?,
             "key" => r.key = key_of(field.as_bytes()),
             "size" => r.value_size = whole(field.as_bytes(), "size")?,
             "op" => r.op = ops.of(field.as_bytes())?,
@@ -488,5 +499,16 @@ mod tests {
         let line = format!("0,{},1,10,0,get,0\n", key);
         let got = all(Format::Twitter, line.as_bytes()).unwrap();
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn times_that_are_not_finite_or_too_large_are_refused() {
+        for t in ["inf", "nan", "1e300", "-inf"] {
+            let data = format!("time,key,size\n0,1,10\n{},2,10\n", t);
+            let e = all(Format::Csv, data.as_bytes()).unwrap_err();
+            assert!(e.contains("record 2 at byte offset 21:"), "{}", e);
+            let line = format!("{},a,1,10,0,get,0\n", t);
+            assert!(all(Format::Twitter, line.as_bytes()).is_err());
+        }
     }
 }

@@ -68,9 +68,10 @@ class Launcher(Protocol):
 
     async def hiccups(
         self, handles: list[Any]
-    ) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    ) -> dict[str, tuple[dict[str, Any], list[Any]]]:
         """The hiccup meter of each machine the handles run on: its ready frame and its new
-        slices, by the name `nodes` gives it; {} for this host (the coordinator's own)."""
+        slices (`hiccup_meter.Slice`), by the name `nodes` gives it; {} for this host (the
+        coordinator's own)."""
         ...
 
     async def close(self) -> None: ...

@@ -93,7 +93,7 @@ class WorkerActor:
 
     async def hiccups(
         self, pids: dict[str, int]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    ) -> tuple[dict[str, Any], list[Any]] | None:
         """This node's hiccup meter (started at the first call, on the node: one per node,
         in the actor the launcher asks), watching `pids`: its ready frame and the slices
         it wrote since the last call; None when no meter would start."""
@@ -467,7 +467,7 @@ class RayLauncher:
 
     async def hiccups(
         self, handles: list[Any]
-    ) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    ) -> dict[str, tuple[dict[str, Any], list[Any]]]:
         """Each node's hiccup meter's new slices, asked of one live worker actor on it (which
         starts the node's meter at the first ask), by the name `nodes` gives the node."""
         per_node = _per_node([h for h in handles if not (h.lost or h.ended)])

@@ -51,6 +51,9 @@ class RespFacts:
     system: RespSystem
     title: str
     default_url: str
+    # memtier's -P names that mean this system (`Urls.tool_protocols`): one RESP system
+    # claims them, the one memtier users mean by "redis".
+    tool_protocols: tuple[str, ...] = ()
 
     def with_tls(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The given target over TLS: its URL with the TLS scheme (rediss://)."""
@@ -67,6 +70,7 @@ class RespFacts:
             forms=(f"{plain}://HOST:PORT[/DB]",),
             tls_schemes={plain: tls},
             with_tls=self.with_tls,
+            tool_protocols=self.tool_protocols,
         )
 
     @property

@@ -270,7 +270,10 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#diff").border_title = "Differences"
-        self.watch(self.app, "compare_ids", self._load)
+        self.watch(self.app, "compare_ids", self._compare_ids_changed)
+
+    def _compare_ids_changed(self, run_ids: tuple[str, ...]) -> None:
+        self._load(run_ids)
 
     @work(group="compare-changes", exclusive=True, exit_on_error=False)
     async def _judge(self) -> None:
@@ -330,7 +333,7 @@ class CompareScreen(Screen[None]):
     def _fill_table(self) -> None:
         """A row per entry: its figures and, once judged, each change in its verdict's
         colour; the highlighted row's detail under the table."""
-        colors = self.query_one("#cmp-percentiles", Chart).colors()
+        colors = self.query_one("#cmp-percentiles", Chart).palette()
         table = self.query_one("#diff", FittedTable)
         rows = []
         for i, e in enumerate(self.entries):

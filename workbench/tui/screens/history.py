@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -97,7 +97,7 @@ def describe(run: StoredRun) -> Group:
     )
     view = run.view()
     table = Table(box=None, padding=(0, 1), show_edge=False)
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("step", "left"),
         ("ops/s", "right"),
         ("p50", "right"),
@@ -105,8 +105,9 @@ def describe(run: StoredRun) -> Group:
         ("p99.9", "right"),
         ("hit", "right"),
         ("err", "right"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=name != "step")  # type: ignore[arg-type]
+    )
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=name != "step")
     for step in view.steps:
         cells = step_row(step)
         title = Text(f"{cells[0]}. {step.title}")
@@ -130,7 +131,7 @@ class HistoryScreen(Screen[None]):
 
     BINDINGS = [
         Binding("o", "open", "Open"),
-        Binding("space", "toggle", "Select"),
+        Binding("space", "toggle_selected", "Select"),
         Binding("c", "compare", "Compare"),
         Binding("r", "rename", "Rename"),
         Binding("d,delete", "delete", "Delete"),
@@ -156,7 +157,10 @@ class HistoryScreen(Screen[None]):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#run-detail").border_title = "Run"
         self.watch(self.app, "live", self._live_changed, init=False)
-        self.watch(self.app, "stored_changes", self.refresh_runs, init=False)
+        self.watch(self.app, "stored_changes", self._stored_changed, init=False)
+        self.refresh_runs()
+
+    def _stored_changed(self, _changes: object) -> None:
         self.refresh_runs()
 
     def on_screen_resume(self) -> None:
@@ -231,7 +235,8 @@ class HistoryScreen(Screen[None]):
             return
         detail.update(await asyncio.to_thread(describe, run))
 
-    def action_toggle(self) -> None:
+    # Not `action_toggle`: DOMNode has one (it flips a boolean attribute by name).
+    def action_toggle_selected(self) -> None:
         run_id = self.current_id()
         if run_id is None:
             return
@@ -292,7 +297,8 @@ class HistoryScreen(Screen[None]):
         )
 
     def action_export(self) -> None:
-        ids = list(self.selected) or ([self.current_id()] if self.current_id() else [])
+        current = self.current_id()
+        ids = list(self.selected) or ([current] if current else [])
         if not ids:
             self.notify("No runs to export yet.", severity="warning")
             return

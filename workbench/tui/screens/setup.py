@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.dom import DOMNode
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
@@ -41,7 +42,7 @@ SYSTEM, STRATEGY = "target.system", "strategy.name"
 
 def default_data() -> dict[str, Any]:
     """The spec's defaults written out, so the form starts filled in."""
-    data = spec_to_dict(Spec())
+    data: dict[str, Any] = spec_to_dict(Spec())
     data.pop("sweep", None)
     data.pop("description", None)
     data["workload"].pop("groups", None)
@@ -397,9 +398,9 @@ class SetupScreen(Screen[None]):
         """The focused field's help, and its label lit, as focus moves (a watch on the
         screen's focus, not a message behind the form's checks: a hint never names the
         field just left)."""
-        node = focused
+        node: DOMNode | None = focused
         help_text = ""
-        row: Widget | None = None
+        row: DOMNode | None = None
         while node is not None and node is not self:
             if isinstance(node, FormField):
                 help_text = f"[b]{node.path}[/b]: {node.help}"
@@ -411,7 +412,7 @@ class SetupScreen(Screen[None]):
                 row = node
             if help_text:
                 break
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         for lit in self.query(".-focused"):
             lit.remove_class("-focused")
         if row is not None:

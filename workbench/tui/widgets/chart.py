@@ -47,11 +47,15 @@ class Axis:
     ticks: Sequence[float] | None = None  # positions (in data units) to label
 
 
+# Plot cells by (column, row): [braille dot bits, index of the series drawn last there].
+Cells = dict[tuple[int, int], list[int]]
+
+
 def _nice_ceiling(v: float) -> float:
     if v <= 0:
         return 1.0
     exp = math.floor(math.log10(v))
-    base = 10**exp
+    base = 10.0**exp
     for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if v <= m * base + 1e-12:
             return m * base
@@ -96,7 +100,7 @@ def _y_ticks(lo: float, hi: float, axis: Axis, rows: int) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
-def _line(cells: dict[tuple[int, int], list], x0: int, y0: int, x1: int, y1: int, c: int) -> None:
+def _line(cells: Cells, x0: int, y0: int, x1: int, y1: int, c: int) -> None:
     dx, dy = abs(x1 - x0), -abs(y1 - y0)
     sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
     err = dx + dy
@@ -137,9 +141,9 @@ class _Frame:
         return round(fx * (self.dots_w - 1)), round((1 - fy) * (self.dots_h - 1))
 
 
-def _draw(series: Sequence[Series], frame: _Frame) -> dict[tuple[int, int], list]:
+def _draw(series: Sequence[Series], frame: _Frame) -> Cells:
     """Each series as joined line segments: cell -> [braille dot bits, series index]."""
-    cells: dict[tuple[int, int], list] = {}
+    cells: Cells = {}
     for i, s in enumerate(series):
         prev: tuple[int, int] | None = None
         for px, py in s.points:
@@ -150,12 +154,11 @@ def _draw(series: Sequence[Series], frame: _Frame) -> dict[tuple[int, int], list
     return cells
 
 
-def _plot_row(
-    cells: dict[tuple[int, int], list], r: int, cols: int, styles: list[str]
-) -> list[tuple[str, str]]:
+def _plot_row(cells: Cells, r: int, cols: int, styles: list[str]) -> list[tuple[str, str]]:
     """Row `r` of the plot as runs of (characters, style)."""
     runs: list[tuple[str, str]] = []
-    run_style, run = "", []
+    run_style = ""
+    run: list[str] = []
     for c in range(cols):
         cell = cells.get((c, r))
         ch, st = (chr(0x2800 + cell[0]), styles[cell[1]]) if cell else (" ", "")
@@ -269,14 +272,18 @@ class Chart(Widget):
         self.empty = empty
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _: self.refresh(), init=False)
+        self.watch(self.app, "theme", self._theme_changed, init=False)
 
-    def colors(self) -> list[str]:
+    def _theme_changed(self, _theme: str) -> None:
+        self.refresh()
+
+    # Not `colors`: that name is DOMNode's (the widget's own background and foreground).
+    def palette(self) -> list[str]:
         variables = self.app.theme_variables
         return [variables.get(name, "") for name in PALETTE]
 
     def legend(self) -> str:
-        colors = self.colors()
+        colors = self.palette()
         parts = []
         for i, s in enumerate(self.series):
             color = s.color or colors[i % len(colors)]
@@ -294,7 +301,7 @@ class Chart(Widget):
             size.height,
             x=self.x_axis,
             y=self.y_axis,
-            colors=self.colors(),
+            colors=self.palette(),
             empty=self.empty,
         )
         return Text("\n", no_wrap=True).join(lines)

@@ -452,7 +452,7 @@ class RunDashboard(Container):
         done_ops = step.summary.ops if step.summary else 0
         elapsed = step.points[-1].elapsed if step.points else 0.0
         if ops_target:
-            frac = done_ops / ops_target
+            frac: float = done_ops / ops_target
             label = f"{format_count(done_ops)}/{format_count(ops_target)} ops"
         elif duration:
             frac = elapsed / duration

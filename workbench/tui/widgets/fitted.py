@@ -4,6 +4,7 @@ and says which, and a border line that leaves out whole parts, instead of cuttin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.widget import Widget
@@ -36,8 +37,8 @@ class FittedTable(DataTable[Cell]):
     """A DataTable given whole rows; it shows the columns that fit and names the others in
     its border's subtitle, after the table's own `note`."""
 
-    def __init__(self, drop_order: Sequence[str], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, drop_order: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.drop_order = tuple(drop_order)
         self.note = ""
         self._columns: tuple[str, ...] = ()

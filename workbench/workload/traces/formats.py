@@ -7,8 +7,8 @@ from types import ModuleType
 
 from workbench.sdk.errors import SpecError
 from workbench.workload.traces import oracle_general, plain_csv, twitter
-from workbench.workload.traces.records import Request
-from workbench.workload.traces.stream import open_read
+from workbench.workload.traces.records import Request, TraceFormatError
+from workbench.workload.traces.stream import open_read, read_chunk
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (oracle_general, twitter, plain_csv)}
 _SUFFIXES = {
@@ -45,7 +45,9 @@ def format_of(path: str, given: str | None = None, where: str = "format") -> str
 def _sniff(path: str) -> str | None:
     try:
         with open_read(path) as stream:
-            head = stream.read(4096)
+            head = read_chunk(stream, path, 0, 0)[:4096]
+    except TraceFormatError:
+        raise  # a corrupt .zst says so, naming the offset, rather than "cannot tell"
     except (SpecError, OSError):
         return None
     first = head.split(b"\n", 1)[0]

@@ -5,13 +5,15 @@ It has no ops, key sizes or TTLs: every request reads as a get."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from workbench.files.output_files import remove_quietly, scratch_path
+from workbench.sdk.errors import SpecError
 from workbench.workload.oracle_trace import NO_NEXT, RECORD
-from workbench.workload.traces.records import Request
+from workbench.workload.traces.records import MAX_U32, Request, TraceFormatError
 from workbench.workload.traces.stream import CHUNK, iter_records, open_read, open_write
 
 NAME = "oracleGeneral"
@@ -22,6 +24,22 @@ def read(path: str) -> Iterator[Request]:
         for _offset, block in iter_records(stream, path, RECORD.size):
             for time, obj, size, _next in RECORD.iter_unpack(block):
                 yield Request(float(time), str(obj), 0, size, "get", 0)
+
+
+def check_whole(path: str) -> None:
+    """A file of whole records, or TraceFormatError naming the part record at its end.
+    libCacheSim reads what whole records there are and says nothing of the rest (a corrupt
+    100-byte trace simulated as 4 requests)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise SpecError(f"cannot read the trace: {exc.strerror}", path) from None
+    rest = size % RECORD.size
+    if rest:
+        whole = size - rest
+        raise TraceFormatError(
+            path, whole // RECORD.size, whole, f"truncated: {rest} of {RECORD.size} bytes"
+        )
 
 
 def _object_id(key: str) -> int:
@@ -59,13 +77,26 @@ def _write_raw(requests: Iterable[Request], tmp: Path) -> int:
             if r.op == "delete":
                 continue
             origin = r.time if origin is None else origin
-            batch.append(pack(int(r.time - origin), _object_id(r.key), r.value_size, NO_NEXT))
+            batch.append(
+                pack(_seconds(r.time - origin, n), _object_id(r.key), r.value_size, NO_NEXT)
+            )
             n += 1
             if len(batch) >= 65536:
                 f.write(b"".join(batch))
                 batch.clear()
         f.write(b"".join(batch))
     return n
+
+
+def _seconds(since_first: float, index: int) -> int:
+    """A request's time as oracleGeneral holds it: whole seconds after the first request."""
+    if not 0 <= since_first <= MAX_U32:
+        raise SpecError(
+            f"request {index + 1} of the input is {since_first:g} s after the first; "
+            f"oracleGeneral holds 0 to {MAX_U32} s (times in order)",
+            "--output",
+        )
+    return int(since_first)
 
 
 def _fill_next_access(path: Path, n: int) -> None:

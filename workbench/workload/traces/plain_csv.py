@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from workbench.sdk.ops import TRACE_OPS
-from workbench.workload.traces.records import Request, TraceFormatError
+from workbench.workload.traces.records import Request, TraceFormatError, checked
 from workbench.workload.traces.stream import iter_lines, open_read, open_write
 
 NAME = "csv"
@@ -33,17 +33,16 @@ def _parse(line: bytes, columns: list[str], path: str, record: int, offset: int)
         op = fields.get("op", "get").strip() or "get"
         if op not in TRACE_OPS:
             raise ValueError(f"unknown operation {op!r}")
-        req = Request(
-            float(fields["time"]),
-            fields["key"],
-            0,
-            int(fields["size"]),
-            op,
-            int(fields.get("ttl") or 0),
+        return checked(
+            Request(
+                float(fields["time"]),
+                fields["key"],
+                0,
+                int(fields["size"]),
+                op,
+                int(fields.get("ttl") or 0),
+            )
         )
-        if req.value_size < 0 or req.ttl < 0:
-            raise ValueError("negative size or TTL")
-        return req
     except (ValueError, UnicodeDecodeError) as exc:
         raise TraceFormatError(
             path, record, offset, f"expected {','.join(columns)} ({exc}); got {line[:80]!r}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from workbench.sdk.errors import SpecError
@@ -17,6 +18,24 @@ class Request(NamedTuple):
     value_size: int
     op: str
     ttl: int
+
+
+# What both engines take from a trace: a time a signed 64-bit count of nanoseconds holds
+# (infinity, NaN or 1e300 at speed 1 were sent at once by one engine and waited for by the
+# other), and sizes and TTLs of 32 bits, as the native engine and oracleGeneral read them.
+MAX_TIME = 9.2e9
+MAX_U32 = 2**32 - 1
+
+
+def checked(req: Request) -> Request:
+    """The request, or ValueError saying which of its numbers no engine can replay."""
+    if not math.isfinite(req.time) or abs(req.time) > MAX_TIME:
+        raise ValueError(f"a time that is a finite number of at most {MAX_TIME:g} s")
+    if min(req.key_size, req.value_size, req.ttl) < 0:
+        raise ValueError("negative size or TTL")
+    if max(req.key_size, req.value_size, req.ttl) > MAX_U32:
+        raise ValueError(f"sizes and TTL of at most {MAX_U32}")
+    return req
 
 
 class TraceFormatError(SpecError):

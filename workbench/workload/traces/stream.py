@@ -6,7 +6,7 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import zstandard
 
@@ -22,6 +22,12 @@ def compressed(path: str | Path) -> bool:
 
 
 COMPRESSED_PIECE = 16 * 1024
+
+
+class ByteStream(Protocol):
+    """What a trace reader reads: a file opened "rb", or `_ZstdReader` over one."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
 
 
 class _ZstdReader:
@@ -56,7 +62,7 @@ class _ZstdReader:
 
 
 @contextmanager
-def open_read(path: str | Path) -> Iterator[BinaryIO]:
+def open_read(path: str | Path) -> Iterator[ByteStream]:
     """The file's (decompressed) bytes as a stream."""
     try:
         raw = open(path, "rb")  # noqa: SIM115 - closed below
@@ -64,7 +70,7 @@ def open_read(path: str | Path) -> Iterator[BinaryIO]:
         raise SpecError(f"cannot read the trace: {exc.strerror}", str(path)) from None
     with raw:
         if compressed(path):
-            yield _ZstdReader(raw)  # type: ignore[misc]
+            yield _ZstdReader(raw)
         else:
             yield raw
 
@@ -84,18 +90,18 @@ def open_write(path: str | Path) -> Iterator[BinaryIO]:
             buffered.flush()
 
 
-def _read(stream: BinaryIO, path: str, record: int, offset: int) -> bytes:
+def read_chunk(stream: ByteStream, path: str, record: int, offset: int) -> bytes:
     try:
         return stream.read(CHUNK)
     except zstandard.ZstdError as exc:
         raise TraceFormatError(path, record, offset, f"corrupt zstd data ({exc})") from None
 
 
-def iter_records(stream: BinaryIO, path: str, size: int) -> Iterator[tuple[int, bytes]]:
+def iter_records(stream: ByteStream, path: str, size: int) -> Iterator[tuple[int, bytes]]:
     """(byte offset, block) with whole `size`-byte records in each block; a trailing part
     record raises, naming it."""
     offset, rest = 0, b""
-    while chunk := _read(stream, path, offset // size, offset):
+    while chunk := read_chunk(stream, path, offset // size, offset):
         data = rest + chunk
         usable = len(data) - len(data) % size
         if usable:
@@ -108,11 +114,11 @@ def iter_records(stream: BinaryIO, path: str, size: int) -> Iterator[tuple[int, 
         )
 
 
-def iter_lines(stream: BinaryIO, path: str) -> Iterator[tuple[int, bytes]]:
+def iter_lines(stream: ByteStream, path: str) -> Iterator[tuple[int, bytes]]:
     """(byte offset, line without its newline) of every line; the record number a caller
     reports is the line number, from 0."""
     offset, rest, line_no = 0, b"", 0
-    while chunk := _read(stream, path, line_no, offset):
+    while chunk := read_chunk(stream, path, line_no, offset):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
         for line in lines:

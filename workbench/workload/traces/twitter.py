@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from workbench.sdk.ops import TRACE_OPS
-from workbench.workload.traces.records import Request, TraceFormatError
+from workbench.workload.traces.records import Request, TraceFormatError, checked
 from workbench.workload.traces.stream import iter_lines, open_read, open_write
 
 NAME = "twitter"
@@ -20,10 +20,7 @@ def parse(line: bytes, path: str, record: int, offset: int) -> Request:
         op = op.strip()
         if op not in TRACE_OPS:
             raise ValueError(f"unknown operation {op!r}")
-        req = Request(float(time), key, int(key_size), int(value_size), op, int(ttl))
-        if req.key_size < 0 or req.value_size < 0 or req.ttl < 0:
-            raise ValueError("negative size or TTL")
-        return req
+        return checked(Request(float(time), key, int(key_size), int(value_size), op, int(ttl)))
     except (ValueError, UnicodeDecodeError) as exc:
         raise TraceFormatError(
             path, record, offset, f"expected {FIELDS} ({exc}); got {line[:80]!r}"
