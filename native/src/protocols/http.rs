@@ -627,7 +627,11 @@ mod tests {
         h.get(&mut out, b"k");
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.matches("ost: ").count(), 1, "{}", text);
-        assert!(text.contains("\r\nhost: cache.example\r\nX-A: 1\r\n"), "{}", text);
+        assert!(
+            text.contains("\r\nhost: cache.example\r\nX-A: 1\r\n"),
+            "{}",
+            text
+        );
     }
 
     #[test]
