@@ -107,6 +107,7 @@ impl Net {
         conn.out.clear();
         conn.out_pos = 0;
         conn.inb.clear();
+        conn.scripts_loaded = false;
         conn.progress = now_ns();
         let n = codec.hello(&mut conn.out);
         for _ in 0..n {
