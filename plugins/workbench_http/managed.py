@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from workbench.sdk import (
     start_python_server,
 )
 from workbench.sdk.resp_server import start_resp_server
+from workbench.sdk.scratch import scratch_dir
 from workbench_http.servers import is_loopback_redis
 
 
@@ -92,7 +92,7 @@ class _Tls:
         self.client: dict[str, Any] = {}
         if not options["tls"]:
             return
-        self.scratch = Path(tempfile.mkdtemp(prefix="workbench-http-"))
+        self.scratch = scratch_dir("http")
         try:
             files = make_tls_files(self.scratch)
         except BaseException:
