@@ -163,9 +163,12 @@ class LeanConnection:
         self.port = default if parts.port is None else parts.port  # 0 is refused, not 80
         self.ssl: ssl.SSLContext | None = config.ssl_context()
         self.server_hostname = (config.tls.sni or None) if config.tls else None
-        host_header = parts.netloc
+        # A Host among the user's headers stands for the URL's (aiohttp's way): two made
+        # every request a 400.
+        given = {k.lower() for k in config.headers}
+        host = "" if "host" in given else f"Host: {parts.netloc}\r\n"
         extra = "".join(f"{k}: {v}\r\n" for k, v in config.headers.items())
-        self.common = f"Host: {host_header}\r\n{extra}"
+        self.common = f"{host}{extra}"
         self.clients: list[LeanClient] = []
         self.caches: dict[int, dict[bytes, bytes]] = {}
         self.stats_request = (

@@ -229,7 +229,14 @@ impl Net {
                 }
                 Err(e) => {
                     k.inb.truncate(len);
-                    return Some(format!("reading from {}: {}", k.addr, e));
+                    // A TLS port resets a plain client whose request it left unread.
+                    let reset = e.kind() == ErrorKind::ConnectionReset;
+                    let hint = if reset && !k.answered && !k.pending.is_empty() {
+                        self.plain_close_hint.as_str()
+                    } else {
+                        ""
+                    };
+                    return Some(format!("reading from {}: {}{}", k.addr, e, hint));
                 }
             };
             k.inb.truncate(len + got);

@@ -50,9 +50,12 @@ from workbench_http.servers import (
     base_parser,
     check_host,
     duration,
+    is_loopback_redis,
     json_response,
+    rate,
     run,
     server_tls,
+    whole,
 )
 
 MAX_KEY_LENGTH = 1024
@@ -300,14 +303,14 @@ def build_app(
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("The Redis caching proxy of 001: GET /lookup?key=K.")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="backing Redis")
-    parser.add_argument("--max-keys", type=int, default=1000, help="LRU capacity (0: no LRU)")
+    parser.add_argument("--max-keys", type=whole, default=1000, help="LRU capacity (0: no LRU)")
     parser.add_argument(
         "--ttl", type=duration, default=10.0, help="LRU entry lifetime (0: until evicted)"
     )
     parser.add_argument(
-        "--rate-limit", type=float, default=0.0, help="requests per second per client (0: off)"
+        "--rate-limit", type=rate, default=0.0, help="requests per second per client (0: off)"
     )
-    parser.add_argument("--burst", type=float, default=0.0, help="token bucket size (0: the rate)")
+    parser.add_argument("--burst", type=rate, default=0.0, help="token bucket size (0: the rate)")
     parser.add_argument("--throttle-status", type=int, default=503, choices=(429, 503))
     parser.add_argument(
         "--redis-timeout", type=duration, default=1.0, help="Redis connect and reply timeout"
@@ -315,6 +318,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--redis-connections", type=int, default=32, help="Redis pool size")
     args = parser.parse_args(argv)
     check_host(parser, args.host)
+    if not is_loopback_redis(args.redis_url):
+        parser.error(
+            f"--redis-url must be on this machine (127.0.0.1, ::1, localhost), not {args.redis_url}"
+        )
+    if args.redis_connections < 1:
+        parser.error("--redis-connections must be 1 or more")
 
     async def make() -> web.Application:
         return build_app(

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import threading
 import time
 from typing import Any
@@ -48,6 +49,7 @@ from workbench_http.servers import (
     json_response,
     run,
     server_tls,
+    whole,
 )
 
 MAX_KEY_LENGTH = 1024
@@ -176,8 +178,8 @@ class KvStore:
         if ttl is None or ttl == "":
             ttl = self.expiration
         ttl = float(ttl)
-        if ttl < 0:
-            raise ValueError("ttl must be 0 or more")
+        if not math.isfinite(ttl) or ttl < 0:  # NaN compares false: it would never expire
+            raise ValueError("ttl must be a finite number of seconds, 0 or more")
         return now + ttl if ttl > 0 else 0.0
 
     @staticmethod
@@ -312,7 +314,9 @@ def build_app(
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("The key-value store of 004: POST to store, GET to read, expiry.")
     parser.add_argument("--mode", choices=("dict", "partitioned"), default="dict")
-    parser.add_argument("--partitions", type=int, default=16, help="partitions (partitioned mode)")
+    parser.add_argument(
+        "--partitions", type=whole, default=16, help="partitions (partitioned mode)"
+    )
     parser.add_argument(
         "--expiration", type=duration, default=0.0, help="TTL of keys stored without one (0: never)"
     )
