@@ -76,6 +76,10 @@ from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
 
+# add and replace are a set with a precondition (`config.CONDITIONS`), in the Python
+# strategies; the native engine's HTTP path has none, so a native run skips them by name.
+CONDITIONAL_SETS = frozenset({"get", "set", "delete", "add", "replace"})
+
 plugin = CacheSystem(
     name="http",
     description="HTTP caches through request templates (aiohttp); reference proxy and store",
@@ -121,6 +125,7 @@ plugin = CacheSystem(
             "keep-alive",
             "one aiohttp session per worker; its keep-alive pool is shared by the clients",
             connect_keep_alive,
+            operations=CONDITIONAL_SETS,
             options=OptionSet(
                 (
                     Option(
@@ -138,12 +143,14 @@ plugin = CacheSystem(
             "new-connection",
             "a new TCP connection for every request (Connection: close)",
             connect_new,
+            operations=CONDITIONAL_SETS,
             connections=per_client,
         ),
         Strategy(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             connect_lean,
+            operations=CONDITIONAL_SETS,
             connections=per_client,
         ),
         Strategy(

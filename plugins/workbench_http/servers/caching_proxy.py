@@ -23,7 +23,8 @@ second and ``--burst`` tokens; a request without a token is answered with
 
 Beyond the document, so that the workbench can fill and empty it over HTTP:
 ``POST /`` with ``{"key": K, "value": V, "ttl": S}`` writes V to Redis (``SET``, with
-``EX`` when a TTL is given) and drops K from the LRU (201); ``DELETE /lookup?key=K``
+``EX`` when a TTL is given) and drops K from the LRU (201; with ``If-None-Match: *`` only
+if K is not in Redis, with ``If-Match: *`` only if it is, else 412); ``DELETE /lookup?key=K``
 deletes it from both (200, or 404 if Redis did not have it). ``GET /stats`` gives the
 LRU's hits, misses, expiries, evictions and size, and Redis hits, misses and errors.
 
@@ -193,11 +194,17 @@ class Proxy:
                 {"key": None, "value": None, "status": 400, "error": str(exc)}, 400
             )
         px = int(float(ttl) * 1000) if ttl else None
+        # A precondition (memcached's add and replace) is Redis's SET NX / XX.
+        nx = request.headers.get("If-None-Match") == "*"
+        xx = request.headers.get("If-Match") == "*"
+        data = value.encode("utf-8", errors="surrogatepass")
         try:
-            await self.redis.set(key, value.encode("utf-8", errors="surrogatepass"), px=px or None)
+            done = await self.redis.set(key, data, px=px or None, nx=nx, xx=xx and not nx)
         except (RedisError, OSError, TimeoutError):
             self.redis_errors += 1
             return self.answer(key, None, 503)
+        if not done:
+            return json_response({"key": key, "status": 412}, 412)
         self.lru.drop(key)
         return json_response({"key": key, "status": 201}, 201)
 

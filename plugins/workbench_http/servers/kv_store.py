@@ -9,6 +9,8 @@ HTTP interface (keys are query parameters, so that ``GET /`` is the document's w
   optional or null: the server's ``--expiration``, 0 meaning never) stores the text V:
   201 when the key is new, 200 when it replaced a live value, 400 on a bad body.
 - ``PUT /?key=K[&ttl=S]`` stores the raw request body (any bytes) the same way.
+- Either with ``If-None-Match: *`` stores only a key with no live value, with
+  ``If-Match: *`` only one with a live value (memcached's add and replace); 412 when not.
 - ``GET /?key=K``: 200 with ``{"key": K, "value": V}`` for a text value, or the raw bytes
   (``application/octet-stream``) for a value stored with PUT; 404 ``{"key": K, "value":
   null}`` when absent or expired; 400 when the key is missing.
@@ -187,6 +189,17 @@ class KvStore:
             return None
         return key
 
+    def _refused(self, request: web.Request, key: str, now: float) -> web.Response | None:
+        """412 when a store's precondition (If-None-Match: * or If-Match: *) is not met."""
+        absent = request.headers.get("If-None-Match") == "*"
+        present = request.headers.get("If-Match") == "*"
+        if not (absent or present):
+            return None
+        live = self.storage.get(key, now) is not None
+        if (absent and live) or (present and not live):
+            return json_response({"key": key, "status": "precondition failed"}, 412)
+        return None
+
     async def get(self, request: web.Request) -> web.StreamResponse:
         key = self._key(request)
         if key is None:
@@ -213,6 +226,9 @@ class KvStore:
             expires = self._expiry(body.get("ttl"), now)
         except (ValueError, KeyError, TypeError) as exc:
             return json_response({"error": f"bad body: {exc}"}, 400)
+        refused = self._refused(request, key, now)
+        if refused is not None:
+            return refused
         replaced = self.storage.set(key, value, expires, now)
         self.counters.sets += 1
         return json_response(
@@ -228,7 +244,11 @@ class KvStore:
             expires = self._expiry(request.query.get("ttl"), now)
         except ValueError as exc:
             return json_response({"error": f"bad ttl: {exc}"}, 400)
-        replaced = self.storage.set(key, await request.read(), expires, now)
+        value = await request.read()
+        refused = self._refused(request, key, now)
+        if refused is not None:
+            return refused
+        replaced = self.storage.set(key, value, expires, now)
         self.counters.sets += 1
         return json_response(
             {"key": key, "status": "updated" if replaced else "created"}, 200 if replaced else 201
