@@ -222,7 +222,13 @@ impl<'a> Run<'a> {
             self.net.clients[ci].parked = Some(op);
             return false;
         }
-        let phase = self.phase.index;
+        // An op due before the measured phase began is the warm-up's backlog: recorded in
+        // no phase, as the phase's offered count leaves it out (else "issued 103%").
+        let phase = if self.phase.measuring && due < self.phase.begin {
+            0
+        } else {
+            self.phase.index
+        };
         self.issue_op(ci, op, t0, due, now, phase);
         true
     }
@@ -230,7 +236,7 @@ impl<'a> Run<'a> {
     /// Send a drawn op of `phase`: its send lag, its kind, its trace line.
     pub fn issue_op(&mut self, ci: usize, op: Op, t0: u64, due: u64, now: u64, phase: u32) {
         let c = &mut self.net.clients[ci];
-        if c.schedule.is_some() {
+        if c.schedule.is_some() && phase == self.phase.index {
             self.rec.lag(now - due);
         }
         let hot = op.index < c.stream.hot_end;
