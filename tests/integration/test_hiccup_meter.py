@@ -83,6 +83,7 @@ async def test_each_meter_reports_every_cpu_and_the_processes_it_watches(kind: s
         assert figures.meter == "native"
 
 
+@pytest.mark.serial  # a real-time task takes a CPU from the tests beside it
 @pytest.mark.parametrize("kind", ["native", "python"])
 async def test_a_cpu_taken_by_a_real_time_task_is_a_hiccup_on_that_cpu(kind: str) -> None:
     cpu = max(os.sched_getaffinity(0))

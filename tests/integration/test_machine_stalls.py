@@ -27,7 +27,8 @@ from workbench.results.verdict import MACHINE_BOUND, MACHINE_BUSY, MACHINE_STALL
 from workbench.run import session
 from workbench.spec.steps import load_spec
 
-pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
+# Stalls timed against intervals: alone, after the parallel pass.
+pytestmark = [pytest.mark.serial, pytest.mark.redis, pytest.mark.timeout(120)]
 ENGINES = {"python": ("multiplexed", 2000), "native": ("native", 5000)}
 # A stopped server's rates: the backlog of a 1 s stop must drain well within the step even
 # on a machine shared with others (16 clients answered slowly), or the p50 is the backlog
