@@ -223,13 +223,18 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
         args = get_args(tp)
         if value is None and type(None) in args:
             return None
+        inner: SpecError | None = None
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return _convert(value, arg, where)
-            except SpecError:
-                continue
+            except SpecError as exc:
+                # A table that is one, with a bad field, says which field and why (it
+                # was "search: expected a table or nothing; got {'probe': nan}").
+                inner = inner or (exc if exc.where != where else None)
+        if inner is not None:
+            raise inner
         raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
