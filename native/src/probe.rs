@@ -140,14 +140,17 @@ impl Session {
             Some(slots) => crate::cluster::slot_node(slots, &key),
             None => self.placement.index(&key),
         };
-        let mut asking = false;
-        // A cluster's redirections are followed, a few at most (as redis-py does).
-        for _ in 0..5 {
+        let (mut asking, mut eval) = (false, false);
+        // A cluster's redirections are followed, a few at most (as redis-py does), and a
+        // script the server lacks (NOSCRIPT) is sent again by EVAL.
+        for _ in 0..6 {
             let mut out = Vec::new();
             if asking {
                 crate::protocols::resp::command(&mut out, &[b"ASKING"]);
             }
-            if !self.codec.encode(&mut out, req, &key, &value, ttl, &token) {
+            if eval {
+                self.codec.by_eval(&mut out, req, &key, &value, ttl, &token);
+            } else if !self.codec.encode(&mut out, req, &key, &value, ttl, &token) {
                 let why = if req == Req::Delete {
                     "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'"
                 } else {
@@ -182,6 +185,12 @@ impl Session {
             };
             if close {
                 self.conns.remove(&id);
+            }
+            if let Reply::Failed(_, m) = &reply {
+                if !eval && self.codec.script_missing(req, m) {
+                    eval = true;
+                    continue;
+                }
             }
             if let (Reply::Failed(_, m), Some(slots)) = (&reply, self.slots.as_mut()) {
                 if let Some(r) = crate::cluster::slots::redirect_of(m) {

@@ -76,6 +76,10 @@ from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
 
+# add and replace are a set with a precondition (`config.CONDITIONS`; the native engine's
+# `protocols/http.rs` sends the same headers), in every strategy.
+CONDITIONAL_SETS = frozenset({"get", "set", "delete", "add", "replace"})
+
 plugin = CacheSystem(
     name="http",
     description="HTTP caches through request templates (aiohttp); reference proxy and store",
@@ -121,6 +125,7 @@ plugin = CacheSystem(
             "keep-alive",
             "one aiohttp session per worker; its keep-alive pool is shared by the clients",
             connect_keep_alive,
+            operations=CONDITIONAL_SETS,
             options=OptionSet(
                 (
                     Option(
@@ -138,18 +143,21 @@ plugin = CacheSystem(
             "new-connection",
             "a new TCP connection for every request (Connection: close)",
             connect_new,
+            operations=CONDITIONAL_SETS,
             connections=per_client,
         ),
         Strategy(
             "lean",
             "one keep-alive connection per client, a minimal HTTP/1.1 client (no aiohttp)",
             connect_lean,
+            operations=CONDITIONAL_SETS,
             connections=per_client,
         ),
         Strategy(
             "native",
             "native engine (Rust): one keep-alive connection per client, as wrk",
             runs_in_native_engine,
+            operations=CONDITIONAL_SETS,
             engine="native",
             connections=per_client,
             protocol=HTTP1,

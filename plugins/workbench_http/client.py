@@ -9,7 +9,7 @@ import aiohttp
 from yarl import URL
 
 from workbench.sdk import AdapterError
-from workbench_http.config import Config, flatten
+from workbench_http.config import CONDITIONS, Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import JSON
 from workbench_http.tls_errors import plain_on_tls_hint, refused, tls_failure
@@ -120,7 +120,10 @@ class HttpClient:
             raise _io_error(exc, c, self.conn.answered) from exc
         return c.got(status, is_json, body, url.path_qs, resp.reason)
 
-    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+    async def _store(
+        self, key: bytes, value: bytes | memoryview, ttl: float | None, headers: dict[str, str]
+    ) -> tuple[int, bytes, str, str | None]:
+        """The set request (with a conditional write's precondition in `headers`)."""
         c = self.config
         url = c.set.url(key, ttl)
         data = c.body.render(key, value, ttl)
@@ -129,7 +132,7 @@ class HttpClient:
                 c.set.method,
                 url,
                 data=data,
-                headers={"Content-Type": c.body.content_type},
+                headers={"Content-Type": c.body.content_type, **headers},
                 allow_redirects=False,
                 **self.extra,
             ) as resp:
@@ -138,7 +141,18 @@ class HttpClient:
                 body = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _io_error(exc, c, self.conn.answered) from exc
-        c.was_set(status, body, url.path_qs, resp.reason)
+        return status, body, url.path_qs, resp.reason
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        self.config.was_set(*await self._store(key, value, ttl, {}))
+
+    async def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        headers = {CONDITIONS["add"]: "*"}
+        return self.config.stored_if(*await self._store(key, value, ttl, headers))
+
+    async def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        headers = {CONDITIONS["replace"]: "*"}
+        return self.config.stored_if(*await self._store(key, value, ttl, headers))
 
     async def delete(self, key: bytes) -> bool:
         c = self.config

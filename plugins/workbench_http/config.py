@@ -20,6 +20,7 @@ from workbench.sdk import (
     require_loopback,
     tls_settings,
 )
+from workbench.sdk.ops import NOT_STORED, STORED
 from workbench_http.templates import BodyTemplate, UrlTemplate, option_where
 
 SCHEMES = {"http": 80, "https": 443}
@@ -195,6 +196,14 @@ class Config:
         if status not in self.set_status:
             raise _status_error(self.set.method, target, status, reason, body)
 
+    def stored_if(self, status: int, body: bytes, target: str, reason: str | None) -> str:
+        """The outcome of a conditional set (add, replace): stored, or not stored when the
+        server refused its precondition (412 Precondition Failed)."""
+        if status == PRECONDITION_FAILED:
+            return NOT_STORED
+        self.was_set(status, body, target, reason)
+        return STORED
+
     def deleted(self, status: int, body: bytes, target: str, reason: str | None) -> bool:
         if status in self.delete_status:
             return True
@@ -208,6 +217,14 @@ class Config:
             "unsupported",
             "no delete template: set target.options.delete, e.g. 'DELETE /?key={key}'",
         )
+
+
+# add and replace are a set with a precondition (RFC 9110 13.1): If-None-Match: * stores
+# only where there is no value, If-Match: * only where there is one; a server that
+# refuses answers 412. A server that ignores the headers stores every one: the conformance
+# kit's conditional check tells which a target is.
+CONDITIONS = {"add": "If-None-Match", "replace": "If-Match"}
+PRECONDITION_FAILED = 412
 
 
 def _latin1_bytes(text: str) -> bytes:

@@ -27,7 +27,7 @@ from workbench.sdk import (
     plain_port_timeout,
     tls_error,
 )
-from workbench_http.config import Config, flatten
+from workbench_http.config import CONDITIONS, Config, flatten
 from workbench_http.probe import probe
 from workbench_http.templates import UrlTemplate
 from workbench_http.tls_errors import PLAIN_ON_TLS, address
@@ -163,9 +163,12 @@ class LeanConnection:
         self.port = default if parts.port is None else parts.port  # 0 is refused, not 80
         self.ssl: ssl.SSLContext | None = config.ssl_context()
         self.server_hostname = (config.tls.sni or None) if config.tls else None
-        host_header = parts.netloc
+        # A Host among the user's headers stands for the URL's (aiohttp's way): two made
+        # every request a 400.
+        given = {k.lower() for k in config.headers}
+        host = "" if "host" in given else f"Host: {parts.netloc}\r\n"
         extra = "".join(f"{k}: {v}\r\n" for k, v in config.headers.items())
-        self.common = f"Host: {host_header}\r\n{extra}"
+        self.common = f"{host}{extra}"
         self.clients: list[LeanClient] = []
         self.caches: dict[int, dict[bytes, bytes]] = {}
         self.stats_request = (
@@ -289,16 +292,30 @@ class LeanClient:
         status, reason, is_json, body, _ = await self.exchange(self.conn.bodyless(t, key), t.method)
         return c.got(status, is_json, body, t.text, reason)
 
-    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+    async def _store(
+        self, key: bytes, value: bytes | memoryview, ttl: float | None, condition: str = ""
+    ) -> tuple[int, bytes, str, str | None]:
+        """The set request (a conditional write's precondition header in `condition`)."""
         c = self.config
         t = c.set
         data = c.body.render(key, value, ttl)
         request = (
-            f"{t.method} {t.target(key, ttl)} HTTP/1.1\r\n{self.conn.common}"
+            f"{t.method} {t.target(key, ttl)} HTTP/1.1\r\n{self.conn.common}{condition}"
             f"Content-Type: {c.body.content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
         ).encode("latin-1")
         status, reason, _, body, _ = await self.exchange(request, t.method, data)
-        c.was_set(status, body, t.text, reason)
+        return status, body, t.text, reason
+
+    async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
+        self.config.was_set(*await self._store(key, value, ttl))
+
+    async def add(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        condition = f"{CONDITIONS['add']}: *\r\n"
+        return self.config.stored_if(*await self._store(key, value, ttl, condition))
+
+    async def replace(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> str:
+        condition = f"{CONDITIONS['replace']}: *\r\n"
+        return self.config.stored_if(*await self._store(key, value, ttl, condition))
 
     async def delete(self, key: bytes) -> bool:
         c = self.config

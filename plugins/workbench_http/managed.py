@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from workbench.sdk import (
     Option,
     OptionSet,
     ServerProcess,
     SpecError,
-    is_loopback,
     listen_address,
     make_tls_files,
     process_memory,
@@ -22,6 +19,8 @@ from workbench.sdk import (
     start_python_server,
 )
 from workbench.sdk.resp_server import start_resp_server
+from workbench.sdk.scratch import scratch_dir
+from workbench_http.servers import is_loopback_redis
 
 
 @dataclass
@@ -93,7 +92,7 @@ class _Tls:
         self.client: dict[str, Any] = {}
         if not options["tls"]:
             return
-        self.scratch = Path(tempfile.mkdtemp(prefix="workbench-http-"))
+        self.scratch = scratch_dir("http")
         try:
             files = make_tls_files(self.scratch)
         except BaseException:
@@ -238,13 +237,7 @@ SERVER_OPTIONS = OptionSet(
 def _loopback_redis(url: str) -> str:
     """The proxy's backing Redis is on this machine: a managed server never sends its
     traffic elsewhere (nothing else in the workbench may either, without --allow-remote)."""
-    if not url or url.startswith("unix://"):  # a socket file is on this machine
-        return url
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        host = ""
-    if not url.startswith(("redis://", "rediss://")) or not is_loopback(host):
+    if url and not is_loopback_redis(url):
         raise SpecError(
             f"expected a redis:// URL on this machine (127.0.0.1, ::1, localhost); got {url!r}",
             "target.server.redis_url",

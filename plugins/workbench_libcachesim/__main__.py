@@ -19,11 +19,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from typing import Any
 
 import libcachesim as lcs
+
+from workbench.sdk.scratch import scratch_folder
 
 POLICIES = {
     "lru": lcs.LRU,
@@ -131,7 +132,8 @@ def analyze(path: str) -> dict:
     )
     path = os.path.abspath(path)
     here = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_folder("analyzer") as folder:
+        tmp = str(folder)
         os.chdir(tmp)
         try:
             reader = _reader(path, False)

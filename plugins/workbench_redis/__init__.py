@@ -126,7 +126,7 @@ plugin = CacheSystem(
         ),
         strategies.sync_per_client(SYSTEM, KV),
         strategies.sync_pool(SYSTEM, KV),
-        strategies.cluster(SYSTEM, KV),
+        strategies.cluster(SYSTEM, KV | CONDITIONAL),
         strategies.native(KV_PUBSUB | CONDITIONAL, "; subscribers on their own connections"),
     ),
     default_strategy="multiplexed",

@@ -131,3 +131,12 @@ def profile_scheme(target: Mapping[str, Any], load: Callable[[str], CacheSystem]
     except Exception:  # an unknown system is the spec check's to report
         return None
     return system.urls.schemes[0] if system.urls and system.urls.schemes else None
+
+
+def login_advice(system: CacheSystem) -> str:
+    """Where `system` takes a user and password instead: the options it declares that read
+    them from the environment; none said, the advice named another system's."""
+    env = [f"target.options.{n}" for n in system.options.names() if n.endswith("_env")]
+    if env:
+        return f"give them through {' and '.join(env)} (read from the environment, never stored)"
+    return f"{system.name} takes none there (`workbench plugins` lists its options)"

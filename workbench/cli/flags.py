@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
-from workbench.cli.address import profile_scheme, scheme_named, server_url
+from workbench.cli.address import login_advice, profile_scheme, scheme_named, server_url
 from workbench.cli.flag_options import FLAG_PARAMETERS
 from workbench.sdk.adapter import CacheSystem
 from workbench.sdk.discovery import load_plugin, plugin_statuses
@@ -142,10 +142,7 @@ def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
         raise SpecError(f"expected {' or '.join(forms)}; got {url!r}", "--server")
     if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
         raise SpecError(
-            "expected no user or password in the URL: give them through the target's "
-            "options that read the environment (such as target.options.password_env), "
-            "which are never stored",
-            "--server",
+            f"expected no user or password in the URL: {login_advice(system)}", "--server"
         )
     same_system = _target(profile).get("system", DEFAULT_SYSTEM) == system.name
     out = [f"target.system={_quoted(system.name)}", "target.managed=false"]

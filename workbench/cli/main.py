@@ -17,6 +17,7 @@ try:
 
     from workbench import __version__
     from workbench.cli.common import DEBUG, EXIT_CODES_HELP, StoreOption
+    from workbench.sdk.scratch import sweep_dead_owners
 except KeyboardInterrupt:  # a Ctrl-C while the imports load: nothing has started yet
     sys.stderr.write("interrupted\n")
     stop_signals.exiting(130)
@@ -119,6 +120,9 @@ def __getattr__(name: str) -> typer.Typer:
 
 def main() -> None:
     try:
+        # What a killed workbench process left in the temporary folder (a managed server's
+        # directory, a scratch trace) goes at the next start of any command.
+        sweep_dead_owners()
         named = named_command(sys.argv[1:])
         build_app(COMMANDS if named is None else [named])()
     except KeyboardInterrupt:  # a Ctrl-C while typer builds the commands, before any runs

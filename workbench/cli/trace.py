@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from workbench.results.metrics import Stats
 from workbench.results.step_text import outcomes_text
 from workbench.results.store import StoredRun
 from workbench.sdk.errors import WorkbenchError
+from workbench.sdk.scratch import scratch_folder
 from workbench.simulate import runner
 from workbench.simulate.policies import INSTALL
 from workbench.workload.traces.formats import FORMATS, format_of, read, writer
@@ -182,7 +182,7 @@ def _libcachesim(path: Path, name: str) -> dict[str, Any]:
     try:
         if name == "oracleGeneral":
             return runner.analyze(str(path))
-        with tempfile.TemporaryDirectory() as tmp:
+        with scratch_folder("analyze") as tmp:
             copy = str(Path(tmp) / "copy.oracleGeneral")
             writer("oracleGeneral")(read(str(path), name), copy)
             return runner.analyze(copy)

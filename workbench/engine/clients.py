@@ -63,6 +63,7 @@ class LoadState:
     in_flight: int = 0  # ops issued and not yet answered
     start_ns: int = 0  # perf_counter_ns at which the load began: the schedules' origin
     end_ns: int = 1 << 62  # when the measured phase ends, once known: no op is due after it
+    measured_from_ns: int = 0  # when the measured phase begins, set before it does
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # async clients may start
     begun_threads: threading.Event = field(default_factory=threading.Event)
     halted: threading.Event = field(default_factory=threading.Event)  # wakes pacing threads
@@ -89,6 +90,12 @@ class LoadState:
             self.wakeups.release_all()
         self.begun.set()
         self.begun_threads.set()
+
+    def phase_of(self, due: int) -> int:
+        """The phase a paced op due at `due` belongs to: one due before the measured phase
+        began is the warm-up's backlog, recorded in no phase (-1), as the offered count of
+        the measured phase leaves it out (it made "issued 103% of the offered ops")."""
+        return -1 if self.measuring and due < self.measured_from_ns else self.phase
 
     def reserve(self) -> bool:
         """Take one op from the phase budget before issuing it; False: do not issue it."""
@@ -179,7 +186,7 @@ async def async_client(
             break
         # An op is recorded only if it ends in the phase it began in: one still in
         # flight when warm-up ends is not measured.
-        phase = state.phase
+        phase = state.phase if pacer is None else state.phase_of(due)
         try:
             code, index, key, size, ttl = nxt()
         except TraceEnd:  # replaying a trace: this client's share is done
@@ -306,7 +313,7 @@ def thread_client(
         with lock:  # the budget and the phase are read together (see StepRun._phase)
             if state.remaining is not None and not state.reserve():
                 break
-            phase = state.phase
+            phase = state.phase if pacer is None else state.phase_of(due)
             state.in_flight += 1
         try:
             code, index, key, size, ttl = nxt()

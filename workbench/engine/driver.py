@@ -247,6 +247,7 @@ class StepRun:
         if self.stop_requested.is_set():
             await self._end_load()
             return "interrupted"
+        self.state.measured_from_ns = int(begin * 1e9)  # before the phase: see phase_of
         self._enter_phase(measured_ops, warmup=False)
         self.state.begin(int(start * 1e9))  # no-op after a warm-up: the clients run already
         self._measure_begin_ns = int(begin * 1e9)

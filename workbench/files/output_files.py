@@ -24,8 +24,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from workbench.files.run_owner import start_ticks
 from workbench.sdk.errors import SpecError
+from workbench.sdk.scratch import owner_tag
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 WAL_MAGICS = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")  # a SQLite write-ahead log's header
@@ -107,16 +107,11 @@ def _check_new_file(path: Path, parent: Path, where: str) -> None:
         )
 
 
-def _owner_tag(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"wb{pid}-{start_ticks(pid)}"
-
-
 def scratch_path(path: str | Path, kind: str) -> Path:
     """A scratch file of this process beside the output `path` (through a symlink, beside
     its target): ``.NAME.wbPID-START.KIND``."""
     real = Path(os.path.realpath(path))
-    return real.with_name(f".{real.name}.{_owner_tag()}.{kind}")
+    return real.with_name(f".{real.name}.{owner_tag()}.{kind}")
 
 
 def sweep_scratch(path: str | Path) -> None:
@@ -130,7 +125,7 @@ def sweep_scratch(path: str | Path) -> None:
                 continue
             owner = entry.name[len(prefix) :].split(".", 1)[0]
             pid, _, started = owner.partition("-")
-            if pid.isdigit() and f"wb{owner}" != _owner_tag(int(pid)) and started:
+            if pid.isdigit() and f"wb{owner}" != owner_tag(int(pid)) and started:
                 with suppress(OSError):
                     os.unlink(entry.path)
 

@@ -8,22 +8,9 @@ from __future__ import annotations
 
 import os
 import platform
-from pathlib import Path
 from typing import Any
 
-
-def start_ticks(pid: int) -> int | None:
-    """When process `pid` started (clock ticks since boot), or None if there is none."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may itself hold spaces or ')'.
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return int(fields[19])  # field 22 overall: starttime
-    except (IndexError, ValueError):
-        return None
+from workbench.sdk.scratch import start_ticks
 
 
 def this_runner() -> dict[str, Any]:

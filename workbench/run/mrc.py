@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from array import array
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from workbench.engine.clients import TRACED
 from workbench.report.mrc import Curves
 from workbench.results.store import Store
 from workbench.sdk.discovery import load_plugin
+from workbench.sdk.scratch import scratch_folder
 from workbench.simulate.runner import simulate
 from workbench.spec.load import spec_from_data
 from workbench.spec.model import DEFAULT_SYSTEM, Spec
@@ -57,7 +57,7 @@ def simulated_curves(
     spec: Spec, profile: str, sizes: Sequence[int], policies: Sequence[str], unit: str
 ) -> Curves:
     """Every policy at every size over the profile's requests."""
-    with tempfile.TemporaryDirectory(prefix="workbench-mrc-") as tmp:
+    with scratch_folder("mrc") as tmp:
         trace = os.path.join(tmp, "requests.oracleGeneral")
         requests = synth_trace(spec, trace)
         results, seconds = simulate(trace, policies, sizes, unit, warmup=warmup_path(trace))

@@ -12,7 +12,6 @@ import os
 import platform
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -36,6 +35,7 @@ from workbench.results.events import (
 from workbench.results.store import Store, StoredRun
 from workbench.sdk.discovery import load_plugin
 from workbench.sdk.errors import WorkbenchError
+from workbench.sdk.scratch import scratch_dir
 from workbench.simulate.policies import parse_policies
 from workbench.simulate.runner import require as require_simulator
 from workbench.simulate.steps import simulate_step
@@ -105,7 +105,7 @@ def _simulation(spec: Spec) -> tuple[Spec, tuple[str, ...], str | None]:
     require_simulator()  # one line saying how to install it, before anything runs
     if spec.workload.trace_out:
         return spec, policies, None
-    scratch = tempfile.mkdtemp(prefix="workbench-trace-")  # removed after the run
+    scratch = str(scratch_dir("trace"))  # removed after the run
     trace = os.path.join(scratch, "trace.oracleGeneral")
     return replace(spec, workload=replace(spec.workload, trace_out=trace)), policies, scratch
 

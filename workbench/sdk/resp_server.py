@@ -8,11 +8,11 @@ flags (``--io-threads``); `start_resp_server` does the rest through `launch`.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.sdk.scratch import scratch_dir
 from workbench.sdk.servers import LOOPBACK, ServerProcess, free_port, host_port, launch
 from workbench.sdk.tls_certs import make_tls_files
 
@@ -54,7 +54,7 @@ def start_resp_server(
     `tls` it listens only for TLS, with certificates made in its scratch directory;
     `tls_auth_clients` makes it require a client certificate (mutual TLS)."""
     port = port or free_port(host)
-    scratch = Path(tempfile.mkdtemp(prefix=f"workbench-{name}-"))  # removed when it stops
+    scratch = scratch_dir(name)  # removed when it stops, or swept once this process is gone
     client: dict[str, Any] = {}
     scheme, listen = schemes[0], ["--port", str(port)]
     if tls:

@@ -2,6 +2,7 @@
 //! flight on it (each with what its reply is counted as) and its reconnection backoff.
 
 use crate::protocols::wire::Req;
+use crate::protocols::Codec;
 use crate::tls::session::Session;
 use mio::net::TcpStream;
 use std::collections::VecDeque;
@@ -23,6 +24,9 @@ pub struct Pending {
     /// 0: not a replayed op; `replay::INDEX_KEY`: a replayed op under the key of `index`;
     /// above: a handle of the replayed key's own bytes (`trace/replay.rs`).
     pub trace: u32,
+    /// A cas's token, as it was sent: sent again with it when the op is (a cluster's
+    /// redirection, a script the server no longer holds).
+    pub token: Option<Box<[u8]>>,
 }
 
 impl Pending {
@@ -38,6 +42,7 @@ impl Pending {
             phase: 0,
             hot: false,
             trace: 0,
+            token: None,
         }
     }
 }
@@ -60,6 +65,8 @@ pub struct Conn {
     pub tls: Option<Session>,
     /// A reply ever came on it (a close before any may be a TLS port: `tls/session.rs`).
     pub answered: bool,
+    /// The scripts were sent on it since it opened (`load_scripts_for`).
+    pub scripts_loaded: bool,
 }
 
 impl Conn {
@@ -78,7 +85,22 @@ impl Conn {
             failure: None,
             tls: None,
             answered: false,
+            scripts_loaded: false,
         }
+    }
+
+    /// Before a request that runs a script: the scripts loaded on this connection once
+    /// (SCRIPT LOAD, each answered as an opening command), so that its EVALSHA finds
+    /// them. A NOSCRIPT answered and sent again would come after the requests behind it
+    /// on the connection, and a replay's later op of the same key would run first.
+    pub fn load_scripts_for(&mut self, codec: &Codec, req: Req) {
+        if self.scripts_loaded || !codec.runs_script(req) {
+            return;
+        }
+        for _ in 0..codec.load_scripts(&mut self.out) {
+            self.pending.push_back(Pending::hello());
+        }
+        self.scripts_loaded = true;
     }
 
     /// Operations of `phase` still waiting for their reply.

@@ -107,6 +107,7 @@ impl Net {
         conn.out.clear();
         conn.out_pos = 0;
         conn.inb.clear();
+        conn.scripts_loaded = false;
         conn.progress = now_ns();
         let n = codec.hello(&mut conn.out);
         for _ in 0..n {
@@ -228,7 +229,14 @@ impl Net {
                 }
                 Err(e) => {
                     k.inb.truncate(len);
-                    return Some(format!("reading from {}: {}", k.addr, e));
+                    // A TLS port resets a plain client whose request it left unread.
+                    let reset = e.kind() == ErrorKind::ConnectionReset;
+                    let hint = if reset && !k.answered && !k.pending.is_empty() {
+                        self.plain_close_hint.as_str()
+                    } else {
+                        ""
+                    };
+                    return Some(format!("reading from {}: {}{}", k.addr, e, hint));
                 }
             };
             k.inb.truncate(len + got);

@@ -56,8 +56,41 @@ impl Codec {
         }
     }
 
+    /// A script's op again by `EVAL` (`resp::script_missing`); RESP's only.
+    pub fn by_eval(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+        token: &[u8],
+    ) {
+        if let Codec::Resp(r) = self {
+            r.by_eval(out, req, key, value, ttl, token);
+        }
+    }
+
+    /// Whether `req` runs a script (RESP's append, prepend, incr, decr, touch, cas).
+    pub fn runs_script(&self, req: Req) -> bool {
+        matches!(self, Codec::Resp(_)) && resp::script_of(req).is_some()
+    }
+
+    /// SCRIPT LOAD of every script; how many replies they take (none but RESP's).
+    pub fn load_scripts(&self, out: &mut Vec<u8>) -> usize {
+        match self {
+            Codec::Resp(_) => resp::load_scripts(out),
+            _ => 0,
+        }
+    }
+
+    /// Whether an error reply to `req` asks for its script by `EVAL` (RESP's NOSCRIPT).
+    pub fn script_missing(&self, req: Req, message: &str) -> bool {
+        matches!(self, Codec::Resp(_)) && resp::script_missing(req, message)
+    }
+
     /// Encode one request; false when it cannot be sent (an HTTP delete without template,
-    /// a conditional write or a gets over HTTP). `token` is a cas's token (empty: none).
+    /// a conditional write other than add and replace, or a gets, over HTTP). `token` is a cas's token (empty: none).
     pub fn encode(
         &self,
         out: &mut Vec<u8>,
@@ -72,7 +105,7 @@ impl Codec {
                 Codec::Resp(r) => r.conditional(out, req, key, value, ttl, token),
                 Codec::Memcache(m) => m.conditional(out, req, key, value, ttl, token),
                 Codec::Meta(m) => m.conditional(out, req, key, value, ttl, token),
-                Codec::Http(_) => return false,
+                Codec::Http(h) => return h.conditional(out, req, key, value, ttl),
             }
             return true;
         }

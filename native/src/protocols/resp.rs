@@ -3,8 +3,9 @@
 //! The conditional writes in Redis's words, one round trip each, with memcached's outcomes
 //! (the mapping of docs/ops.md, the Python engine's `workbench_redis.conditional`): add and
 //! replace are `SET NX` / `SET XX`; append, prepend, incr, decr, touch and cas are that
-//! module's scripts, sent by `EVAL` (Redis keeps a script it was sent by its SHA-1, so it
-//! is compiled once), each answering its outcome's name. A gets is a GET whose token is
+//! module's scripts, sent by `EVALSHA` (and once by `EVAL` to a server that answers
+//! NOSCRIPT: Redis keeps a script it was sent, by its SHA-1), each answering its outcome's
+//! name. A gets is a GET whose token is
 //! the value's SHA-1 in hex, which the cas script compares.
 
 use super::wire::{
@@ -15,6 +16,8 @@ use crate::text::push_num;
 
 pub struct Resp {
     pub hello: Vec<Vec<Vec<u8>>>,
+    /// Each of `SCRIPTS`' SHA-1 in hex, the name `EVALSHA` sends it by.
+    shas: Vec<Vec<u8>>,
 }
 
 fn bulk(out: &mut Vec<u8>, data: &[u8]) {
@@ -90,8 +93,39 @@ pub fn value_token(value: &[u8]) -> Vec<u8> {
     hex
 }
 
+/// The scripts by their place in `Resp::shas`.
+const SCRIPTS: [&[u8]; 5] = [APPEND, PREPEND, DELTA, TOUCH, CAS];
+
+/// The script a conditional write runs, by its place in `SCRIPTS` (None: add, replace and
+/// gets are plain commands).
+pub fn script_of(req: Req) -> Option<usize> {
+    match req {
+        Req::Append => Some(0),
+        Req::Prepend => Some(1),
+        Req::Incr | Req::Decr => Some(2),
+        Req::Touch => Some(3),
+        Req::Cas => Some(4),
+        _ => None,
+    }
+}
+
+/// SCRIPT LOAD of every script (`Conn::load_scripts_for`); how many replies they take.
+pub fn load_scripts(out: &mut Vec<u8>) -> usize {
+    for s in SCRIPTS {
+        command(out, &[b"SCRIPT", b"LOAD", s]);
+    }
+    SCRIPTS.len()
+}
+
+/// Whether an error reply says the server does not hold a script sent by its SHA-1 (new,
+/// restarted, or after SCRIPT FLUSH): the op is sent again by `Resp::by_eval`.
+pub fn script_missing(req: Req, message: &str) -> bool {
+    script_of(req).is_some() && message.starts_with("NOSCRIPT")
+}
+
 impl Resp {
-    /// A conditional write or a gets (`req`), `token` the cas token of a cas.
+    /// A conditional write or a gets (`req`), `token` the cas token of a cas. A script
+    /// goes by `EVALSHA`: its text crosses the wire only when the server lacks it.
     pub fn conditional(
         &self,
         out: &mut Vec<u8>,
@@ -101,9 +135,38 @@ impl Resp {
         ttl: Option<f64>,
         token: &[u8],
     ) {
+        self.request(out, req, key, value, ttl, token, false);
+    }
+
+    /// A script's op again by `EVAL` after a NOSCRIPT reply (`script_missing`): the
+    /// server keeps the script, and the next ones go by `EVALSHA` again.
+    pub fn by_eval(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+        token: &[u8],
+    ) {
+        self.request(out, req, key, value, ttl, token, true);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+        token: &[u8],
+        eval: bool,
+    ) {
         let (ms, delta) = (ms(ttl), if req == Req::Incr { "1" } else { "-1" });
-        match req {
-            Req::Add | Req::Replace => {
+        let i = match (req, script_of(req)) {
+            (_, Some(i)) => i,
+            (Req::Add | Req::Replace, _) => {
                 let only: &[u8] = if req == Req::Add { b"NX" } else { b"XX" };
                 match ttl {
                     Some(t) if t != 0.0 => {
@@ -111,17 +174,36 @@ impl Resp {
                     }
                     _ => command(out, &[b"SET", key, value, only]),
                 }
+                return;
             }
-            Req::Append => command(out, &[b"EVAL", APPEND, b"1", key, value]),
-            Req::Prepend => command(out, &[b"EVAL", PREPEND, b"1", key, value]),
-            Req::Incr | Req::Decr => command(out, &[b"EVAL", DELTA, b"1", key, delta.as_bytes()]),
-            Req::Touch => command(out, &[b"EVAL", TOUCH, b"1", key, ms.as_bytes()]),
-            Req::Cas => {
-                let token = if token.is_empty() { b"-" } else { token };
-                command(out, &[b"EVAL", CAS, b"1", key, token, ms.as_bytes(), value]);
+            _ => return self.get(out, key), // a gets
+        };
+        let head: [&[u8]; 2] = if eval {
+            [b"EVAL", SCRIPTS[i]]
+        } else {
+            [b"EVALSHA", &self.shas[i]]
+        };
+        let token = if token.is_empty() { b"-" } else { token };
+        let mut args: [&[u8]; 7] = [head[0], head[1], b"1", key, b"", b"", b""];
+        let n = match req {
+            Req::Append | Req::Prepend => {
+                args[4] = value;
+                5
             }
-            _ => self.get(out, key), // a gets
-        }
+            Req::Incr | Req::Decr => {
+                args[4] = delta.as_bytes();
+                5
+            }
+            Req::Touch => {
+                args[4] = ms.as_bytes();
+                5
+            }
+            _ => {
+                args[4..7].copy_from_slice(&[token, ms.as_bytes(), value]);
+                7
+            }
+        };
+        command(out, &args[..n]);
     }
 
     /// AUTH (when a password is given) and SELECT (a database other than 0).
@@ -138,7 +220,8 @@ impl Resp {
         if db != 0 {
             hello.push(vec![b"SELECT".to_vec(), db.to_string().into_bytes()]);
         }
-        Resp { hello }
+        let shas = SCRIPTS.iter().map(|s| value_token(s)).collect();
+        Resp { hello, shas }
     }
 
     pub fn hello(&self, out: &mut Vec<u8>) -> usize {
@@ -217,6 +300,17 @@ impl Resp {
                 }
             }
             Some(b'+') if req == Req::Add || req == Req::Replace => outcome(Outcome::Stored, used),
+            Some(b'$') if req == Req::Hello => {
+                // SCRIPT LOAD's answer, the script's SHA-1 (`load_scripts`): read past.
+                let n = parse_int(&line[1..])
+                    .filter(|&n| n >= 0)
+                    .ok_or_else(|| format!("bad bulk length {:?}", show(line)))?;
+                let end = used + n as usize;
+                if buf.len() < end + 2 {
+                    return Ok(None);
+                }
+                parsed(Reply::Done, end + 2)
+            }
             Some(b'$') if req == Req::Get || req == Req::Gets => {
                 let n = parse_int(&line[1..])
                     .ok_or_else(|| format!("bad bulk length {:?}", show(line)))?;
@@ -274,6 +368,22 @@ mod tests {
         out.clear();
         r.conditional(&mut out, Req::Cas, b"k", b"v", None, b"");
         assert!(out.ends_with(b"$1\r\nk\r\n$1\r\n-\r\n$1\r\n0\r\n$1\r\nv\r\n"));
+        let sha = value_token(CAS);
+        assert!(out.starts_with(b"*7\r\n$7\r\nEVALSHA\r\n$40\r\n"));
+        assert_eq!(&out[22..62], &sha[..]);
+        out.clear();
+        r.by_eval(&mut out, Req::Incr, b"k", b"", None, b"");
+        assert!(out.starts_with(b"*5\r\n$4\r\nEVAL\r\n"));
+        assert!(out.ends_with(b"$1\r\n1\r\n$1\r\nk\r\n$1\r\n1\r\n"));
+        assert!(script_missing(Req::Cas, "NOSCRIPT No matching script."));
+        out.clear();
+        assert_eq!(load_scripts(&mut out), 5);
+        let p = r.parse(
+            b"$40\r\n0123456789012345678901234567890123456789\r\n+OK",
+            Req::Hello,
+        );
+        assert_eq!(p.unwrap().unwrap().used, 47);
+        assert!(!script_missing(Req::Add, "NOSCRIPT No matching script."));
         let o = |reply: &[u8], req| r.parse(reply, req).unwrap().unwrap();
         assert_eq!(
             o(b"$-1\r\n", Req::Add).reply,

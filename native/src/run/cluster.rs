@@ -7,9 +7,6 @@ use crate::cluster::slots::{node_addr, Redirect};
 use crate::cluster::MAX_NODES;
 use crate::net::conn::{Conn, Pending};
 use crate::pacing::now_ns;
-use crate::protocols::resp::command;
-use crate::protocols::wire::Req;
-use crate::trace::replay::INDEX_KEY;
 use crate::workload::keys::key_of;
 use crate::workload::Op;
 use std::net::SocketAddr;
@@ -46,37 +43,8 @@ impl<'a> Run<'a> {
             );
             return self.redirect_failed(ci, &p, "connection", &m, now);
         }
-        // Sent again under the key it was sent with: a replayed op's own bytes (replay.rs).
-        let key = if p.trace > INDEX_KEY {
-            self.replay.as_ref().expect("a replay step").key_of(p.trace)
-        } else {
-            let k = &self.order.keys;
-            key_of(
-                &self.keys.table,
-                &mut self.keys.buf,
-                &k.prefix,
-                p.index,
-                k.length,
-            )
-        };
-        let value = if p.req.carries_value() && p.req != Req::Publish {
-            self.keys.values.value(p.index, p.size as usize)
-        } else {
-            &[][..]
-        };
-        let conn = &mut self.net.clients[ci].conns[si];
-        if r.ask {
-            command(&mut conn.out, &[b"ASKING"]);
-            conn.pending.push_back(Pending::hello());
-        }
-        // A cas's token was taken when it was first sent: sent again without one, it is
-        // refused (exists), as a cas after a lost token is.
-        self.codec
-            .encode(&mut conn.out, p.req, key, value, p.ttl, &[]);
-        if conn.pending.is_empty() {
-            conn.progress = now.max(conn.progress);
-        }
-        conn.pending.push_back(p);
+        // Sent again under the key, the value and a cas's token it was sent with.
+        self.resend(ci, si, p, (r.ask, false), now);
     }
 
     fn redirect_failed(&mut self, ci: usize, p: &Pending, kind: &str, message: &str, now: u64) {

@@ -51,8 +51,11 @@ impl<'a> Run<'a> {
         };
         let si = node_for(&self.cluster, &self.net.placement, key);
         let k = &mut self.net.clients[ci].conns[si];
-        let token = token.as_deref().unwrap_or(&[]);
-        if !self.codec.encode(&mut k.out, req, key, value, ttl, token) {
+        let idle = k.pending.is_empty();
+        k.load_scripts_for(&self.codec, req);
+        let token = token.map(Vec::into_boxed_slice);
+        let sent = token.as_deref().unwrap_or(&[]);
+        if !self.codec.encode(&mut k.out, req, key, value, ttl, sent) {
             // An HTTP delete without a template: counted, never sent.
             self.net.clients[ci].release(1, t0, self.order.pipeline);
             if phase == self.phase.index {
@@ -65,7 +68,7 @@ impl<'a> Run<'a> {
             }
             return;
         }
-        if k.pending.is_empty() {
+        if idle {
             k.progress = t0.max(k.progress);
         }
         k.pending.push_back(Pending {
@@ -78,6 +81,7 @@ impl<'a> Run<'a> {
             phase,
             hot,
             trace,
+            token,
         });
     }
 
@@ -218,7 +222,13 @@ impl<'a> Run<'a> {
             self.net.clients[ci].parked = Some(op);
             return false;
         }
-        let phase = self.phase.index;
+        // An op due before the measured phase began is the warm-up's backlog: recorded in
+        // no phase, as the phase's offered count leaves it out (else "issued 103%").
+        let phase = if self.phase.measuring && due < self.phase.begin {
+            0
+        } else {
+            self.phase.index
+        };
         self.issue_op(ci, op, t0, due, now, phase);
         true
     }
@@ -226,7 +236,7 @@ impl<'a> Run<'a> {
     /// Send a drawn op of `phase`: its send lag, its kind, its trace line.
     pub fn issue_op(&mut self, ci: usize, op: Op, t0: u64, due: u64, now: u64, phase: u32) {
         let c = &mut self.net.clients[ci];
-        if c.schedule.is_some() {
+        if c.schedule.is_some() && phase == self.phase.index {
             self.rec.lag(now - due);
         }
         let hot = op.index < c.stream.hot_end;
@@ -276,7 +286,7 @@ impl<'a> Run<'a> {
 /// The key of a request (not a publish's channel): a replayed key of its own bytes
 /// (`trace` above INDEX_KEY), a replayed key under its index (formatted once per slot,
 /// trace/keys.rs), or the workload's key of `index`.
-fn op_key<'a>(
+pub(super) fn op_key<'a>(
     replay: &'a mut Option<Replay>,
     table: &'a Option<KeyTable>,
     buf: &'a mut Vec<u8>,

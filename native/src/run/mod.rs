@@ -5,7 +5,7 @@
 //! with the step's own phase and wake-up state here. The step's methods are this folder's:
 //! its phases (`phases.rs`), a turn of the loop (`turn.rs`), sockets and replies
 //! (`replies.rs`), what a client sends next (`issue.rs`), and the step's side of a cluster,
-//! and a replay (`cluster.rs`, `replay.rs`). Nothing outside this
+//! and a replay (`cluster.rs`, `replay.rs`), an op sent again (`resend.rs`). Nothing outside this
 //! folder knows `Run`.
 
 mod cas_tokens;
@@ -15,6 +15,7 @@ mod issue;
 mod phases;
 mod replay;
 mod replies;
+mod resend;
 mod tokens;
 mod turn;
 

@@ -123,6 +123,16 @@ impl<'a> Run<'a> {
                 }
                 continue;
             }
+            if let Reply::Failed(_, msg) = &parsed.reply {
+                if self.codec.script_missing(p.req, msg) {
+                    // Its script by EVAL, on this connection: the server keeps it (resend.rs).
+                    // After ASKING on a cluster's node: the op may have come by -ASK, and
+                    // without it the importing node would send it back (-MOVED).
+                    let ask = self.cluster.is_some();
+                    self.resend(ci, si, p, (ask, true), now);
+                    continue;
+                }
+            }
             let value_len = parsed.reply.value_len();
             if p.req == Req::Gets {
                 // Its token, read while the reply is in the buffer (tokens.rs).

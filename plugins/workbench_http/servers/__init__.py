@@ -21,11 +21,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import signal
 import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -35,7 +37,7 @@ from workbench.sdk import is_loopback
 def base_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
-    parser.add_argument("--port", type=int, default=0, help="port (0: the kernel picks one)")
+    parser.add_argument("--port", type=port, default=0, help="port (0: the kernel picks one)")
     parser.add_argument(
         "--loop",
         choices=("auto", "uvloop", "asyncio"),
@@ -62,6 +64,51 @@ def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     return ctx
 
 
+def port(text: str) -> int:
+    """A port for argparse: past 65535 the kernel would pick one and the server be lost."""
+    value = whole(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a port from 0 (a free one) to 65535; got {text!r}"
+        )
+    return value
+
+
+def whole(text: str) -> int:
+    """A whole number of 0 or more for argparse (counts and capacities)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more; got {text!r}")
+    return value
+
+
+def rate(text: str) -> float:
+    """A finite number of 0 or more for argparse: NaN would compare false with every limit
+    and so switch a limit off unseen."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of 0 or more; got {text!r}")
+    return value
+
+
+def is_loopback_redis(url: str) -> bool:
+    """A backing Redis URL on this machine (a socket file, or a loopback host), so that a
+    reference server never sends its traffic elsewhere."""
+    if url.startswith("unix://"):
+        return True
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return url.startswith(("redis://", "rediss://")) and is_loopback(host)
+
+
 def check_host(parser: argparse.ArgumentParser, host: str) -> None:
     if not is_loopback(host):
         parser.error(f"--host must be a loopback address (127.0.0.1, ::1, localhost), not {host}")
@@ -83,8 +130,8 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a duration such as 2s or 500ms; got {text!r}"
         ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a duration of 0 or more; got {text!r}")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite duration of 0 or more; got {text!r}")
     return value
 
 

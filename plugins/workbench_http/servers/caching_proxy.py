@@ -23,7 +23,8 @@ second and ``--burst`` tokens; a request without a token is answered with
 
 Beyond the document, so that the workbench can fill and empty it over HTTP:
 ``POST /`` with ``{"key": K, "value": V, "ttl": S}`` writes V to Redis (``SET``, with
-``EX`` when a TTL is given) and drops K from the LRU (201); ``DELETE /lookup?key=K``
+``EX`` when a TTL is given) and drops K from the LRU (201; with ``If-None-Match: *`` only
+if K is not in Redis, with ``If-Match: *`` only if it is, else 412); ``DELETE /lookup?key=K``
 deletes it from both (200, or 404 if Redis did not have it). ``GET /stats`` gives the
 LRU's hits, misses, expiries, evictions and size, and Redis hits, misses and errors.
 
@@ -49,9 +50,12 @@ from workbench_http.servers import (
     base_parser,
     check_host,
     duration,
+    is_loopback_redis,
     json_response,
+    rate,
     run,
     server_tls,
+    whole,
 )
 
 MAX_KEY_LENGTH = 1024
@@ -190,11 +194,17 @@ class Proxy:
                 {"key": None, "value": None, "status": 400, "error": str(exc)}, 400
             )
         px = int(float(ttl) * 1000) if ttl else None
+        # A precondition (memcached's add and replace) is Redis's SET NX / XX.
+        nx = request.headers.get("If-None-Match") == "*"
+        xx = request.headers.get("If-Match") == "*"
+        data = value.encode("utf-8", errors="surrogatepass")
         try:
-            await self.redis.set(key, value.encode("utf-8", errors="surrogatepass"), px=px or None)
+            done = await self.redis.set(key, data, px=px or None, nx=nx, xx=xx and not nx)
         except (RedisError, OSError, TimeoutError):
             self.redis_errors += 1
             return self.answer(key, None, 503)
+        if not done:
+            return json_response({"key": key, "status": 412}, 412)
         self.lru.drop(key)
         return json_response({"key": key, "status": 201}, 201)
 
@@ -293,14 +303,14 @@ def build_app(
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("The Redis caching proxy of 001: GET /lookup?key=K.")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="backing Redis")
-    parser.add_argument("--max-keys", type=int, default=1000, help="LRU capacity (0: no LRU)")
+    parser.add_argument("--max-keys", type=whole, default=1000, help="LRU capacity (0: no LRU)")
     parser.add_argument(
         "--ttl", type=duration, default=10.0, help="LRU entry lifetime (0: until evicted)"
     )
     parser.add_argument(
-        "--rate-limit", type=float, default=0.0, help="requests per second per client (0: off)"
+        "--rate-limit", type=rate, default=0.0, help="requests per second per client (0: off)"
     )
-    parser.add_argument("--burst", type=float, default=0.0, help="token bucket size (0: the rate)")
+    parser.add_argument("--burst", type=rate, default=0.0, help="token bucket size (0: the rate)")
     parser.add_argument("--throttle-status", type=int, default=503, choices=(429, 503))
     parser.add_argument(
         "--redis-timeout", type=duration, default=1.0, help="Redis connect and reply timeout"
@@ -308,6 +318,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--redis-connections", type=int, default=32, help="Redis pool size")
     args = parser.parse_args(argv)
     check_host(parser, args.host)
+    if not is_loopback_redis(args.redis_url):
+        parser.error(
+            f"--redis-url must be on this machine (127.0.0.1, ::1, localhost), not {args.redis_url}"
+        )
+    if args.redis_connections < 1:
+        parser.error("--redis-connections must be 1 or more")
 
     async def make() -> web.Application:
         return build_app(

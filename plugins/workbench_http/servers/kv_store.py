@@ -9,6 +9,8 @@ HTTP interface (keys are query parameters, so that ``GET /`` is the document's w
   optional or null: the server's ``--expiration``, 0 meaning never) stores the text V:
   201 when the key is new, 200 when it replaced a live value, 400 on a bad body.
 - ``PUT /?key=K[&ttl=S]`` stores the raw request body (any bytes) the same way.
+- Either with ``If-None-Match: *`` stores only a key with no live value, with
+  ``If-Match: *`` only one with a live value (memcached's add and replace); 412 when not.
 - ``GET /?key=K``: 200 with ``{"key": K, "value": V}`` for a text value, or the raw bytes
   (``application/octet-stream``) for a value stored with PUT; 404 ``{"key": K, "value":
   null}`` when absent or expired; 400 when the key is missing.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import threading
 import time
 from typing import Any
@@ -46,6 +49,7 @@ from workbench_http.servers import (
     json_response,
     run,
     server_tls,
+    whole,
 )
 
 MAX_KEY_LENGTH = 1024
@@ -174,8 +178,8 @@ class KvStore:
         if ttl is None or ttl == "":
             ttl = self.expiration
         ttl = float(ttl)
-        if ttl < 0:
-            raise ValueError("ttl must be 0 or more")
+        if not math.isfinite(ttl) or ttl < 0:  # NaN compares false: it would never expire
+            raise ValueError("ttl must be a finite number of seconds, 0 or more")
         return now + ttl if ttl > 0 else 0.0
 
     @staticmethod
@@ -184,6 +188,17 @@ class KvStore:
         if not key or len(key) > MAX_KEY_LENGTH:
             return None
         return key
+
+    def _refused(self, request: web.Request, key: str, now: float) -> web.Response | None:
+        """412 when a store's precondition (If-None-Match: * or If-Match: *) is not met."""
+        absent = request.headers.get("If-None-Match") == "*"
+        present = request.headers.get("If-Match") == "*"
+        if not (absent or present):
+            return None
+        live = self.storage.get(key, now) is not None
+        if (absent and live) or (present and not live):
+            return json_response({"key": key, "status": "precondition failed"}, 412)
+        return None
 
     async def get(self, request: web.Request) -> web.StreamResponse:
         key = self._key(request)
@@ -211,6 +226,9 @@ class KvStore:
             expires = self._expiry(body.get("ttl"), now)
         except (ValueError, KeyError, TypeError) as exc:
             return json_response({"error": f"bad body: {exc}"}, 400)
+        refused = self._refused(request, key, now)
+        if refused is not None:
+            return refused
         replaced = self.storage.set(key, value, expires, now)
         self.counters.sets += 1
         return json_response(
@@ -226,7 +244,11 @@ class KvStore:
             expires = self._expiry(request.query.get("ttl"), now)
         except ValueError as exc:
             return json_response({"error": f"bad ttl: {exc}"}, 400)
-        replaced = self.storage.set(key, await request.read(), expires, now)
+        value = await request.read()
+        refused = self._refused(request, key, now)
+        if refused is not None:
+            return refused
+        replaced = self.storage.set(key, value, expires, now)
         self.counters.sets += 1
         return json_response(
             {"key": key, "status": "updated" if replaced else "created"}, 200 if replaced else 201
@@ -292,7 +314,9 @@ def build_app(
 def main(argv: list[str] | None = None) -> None:
     parser = base_parser("The key-value store of 004: POST to store, GET to read, expiry.")
     parser.add_argument("--mode", choices=("dict", "partitioned"), default="dict")
-    parser.add_argument("--partitions", type=int, default=16, help="partitions (partitioned mode)")
+    parser.add_argument(
+        "--partitions", type=whole, default=16, help="partitions (partitioned mode)"
+    )
     parser.add_argument(
         "--expiration", type=duration, default=0.0, help="TTL of keys stored without one (0: never)"
     )

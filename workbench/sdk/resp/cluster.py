@@ -9,11 +9,18 @@ from typing import Any
 
 import redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import AskError, ClusterDownError, MovedError, RedisClusterException
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    RedisClusterException,
+)
 
 from workbench.sdk.adapter import NODE_CPU, AdapterError
 from workbench.sdk.resp.info import CPU_FIELDS, InfoReader
-from workbench.sdk.resp.redispy import AsyncClient
+from workbench.sdk.resp.redispy import AsyncClient, Call
+from workbench.sdk.resp.scripts import ScriptedConditionals
 from workbench.sdk.resp.target import RespTarget
 from workbench.sdk.servers import host_port
 
@@ -37,6 +44,16 @@ class CountingCluster(RedisCluster):
         elif isinstance(error, AskError):
             self.ask += 1
         await super()._record_error_metric(error, *args, **kwargs)
+
+
+class ClusterClient(AsyncClient, ScriptedConditionals):
+    """A client's commands through its RedisCluster: get/set/delete and memcached's
+    conditional writes (`scripts`), each routed by its key, redirections followed with
+    the same arguments (a cas's token among them)."""
+
+    def __init__(self, call: Call, raw: Call, target: RespTarget) -> None:
+        super().__init__(call, target)
+        self._raw = raw
 
 
 class ClusterConnection:
@@ -68,21 +85,28 @@ class ClusterConnection:
         await r.initialize()
         return r
 
-    async def client(self) -> AsyncClient:
+    async def client(self) -> ClusterClient:
         r, self.spare = self.spare or await self.open(), None
+        name = self.target.system.name
 
-        async def call(*args: Any) -> Any:
+        async def raw(*args: Any) -> Any:
             try:
                 return await r.execute_command(*args)
+            except NoScriptError:
+                raise  # a script the node lacks: sent again by EVAL (`scripts`)
             except redis.ResponseError as exc:
                 raise AdapterError("server", str(exc)) from exc
             except (RedisClusterException, ClusterDownError) as exc:
                 # No node reachable, or the cluster lost slots: a lost connection, said so.
-                raise AdapterError(
-                    "connection", f"{self.target.system.name} cluster: {exc}"
-                ) from exc
+                raise AdapterError("connection", f"{name} cluster: {exc}") from exc
 
-        return AsyncClient(call, self.target)
+        async def call(*args: Any) -> Any:
+            try:
+                return await raw(*args)
+            except NoScriptError as exc:
+                raise AdapterError("server", str(exc)) from exc
+
+        return ClusterClient(call, raw, self.target)
 
     def redirects(self) -> tuple[int, int]:
         """MOVED and ASK followed since the last call (the adapter contract's counts)."""

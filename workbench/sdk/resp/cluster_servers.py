@@ -12,7 +12,6 @@ removed when the cluster stops.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import redis
 
 from workbench.sdk.errors import TargetError
 from workbench.sdk.resp.target import RespSystem
+from workbench.sdk.scratch import scratch_dir
 from workbench.sdk.servers import LOOPBACK, ServerProcess, free_port
 from workbench.sdk.tls_certs import TlsFiles, make_tls_files
 
@@ -133,7 +133,7 @@ def start_resp_cluster(
     """`primaries` nodes (and `replicas` more for each, which `join` must make replicas:
     `join_by_meet` makes none) started by `start_node`, joined by `join` into one cluster;
     with `tls`, TLS only."""
-    tls_dir = Path(tempfile.mkdtemp(prefix=f"workbench-{system.name}-cluster-")) if tls else None
+    tls_dir = scratch_dir(f"{system.name}-cluster") if tls else None
     files = make_tls_files(tls_dir) if tls_dir is not None else None
     started: list[ServerProcess] = []
     ports: list[tuple[int, int]] = []
