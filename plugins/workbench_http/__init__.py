@@ -76,8 +76,8 @@ from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
 
-# add and replace are a set with a precondition (`config.CONDITIONS`), in the Python
-# strategies; the native engine's HTTP path has none, so a native run skips them by name.
+# add and replace are a set with a precondition (`config.CONDITIONS`; the native engine's
+# `protocols/http.rs` sends the same headers), in every strategy.
 CONDITIONAL_SETS = frozenset({"get", "set", "delete", "add", "replace"})
 
 plugin = CacheSystem(
@@ -157,6 +157,7 @@ plugin = CacheSystem(
             "native",
             "native engine (Rust): one keep-alive connection per client, as wrk",
             runs_in_native_engine,
+            operations=CONDITIONAL_SETS,
             engine="native",
             connections=per_client,
             protocol=HTTP1,

@@ -1,11 +1,13 @@
 //! HTTP/1.1 with the http plugin's templates: one keep-alive connection per client, as
 //! wrk; responses parsed by hand into hit, miss, done or an error counted as http-NNN.
 
-use super::wire::{line_end, show, ParseResult, Parsed, Reply, Req};
+use super::wire::{line_end, show, Outcome, ParseResult, Parsed, Reply, Req};
 use crate::text::{base64, base64_decode};
 use serde_json::Value;
 
 const MAX_HEAD: usize = 64 * 1024;
+/// A conditional set's precondition not met: the add or replace is not stored.
+const PRECONDITION_FAILED: u16 = 412;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -296,7 +298,41 @@ impl Http {
     }
 
     pub fn set(&self, out: &mut Vec<u8>, key: &[u8], value: &[u8], ttl: Option<f64>) {
+        self.store(out, key, value, ttl, b"");
+    }
+
+    /// add or replace (`req`): the set with a precondition (RFC 9110 13.1),
+    /// `If-None-Match: *` (only where there is no value) or `If-Match: *` (only where there
+    /// is one); 412 Precondition Failed is not stored. False for any other kind: no HTTP
+    /// request is one.
+    pub fn conditional(
+        &self,
+        out: &mut Vec<u8>,
+        req: Req,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+    ) -> bool {
+        let condition: &[u8] = match req {
+            Req::Add => b"If-None-Match: *\r\n",
+            Req::Replace => b"If-Match: *\r\n",
+            _ => return false,
+        };
+        self.store(out, key, value, ttl, condition);
+        true
+    }
+
+    /// The set request, with `condition`'s header lines (none: empty).
+    fn store(
+        &self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        value: &[u8],
+        ttl: Option<f64>,
+        condition: &[u8],
+    ) {
         self.head(out, &self.set, key, ttl);
+        out.extend_from_slice(condition);
         let mut body = Vec::new();
         let body_ref: &[u8] = if self.raw_body {
             value
@@ -352,7 +388,7 @@ impl Http {
 
     fn method(&self, req: Req) -> &str {
         match req {
-            Req::Set => &self.set.method,
+            Req::Set | Req::Add | Req::Replace => &self.set.method,
             Req::Delete => self
                 .delete
                 .as_ref()
@@ -477,6 +513,15 @@ impl Http {
                     fail()
                 }
             }
+            Req::Add | Req::Replace => {
+                if status == PRECONDITION_FAILED {
+                    Reply::Outcome(Outcome::NotStored)
+                } else if self.set_ok.contains(&status) {
+                    Reply::Outcome(Outcome::Stored)
+                } else {
+                    fail()
+                }
+            }
             Req::Delete => {
                 if self.delete_ok.contains(&status) {
                     Reply::Deleted(true)
@@ -486,7 +531,7 @@ impl Http {
                     fail()
                 }
             }
-            // Never sent: `Codec::encode` refuses them over HTTP.
+            // Never sent: `Codec::encode` refuses the other kinds over HTTP.
             _ => return Err(format!("no HTTP request is a {:?}", req)),
         })
     }
@@ -651,6 +696,21 @@ mod tests {
             text
         );
         assert!(!h.delete(&mut Vec::new(), b"k"));
+        let mut out = Vec::new();
+        assert!(h.conditional(&mut out, Req::Add, b"k", b"v", None));
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("\r\nIf-None-Match: *\r\nContent-Type: "),
+            "{}",
+            text
+        );
+        assert!(!h.conditional(&mut Vec::new(), Req::Cas, b"k", b"v", None));
+        let refused = b"HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n";
+        let p = h.parse(refused, Req::Replace).unwrap().unwrap();
+        assert_eq!(p.reply, Reply::Outcome(Outcome::NotStored));
+        let done = b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        let p = h.parse(done, Req::Add).unwrap().unwrap();
+        assert_eq!(p.reply, Reply::Outcome(Outcome::Stored));
     }
 
     #[test]

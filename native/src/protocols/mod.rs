@@ -90,7 +90,7 @@ impl Codec {
     }
 
     /// Encode one request; false when it cannot be sent (an HTTP delete without template,
-    /// a conditional write or a gets over HTTP). `token` is a cas's token (empty: none).
+    /// a conditional write other than add and replace, or a gets, over HTTP). `token` is a cas's token (empty: none).
     pub fn encode(
         &self,
         out: &mut Vec<u8>,
@@ -105,7 +105,7 @@ impl Codec {
                 Codec::Resp(r) => r.conditional(out, req, key, value, ttl, token),
                 Codec::Memcache(m) => m.conditional(out, req, key, value, ttl, token),
                 Codec::Meta(m) => m.conditional(out, req, key, value, ttl, token),
-                Codec::Http(_) => return false,
+                Codec::Http(h) => return h.conditional(out, req, key, value, ttl),
             }
             return true;
         }
