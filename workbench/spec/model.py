@@ -311,6 +311,12 @@ def check_name(name: str, where: str = "name", *, given: bool = False) -> str:
     return name
 
 
+def shown_name(name: str) -> str:
+    """A stored name as it is printed: a control character a store from before
+    `check_name` holds is shown escaped (``\\n``, ``\\x1b``), never sent to the terminal."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in name)
+
+
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:
     """Build a Spec from plain data, checking every field's type (not yet its meaning)."""
     spec: Spec = _from_dict(Spec, data, "")
