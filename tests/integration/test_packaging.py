@@ -20,6 +20,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Both tests build in the checkout (its build/ and egg-info folders): on two workers at once
+# one build removed the other's files and its wheel failed.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 
 def sh(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     res = subprocess.run(

@@ -44,3 +44,49 @@ async def test_busy_shares_count_from_the_measured_phase_and_between_samples() -
     finally:
         await monitor.close()
     assert monitor.task is None
+
+
+async def test_close_ends_the_poll_when_the_read_turns_its_cancellation_into_an_error() -> None:
+    """As a Ray remote call does: the cancelled read raises an error of its own."""
+    reading = asyncio.Event()
+
+    async def read() -> Times:
+        reading.set()
+        try:
+            await asyncio.Event().wait()  # a node that does not answer
+        except asyncio.CancelledError:
+            raise RuntimeError("task cancelled") from None
+        return {}
+
+    monitor = HostMonitor(read, {}, 0.05)
+    monitor.start()
+    task = monitor.task
+    await reading.wait()
+    closing = asyncio.ensure_future(monitor.close())
+    done, _ = await asyncio.wait({closing}, timeout=10)  # the old poll: never
+    assert closing in done and task is not None and task.done()
+
+
+async def test_close_does_not_wait_for_a_read_that_ignores_its_cancellation() -> None:
+    reading = asyncio.Event()
+    release = asyncio.Event()
+
+    async def read() -> Times:
+        reading.set()
+        while not release.is_set():  # bounded: released below
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue
+        return {}
+
+    monitor = HostMonitor(read, {}, 0.05)
+    monitor.start()
+    task = monitor.task
+    await reading.wait()
+    closing = asyncio.ensure_future(monitor.close())
+    done, _ = await asyncio.wait({closing}, timeout=10)  # its bounded wait, not the read's
+    assert closing in done and task is not None and not task.done()
+    release.set()
+    task.cancel()
+    await asyncio.wait({task}, timeout=5)

@@ -15,11 +15,11 @@ coordinator's own figures, they count from the start of the measured phase.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 Times = dict[str, tuple[int, int, int]]  # host -> (busy jiffies, total jiffies, CPUs)
+CLOSE_WAIT = 2.0  # seconds
 
 
 class HostMonitor:
@@ -42,9 +42,18 @@ class HostMonitor:
         self.task = asyncio.create_task(self._poll())
 
     async def _poll(self) -> None:
+        task = asyncio.current_task()
         while True:
-            with contextlib.suppress(Exception):  # a node that does not answer: no figure
-                self.latest = {**self.latest, **await self.read()}
+            try:
+                latest = await self.read()
+            except Exception:  # a node that does not answer: no figure
+                latest = {}
+            if task is not None and task.cancelling():
+                # Cancelled during a read that swallowed it: Ray turns the cancellation
+                # of a remote call into an exception of its own, and a poll that went on
+                # kept `close` waiting for ever (a run hung at the end of its step).
+                raise asyncio.CancelledError
+            self.latest = {**self.latest, **latest}
             await asyncio.sleep(self.poll_every)
 
     def begin(self) -> None:
@@ -67,8 +76,11 @@ class HostMonitor:
         return out
 
     async def close(self) -> None:
+        """Stop polling. Bounded: a read stuck on a lost node is left behind, never waited
+        for past a few polls."""
         if self.task is not None:
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-            self.task = None
+            task, self.task = self.task, None
+            await asyncio.wait({task}, timeout=CLOSE_WAIT)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a failed read is no figure, not a warning

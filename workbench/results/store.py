@@ -45,7 +45,7 @@ from workbench.results.stored_run import StoredRun as StoredRun
 from workbench.results.stored_run import StoredStep as StoredStep
 from workbench.results.stored_run import target_and_strategy as target_and_strategy
 from workbench.sdk.errors import RunActiveError, RunRefError, StoreError
-from workbench.spec.model import check_name
+from workbench.spec.model import check_name, shown_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -473,7 +473,7 @@ class Store:
         ]
         return StoredRun(
             r[0],
-            r[1],
+            shown_name(r[1]),
             r[2],
             r[3],
             self._status(r[0], r[4]),
@@ -516,7 +516,7 @@ class Store:
             out.append(
                 RunRow(
                     rid,
-                    name,
+                    shown_name(name),
                     created,
                     self._status(rid, status),
                     system,
