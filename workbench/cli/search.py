@@ -114,10 +114,7 @@ def command(
         "confirm": confirm,
         "strict": True if strict else None,
     }
-    for key, value in given.items():  # NaN passed as a --set was labelled --set
-        if isinstance(value, float) and not math.isfinite(value):
-            raise SpecError(f"expected a finite number; got {value}", f"--{key.replace('_', '-')}")
-    extra = [f"search.{key}={value!r}" for key, value in given.items() if value is not None]
+    extra = _search_sets(given)
     if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
         raise SpecError(
             "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
@@ -144,6 +141,14 @@ def command(
         )
     )
     _conclude(view, st, searching)
+
+
+def _search_sets(given: dict[str, float | int | None]) -> list[str]:
+    """The search flags given, as `--set search.KEY=VALUE`s."""
+    for key, value in given.items():  # NaN passed as a --set was labelled --set
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(f"expected a finite number; got {value}", f"--{key.replace('_', '-')}")
+    return [f"search.{key}={value!r}" for key, value in given.items() if value is not None]
 
 
 def _conclude(view: RunView, st: Store, searching: SearchRun) -> None:
