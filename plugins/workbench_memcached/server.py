@@ -8,9 +8,7 @@ the tests all start memcached through `start_memcached`.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from workbench.sdk import (
     LOOPBACK,
@@ -21,6 +19,7 @@ from workbench.sdk import (
     program_version,
     require_program,
 )
+from workbench.sdk.scratch import scratch_dir
 
 MEMORY_MB = 256  # -m: memory for items, MiB
 MAX_ITEM_SIZE = 2 * 1024 * 1024  # -I: the largest item, bytes
@@ -47,7 +46,7 @@ def start_memcached(
     scratch = None
     tls_argv: list[str] = []
     if tls:
-        scratch = Path(tempfile.mkdtemp(prefix="workbench-memcached-"))  # removed at its stop
+        scratch = scratch_dir("memcached")  # removed at its stop, or swept once we are gone
         files = make_tls_files(scratch)
         verify = "2" if tls_auth_clients else "0"  # 2: require a client certificate
         tls_argv = [

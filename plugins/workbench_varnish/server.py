@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from workbench.sdk import (
     program_version,
 )
 from workbench.sdk.origin import start_origin
+from workbench.sdk.scratch import scratch_dir
 from workbench_varnish.vcl import render
 
 STORAGE = "mem"  # the storage's name: varnishstat reports it as SMA.mem.*
@@ -135,7 +135,7 @@ def start_varnish(
     origin = start_origin()
     try:
         port = port or free_port(host)
-        scratch = Path(tempfile.mkdtemp(prefix="workbench-varnish-"))  # removed at its stop
+        scratch = scratch_dir("varnish")  # removed at its stop, or swept once we are gone
         vcl = scratch / "cache.vcl"
         vcl.write_text(render(origin.host, origin.port))
         listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -90,3 +90,18 @@ def test_mrc_stopped_by_sigterm_removes_its_scratch_trace(tmp: Path, tmp_path: P
         kill_if_alive(mrc.pid)
     assert mrc.returncode == 130, err
     assert not list(tmp.glob("workbench-mrc-*"))
+
+
+def test_every_scratch_folder_in_the_temporary_folder_names_its_owner() -> None:
+    """A folder made another way could not be swept: only `scratch_dir` makes them (a
+    build's work folder lives in its cache, beside the build's lock, not here)."""
+    root = Path(__file__).resolve().parents[2]
+    allowed = {root / "workbench/sdk/scratch.py", root / "workbench/sdk/builds.py"}
+    made = [
+        f"{path.relative_to(root)}"
+        for folder in ("workbench", "plugins")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path not in allowed
+        and any(word in path.read_text() for word in ("mkdtemp(", "TemporaryDirectory("))
+    ]
+    assert made == [], made

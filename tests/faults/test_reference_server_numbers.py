@@ -10,8 +10,10 @@ import urllib.error
 import urllib.request
 
 import pytest
+from typer.testing import CliRunner
 from workbench_http.servers import caching_proxy, kv_store
 
+from workbench.cli.main import build_app
 from workbench.sdk.servers import start_python_server
 
 PROXY_REFUSALS = [
@@ -68,3 +70,21 @@ def test_the_store_refuses_a_ttl_that_is_not_finite() -> None:
         assert _send(urllib.request.Request(base, data=b'{"key": "k", "value": "v", "ttl": 5}'))
         with urllib.request.urlopen(f"{base}stats", timeout=10) as stats:
             assert json.load(stats)["keys"] == 1  # only the finite TTL stored its key
+
+
+SERVE_REFUSALS = [
+    (["kv-store", "--set", "mode=bogus"], "target.server.mode"),
+    (["kv-store", "--set", "partitions=0"], "target.server.partitions"),
+    (["kv-store", "--set", "expiration=-1"], "target.server.expiration"),
+    (["caching-proxy", "--set", "rate_limit=nan"], "target.server.rate_limit"),
+    (["caching-proxy", "--set", "max_keys=-1"], "target.server.max_keys"),
+]
+
+
+@pytest.mark.parametrize(("args", "field"), SERVE_REFUSALS, ids=lambda a: " ".join(a[-1:]))
+def test_serve_refuses_in_one_line_before_starting(args: list[str], field: str) -> None:
+    """They printed the child's argparse usage and exited 1; now one line, exit 2."""
+    res = CliRunner().invoke(build_app(["serve"]), ["serve", *args])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "listening" not in res.output, res.output

@@ -8,6 +8,7 @@ Probes of a few seconds each, doubling the rate until the target breaks, then bi
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -102,6 +103,9 @@ def command(
         "precision": precision,
         "confirm": confirm,
     }
+    for key, value in given.items():  # NaN passed as a --set was labelled --set
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(f"expected a finite number; got {value}", f"--{key.replace('_', '-')}")
     extra = [f"search.{key}={value!r}" for key, value in given.items() if value is not None]
     if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
         raise SpecError(

@@ -42,7 +42,7 @@ from workbench.results.metrics import Stats, merged, summarise
 from workbench.results.store_tables import abandoned_with_open_steps, make_tables, refuse_foreign
 from workbench.results.timeline import Point
 from workbench.sdk.errors import RunActiveError, RunRefError, StoreError
-from workbench.spec.model import DEFAULT_SYSTEM, check_name
+from workbench.spec.model import DEFAULT_SYSTEM, check_name, shown_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -649,7 +649,7 @@ class Store:
         ]
         return StoredRun(
             r[0],
-            r[1],
+            shown_name(r[1]),
             r[2],
             r[3],
             self._status(r[0], r[4]),
@@ -692,7 +692,7 @@ class Store:
             out.append(
                 RunRow(
                     rid,
-                    name,
+                    shown_name(name),
                     created,
                     self._status(rid, status),
                     system,

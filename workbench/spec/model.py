@@ -223,13 +223,18 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
         args = get_args(tp)
         if value is None and type(None) in args:
             return None
+        inner: SpecError | None = None
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return _convert(value, arg, where)
-            except SpecError:
-                continue
+            except SpecError as exc:
+                # A table that is one, with a bad field, says which field and why (it
+                # was "search: expected a table or nothing; got {'probe': nan}").
+                inner = inner or (exc if exc.where != where else None)
+        if inner is not None:
+            raise inner
         raise SpecError(f"expected {_type_name(tp)}; got {value!r}", where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
@@ -304,6 +309,12 @@ def check_name(name: str, where: str = "name", *, given: bool = False) -> str:
     if given and not name.strip():
         raise SpecError(f"expected a name with something in it; got {name!r}", where)
     return name
+
+
+def shown_name(name: str) -> str:
+    """A stored name as it is printed: a control character a store from before
+    `check_name` holds is shown escaped (``\\n``, ``\\x1b``), never sent to the terminal."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in name)
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Spec:

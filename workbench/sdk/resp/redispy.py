@@ -28,6 +28,7 @@ from workbench.sdk.servers import host_port
 from workbench.sdk.tls import tls_cause
 
 Call = Callable[..., Awaitable[Any]]
+_RESET = "Connection reset by peer"
 
 
 def px(ttl: float | None) -> int | None:
@@ -41,9 +42,13 @@ def raise_failure(exc: redis.RedisError, target: RespTarget) -> NoReturn:
     if isinstance(exc, redis.ResponseError):
         raise AdapterError("server", str(exc)) from exc
     failed = tls_cause(exc, host_port(target.host, target.port))
-    if failed is None:
-        raise exc
-    raise failed from exc
+    if failed is not None:
+        raise failed from exc
+    if not target.tls and isinstance(exc, redis.ConnectionError) and _RESET in str(exc):
+        # A TLS port resets a plain client whose request it left unread (a server that is
+        # stopped or killed closes, or refuses, instead).
+        raise type(exc)(f"{exc}: is it a TLS port? ({target.system.advice})") from exc
+    raise exc
 
 
 class SyncClient:
@@ -91,7 +96,10 @@ class SyncConnection:
     async def client(self) -> SyncClient:
         if self.shared is not None:
             return SyncClient(self.shared, self.target)
-        r = redis.Redis(single_connection_client=True, **self.target.redis_py_kwargs(False))
+        try:  # a single-connection client connects here
+            r = redis.Redis(single_connection_client=True, **self.target.redis_py_kwargs(False))
+        except redis.ConnectionError as exc:
+            raise_failure(exc, self.target)
         self.own.append(r)
         return SyncClient(r, self.target)
 
