@@ -315,9 +315,13 @@ async def test_dashboard_follows_the_live_view_and_pins_steps(make) -> None:  # 
             app.live = view_of(events[: i + 1])
             await pilot.pause()
         dash = app.screen.query_one(RunDashboard)
+        steps = dash.query_one("#steps", DataTable)
         assert dash.shown_index() == 1  # the running step
+        assert steps.cursor_row == 1  # the Steps table highlights the step on the charts
         await pilot.press("left_square_bracket")
         assert dash.shown_index() == 0
+        await pilot.pause()
+        assert steps.cursor_row == 0
         head = str(app.screen.query_one("#run-head", Static).render())
         assert "step 1/2" in head
         await pilot.press("m")

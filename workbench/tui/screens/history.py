@@ -131,7 +131,9 @@ class HistoryScreen(Screen[None]):
 
     BINDINGS = [
         Binding("o", "open", "Open"),
-        Binding("space", "toggle_selected", "Select"),
+        # Out of the footer: the table's border says "space selects", and at 80 columns the
+        # footer then keeps ^r Start whole. F1 and the palette still list it.
+        Binding("space", "toggle_selected", "Select", show=False),
         Binding("c", "compare", "Compare"),
         Binding("r", "rename", "Rename"),
         Binding("d,delete", "delete", "Delete"),

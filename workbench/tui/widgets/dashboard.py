@@ -293,6 +293,8 @@ class RunDashboard(Container):
     pinned: reactive[int | None] = reactive(None, init=False)
     mib: reactive[bool] = reactive(False, init=False)
 
+    _placed_row: int | None = None  # the row `_fill_steps` last highlighted
+
     def compose(self) -> ComposeResult:
         yield Static(id="run-head")
         with Grid(id="charts"):
@@ -390,12 +392,17 @@ class RunDashboard(Container):
             self._fill_steps(v, index)
 
     def _fill_steps(self, v: RunView, shown: int | None) -> None:
+        """The steps, the highlighted row on the step the charts show; a row the person
+        moved to (without pinning it) stays highlighted while they look."""
         table = self.query_one("#steps", FittedTable)
         cursor = table.cursor_row
         table.show_rows(STEP_COLUMNS, [(str(s.index), step_row(s)) for s in v.steps])
         if v.steps:
-            target = shown if self.pinned is not None and shown is not None else cursor
-            table.move_cursor(row=min(max(target, 0), len(v.steps) - 1), animate=False)
+            moved = self._placed_row is not None and cursor != self._placed_row
+            target = cursor if shown is None or (moved and self.pinned is None) else shown
+            row = min(max(target, 0), len(v.steps) - 1)
+            table.move_cursor(row=row, animate=False)
+            self._placed_row = row
         self.set_class(len(v.steps) <= 1, "-single-step")
 
     def head(self, v: RunView, step: StepView | None) -> Text:
