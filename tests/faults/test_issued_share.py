@@ -42,6 +42,9 @@ def _stop_once_loaded(client: redis.Redis, pid: int, done: threading.Event) -> N
         time.sleep(0.01)
 
 
+# Timed: the measured second must issue 90% of its schedule once the server is back; on a
+# machine shared with the parallel pass it issued 44-67% (the serial pass, docs/testing.md).
+@pytest.mark.serial
 @pytest.mark.parametrize("strategy", ["multiplexed", "native"])
 async def test_a_warm_up_backlog_is_not_issued_in_the_measured_phase(
     tmp_path: Path, strategy: str
