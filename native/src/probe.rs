@@ -158,34 +158,10 @@ impl Session {
                 };
                 return fail("unsupported", why);
             }
-            let id = (client, si);
-            let result = connection(
-                &self.codec,
-                &mut self.conns,
-                self.addrs[si],
-                self.timeout,
-                id,
-                self.tls.as_ref(),
-            )
-            .and_then(|conn| {
-                conn.0
-                    .write_all(&out)
-                    .map_err(|e| fail("connection", &e.to_string()))?;
-                if asking {
-                    read_reply(&self.codec, conn, Req::Hello)?;
-                }
-                read_reply(&self.codec, conn, req)
-            });
-            let (reply, close, token) = match result {
-                Err(e) => {
-                    self.conns.remove(&id);
-                    return e;
-                }
+            let (reply, token) = match self.exchange((client, si), &out, asking, req) {
                 Ok(x) => x,
+                Err(e) => return e,
             };
-            if close {
-                self.conns.remove(&id);
-            }
             if let Reply::Failed(_, m) = &reply {
                 if !eval && self.codec.script_missing(req, m) {
                     eval = true;
@@ -211,6 +187,47 @@ impl Session {
             return answered;
         }
         fail("cluster", "more than 5 MOVED/ASK redirections for one key")
+    }
+
+    /// One request written on client `id`'s connection and its reply read (after the
+    /// ASKING's, when `asking`): the reply and a gets hit's token. A connection that
+    /// failed, or that the reply closes, is dropped.
+    fn exchange(
+        &mut self,
+        id: (u64, usize),
+        out: &[u8],
+        asking: bool,
+        req: Req,
+    ) -> Result<(Reply, Option<Vec<u8>>), Value> {
+        let result = connection(
+            &self.codec,
+            &mut self.conns,
+            self.addrs[id.1],
+            self.timeout,
+            id,
+            self.tls.as_ref(),
+        )
+        .and_then(|conn| {
+            conn.0
+                .write_all(out)
+                .map_err(|e| fail("connection", &e.to_string()))?;
+            if asking {
+                read_reply(&self.codec, conn, Req::Hello)?;
+            }
+            read_reply(&self.codec, conn, req)
+        });
+        match result {
+            Err(e) => {
+                self.conns.remove(&id);
+                Err(e)
+            }
+            Ok((reply, close, token)) => {
+                if close {
+                    self.conns.remove(&id);
+                }
+                Ok((reply, token))
+            }
+        }
     }
 }
 

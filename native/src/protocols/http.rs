@@ -1,8 +1,9 @@
 //! HTTP/1.1 with the http plugin's templates: one keep-alive connection per client, as
 //! wrk; responses parsed by hand into hit, miss, done or an error counted as http-NNN.
 
+use super::chunked::{dechunk, find};
 use super::wire::{line_end, show, Outcome, ParseResult, Parsed, Reply, Req};
-use crate::text::{base64, base64_decode};
+use crate::text::{base64, base64_decode, json_escape, percent};
 use serde_json::Value;
 
 const MAX_HEAD: usize = 64 * 1024;
@@ -76,38 +77,6 @@ fn ttl_text(ttl: Option<f64>) -> String {
         None => String::new(),
         Some(t) if t.fract() == 0.0 => format!("{}", t as i64),
         Some(t) => format!("{}", t),
-    }
-}
-
-fn percent(out: &mut Vec<u8>, data: &[u8]) {
-    for &b in data {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b);
-        } else {
-            out.extend_from_slice(format!("%{:02X}", b).as_bytes());
-        }
-    }
-}
-
-/// JSON string escaping of text (Python's json.dumps with ensure_ascii=False).
-fn json_escape(out: &mut Vec<u8>, text: &str) {
-    for c in text.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\u{8}' => out.extend_from_slice(b"\\b"),
-            '\u{c}' => out.extend_from_slice(b"\\f"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
-            }
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
-        }
     }
 }
 
@@ -592,43 +561,6 @@ impl Http {
             end: 0,
             decoded: Some(decoded),
         })
-    }
-}
-
-fn find(buf: &[u8], needle: &[u8]) -> Option<usize> {
-    buf.windows(needle.len()).position(|w| w == needle)
-}
-
-type Dechunked = Option<(Vec<u8>, usize)>;
-
-fn dechunk(buf: &[u8], start: usize) -> Result<Dechunked, String> {
-    let mut body = Vec::new();
-    let mut pos = start;
-    loop {
-        let eol = match line_end(buf, pos) {
-            Some(e) => e,
-            None => return Ok(None),
-        };
-        let text = String::from_utf8_lossy(&buf[pos..eol]);
-        let size_text = text.split(';').next().unwrap_or("").trim().to_string();
-        let size = usize::from_str_radix(&size_text, 16)
-            .map_err(|_| format!("a bad chunk size: {:?}", size_text))?;
-        if size == 0 {
-            let p = eol + 2;
-            if buf.len() < p + 2 {
-                return Ok(None);
-            }
-            if &buf[p..p + 2] == b"\r\n" {
-                return Ok(Some((body, p + 2)));
-            }
-            return Ok(find(&buf[p..], b"\r\n\r\n").map(|e| (body, p + e + 4)));
-        }
-        let data = eol + 2;
-        if buf.len() < data + size + 2 {
-            return Ok(None);
-        }
-        body.extend_from_slice(&buf[data..data + size]);
-        pos = data + size + 2;
     }
 }
 

@@ -2,6 +2,7 @@
 //! encoders and parsers, picked by the protocol the order names, never by the system
 //! (`order/target.rs`). A plugin whose server speaks one of these runs here unchanged.
 
+pub mod chunked;
 pub mod http;
 pub mod memcache;
 pub mod meta;
