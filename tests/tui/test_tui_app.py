@@ -326,6 +326,14 @@ async def test_dashboard_follows_the_live_view_and_pins_steps(make) -> None:  # 
         assert "step 1/2" in head
         await pilot.press("m")
         assert app.screen.query_one("#throughput", Chart).series[0].name == "MiB/s"
+        dash.pinned = None  # following the running step again
+        await pilot.pause()
+        assert steps.cursor_row == 1
+        steps.move_cursor(row=0)  # the person looks at another row, without pinning it
+        for _ in range(2):  # and it stays there while intervals arrive
+            app.live = view_of(events)
+            await pilot.pause()
+            assert steps.cursor_row == 0 and dash.shown_index() == 1
 
 
 async def test_command_palette_switches_modes(make) -> None:  # type: ignore[no-untyped-def]

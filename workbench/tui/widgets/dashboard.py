@@ -399,10 +399,12 @@ class RunDashboard(Container):
         table.show_rows(STEP_COLUMNS, [(str(s.index), step_row(s)) for s in v.steps])
         if v.steps:
             moved = self._placed_row is not None and cursor != self._placed_row
-            target = cursor if shown is None or (moved and self.pinned is None) else shown
-            row = min(max(target, 0), len(v.steps) - 1)
-            table.move_cursor(row=row, animate=False)
-            self._placed_row = row
+            last = len(v.steps) - 1
+            if shown is None or (moved and self.pinned is None):
+                table.move_cursor(row=min(max(cursor, 0), last), animate=False)
+            else:  # only a row placed here is followed: the person's stays until they pin
+                self._placed_row = min(max(shown, 0), last)
+                table.move_cursor(row=self._placed_row, animate=False)
         self.set_class(len(v.steps) <= 1, "-single-step")
 
     def head(self, v: RunView, step: StepView | None) -> Text:
