@@ -58,6 +58,18 @@ def test_an_interval_waits_for_the_meter_at_most_its_bound() -> None:
     assert book.through(99.0, now=0.0)
 
 
+def test_a_silent_meter_of_another_machine_is_not_waited_for() -> None:
+    """A host lost mid-run: its meter sends nothing more and nothing says it ended. Each
+    interval after it waited its full bound for it, and the run ended late."""
+    book = SliceBook(READY, prefix="10.77.0.5/", wait=1.5, silence=1.5)
+    book.add(slice_(9.95, 10.0), now=10.1)
+    assert not book.through(11.0, now=11.2)  # a slow poll: waited for
+    assert book.through(12.0, now=11.6)  # 1.5 s of silence: lost, not waited for
+    local = SliceBook(READY)  # this machine's meter ends with its output
+    local.add(slice_(9.95, 10.0), now=10.1)
+    assert not local.through(12.0, now=11.6)
+
+
 def test_a_step_side_attaches_hiccups_and_keeps_clean_intervals_apart() -> None:
     book = SliceBook(READY)
     origin = 50.0
@@ -113,6 +125,11 @@ def test_machine_usage_sums_what_the_intervals_say() -> None:
     assert usage.count == 1 and usage.explained_ns == 32_000_000
     assert usage.unexplained_ns == 900_000_000 and usage.unexplained_at == 1.0
     assert usage.text(1_000_000) == "CPU 1 lost 30.00ms at 0.3 s; 1 hiccup over 1.00ms"
+    # The second interval's 0.9 s wait is past what a 30 ms stall explains: not the
+    # machine's to excuse (a server stopped in a probe that also had a hiccup).
+    assert not usage.explains()
+    near = MachineUsage().plus(stalled, 0.5).plus(Hiccups(wait_ns=45_000_000), 0.5)
+    assert near.unexplained_ns == 45_000_000 and near.explains()  # a stall's size, placed off
 
 
 def test_hiccups_survive_the_store_beside_the_workers_statistics(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from workbench.engine.hiccup_meter import SliceBook, StepHiccups, poll_nodes
 from workbench.engine.hostload import HostMonitor, Times
 
 
@@ -90,3 +91,26 @@ async def test_close_does_not_wait_for_a_read_that_ignores_its_cancellation() ->
     release.set()
     task.cancel()
     await asyncio.wait({task}, timeout=5)
+
+
+async def test_the_node_poll_ends_when_its_read_turns_its_cancellation_into_an_error() -> None:
+    """The other load machines' meters are polled through Ray too: cancelled mid-read, the
+    poll ends (before, it went on polling, and `asyncio.run` waited for it at the end)."""
+    reading = asyncio.Event()
+
+    async def read() -> dict[str, object]:
+        if reading.is_set():
+            return {}  # later reads answer at once: the old poll went on past its cancel
+        reading.set()
+        try:
+            await asyncio.Event().wait()  # a node that does not answer
+        except asyncio.CancelledError:
+            raise RuntimeError("task cancelled") from None
+        return {}
+
+    side = StepHiccups(SliceBook({}), remote_server=False)
+    task = asyncio.create_task(poll_nodes(read, side, lambda: None))
+    await reading.wait()
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5)  # bounded: the old poll never ends
+    assert done and task.cancelled()

@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from workbench.engine.polling import poll
 from workbench.engine.wire import pack, read_frame
 from workbench.results.hiccups import STARVED_SHARE, Hiccup, Hiccups, merged
 from workbench.spec.native_binary import binary_path
@@ -72,9 +73,20 @@ class Slice:
 class SliceBook:
     """The meter's slices as they arrive, taken interval by interval. Pure: no process."""
 
-    def __init__(self, ready: dict[str, Any], prefix: str = "", wait: float = MAX_WAIT) -> None:
+    def __init__(
+        self,
+        ready: dict[str, Any],
+        prefix: str = "",
+        wait: float = MAX_WAIT,
+        silence: float | None = None,
+    ) -> None:
         self.ready = ready
         self.wait = wait
+        # Another machine's meter that sent nothing for `silence` s is lost with its
+        # machine (no output ends there to say so): intervals stop waiting for it, or
+        # each interval after a lost host waited its full `wait` and the run ended late.
+        self.silence = silence
+        self.heard = time.time()  # when the last slice came
         self.meter = _meter_name(ready)
         self.tick_ns = int(ready.get("tick_ns", 0))
         self.threshold_ns = int(ready.get("threshold_ns", 0))
@@ -83,7 +95,7 @@ class SliceBook:
         self.covered = 0.0  # wall-clock seconds up to which slices have arrived
         self.ended = False  # the meter's output ended
 
-    def add(self, frame: dict[str, Any] | Slice) -> None:
+    def add(self, frame: dict[str, Any] | Slice, now: float | None = None) -> None:
         """A frame from the meter (only its slices count), or a slice another book kept."""
         if isinstance(frame, dict):
             if frame.get("type") != "slice":
@@ -91,13 +103,17 @@ class SliceBook:
             frame = Slice(frame)
         self.slices.append(frame)
         self.covered = max(self.covered, frame.end / 1e9)
+        self.heard = time.time() if now is None else now
 
     def through(self, wall: float, now: float | None = None) -> bool:
-        """Whether the figures up to `wall` are in (or will not come: the meter ended, or
-        `MAX_WAIT` s have passed)."""
+        """Whether the figures up to `wall` are in (or will not come: the meter ended, went
+        silent for `silence` s, or `wait` s have passed since `wall`)."""
         if self.ended or self.covered >= wall:
             return True
-        return (time.time() if now is None else now) >= wall + self.wait
+        now = time.time() if now is None else now
+        if self.silence is not None and now - self.heard >= self.silence:
+            return True
+        return now >= wall + self.wait
 
     def take(self, start: float, end: float, origin: float) -> Hiccups | None:
         """The figures of the interval from `start` to `end` (wall s), hiccups placed in
@@ -326,7 +342,8 @@ class StepHiccups:
         """Slices of the meter on load machine `host` (its CPUs named "host/cpu")."""
         book = self.others.get(host)
         if book is None:
-            book = self.others[host] = SliceBook(ready, prefix=f"{host}/", wait=REMOTE_WAIT)
+            book = SliceBook(ready, prefix=f"{host}/", wait=REMOTE_WAIT, silence=REMOTE_WAIT)
+            self.others[host] = book
         for s in slices:
             book.add(s)
 
@@ -341,9 +358,10 @@ async def poll_nodes(
 ) -> None:
     """Bring the other load machines' slices (a Ray launcher's `hiccups`) to `side`, until
     cancelled; `wake` the collecting loop as they come."""
-    while True:
-        with contextlib.suppress(Exception):  # a node that does not answer: no figures
-            for host, (ready, slices) in (await read()).items():
-                side.add_remote(host, ready, slices)
-            wake()
-        await asyncio.sleep(NODE_POLL)
+
+    def take(nodes: dict[str, Any]) -> None:
+        for host, (ready, slices) in nodes.items():
+            side.add_remote(host, ready, slices)
+        wake()
+
+    await poll(read, take, NODE_POLL)

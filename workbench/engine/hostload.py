@@ -18,6 +18,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from workbench.engine.polling import poll
+
 Times = dict[str, tuple[int, int, int]]  # host -> (busy jiffies, total jiffies, CPUs)
 CLOSE_WAIT = 2.0  # seconds
 
@@ -42,19 +44,10 @@ class HostMonitor:
         self.task = asyncio.create_task(self._poll())
 
     async def _poll(self) -> None:
-        task = asyncio.current_task()
-        while True:
-            try:
-                latest = await self.read()
-            except Exception:  # a node that does not answer: no figure
-                latest = {}
-            if task is not None and task.cancelling():
-                # Cancelled during a read that swallowed it: Ray turns the cancellation
-                # of a remote call into an exception of its own, and a poll that went on
-                # kept `close` waiting for ever (a run hung at the end of its step).
-                raise asyncio.CancelledError
+        def take(latest: Times) -> None:
             self.latest = {**self.latest, **latest}
-            await asyncio.sleep(self.poll_every)
+
+        await poll(self.read, take, self.poll_every)
 
     def begin(self) -> None:
         """The measured phase begins: busy shares count from the latest readings."""
