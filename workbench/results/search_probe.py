@@ -93,7 +93,8 @@ def probe_of(step: StepView, rate: float, checks: Sequence[Check]) -> Probe:
     if probe.passed:
         return probe
     few = any(t.ops < needed(p) for p in percentiles)
-    stalled = step.usage.machine.stalled(threshold)
+    machine = step.usage.machine
+    stalled = machine.stalled(threshold) and machine.explains()
     return replace(probe, cause=cause_of(probe.verdict, stalled, server_passed, few))
 
 

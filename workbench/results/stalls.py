@@ -153,6 +153,15 @@ class MachineUsage:
         """Whether the machine took the CPUs of the server or a worker at all."""
         return bool(self.count) or self.starved_ns(threshold_ns) is not None
 
+    def explains(self) -> bool:
+        """Whether the step's longest wait no interval's stalls explained is still within
+        what its longest stall could explain: near a stall the meter placed an interval
+        off, say. A server stopped for 0.5 s leaves a wait no 15 ms stall explains, and
+        a step with one is not the machine's to excuse, whatever else it stalled."""
+        longest = self.longest.length_ns if self.longest else 0
+        longest = max([longest, *(ns for name, ns in self.starved if name.startswith(WATCHED))])
+        return self.unexplained_ns <= EXPLAIN_FACTOR * longest + EXPLAIN_SLACK_NS
+
     def text(self, threshold_ns: int) -> str:
         """``CPU 1 lost 33.0ms at 12.4 s; 14 hiccups over 1.00ms; server waited 40.2ms for
         a CPU``, or "" with none of them."""
