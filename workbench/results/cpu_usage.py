@@ -73,13 +73,13 @@ class Usage:
             out = replace(out, server_threads=float(server["threads"]))
         polled = server.get("idle_poll")
         if isinstance(polled, Mapping) and polled:
-            seconds = {w: float(v) for w, v in polled.items() if _number(v)}
+            polled_s = {w: float(v) for w, v in polled.items() if _number(v)}
             merged_polled = dict(out.worker_polled)
-            for worker, v in seconds.items():
+            for worker, v in polled_s.items():
                 merged_polled[worker] = merged_polled.get(worker, 0.0) + v
             out = replace(out, worker_polled=merged_polled)
             if _number(server.get("host_busy")):
-                out = replace(out, host_polled=out.host_polled + sum(seconds.values()))
+                out = replace(out, host_polled=out.host_polled + sum(polled_s.values()))
         if _number(server.get("host_busy")):
             out = replace(
                 out,

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, repeat
 from operator import add, lshift, mul, sub
+from typing import Literal
 
 from hdrh.codec import ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
@@ -142,7 +143,8 @@ def decode(text: str | bytes) -> HdrHistogram:
     return _acyclic(HdrHistogram.decode(text.encode("ascii") if isinstance(text, str) else text))
 
 
-_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}  # memoryview formats by counter width
+# memoryview formats by counter width
+_UNSIGNED: dict[int, Literal["B", "H", "I", "Q"]] = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
 def _counts(hist: HdrHistogram, start: int, stop: int) -> memoryview:

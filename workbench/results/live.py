@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from workbench.results.events import (
     Event,
@@ -68,7 +68,7 @@ class _TotalsSummary:
         if isinstance(value, _Unread):
             value = summarise(value.totals)
             view.__dict__[self.slot] = value  # the same figure every later read
-        return value
+        return cast("Summary | None", value)
 
     def __set__(self, view: Any, value: Summary | _Unread | None) -> None:
         view.__dict__[self.slot] = value
@@ -84,7 +84,8 @@ class StepView:
     server: dict[str, str] = field(default_factory=dict)
     timeline: Timeline = field(default_factory=Timeline)
     totals: Stats = field(default_factory=Stats)
-    summary: Summary | None = _TotalsSummary()  # of `totals`; while running, taken when read
+    # Of `totals`; while running, taken when read (a descriptor: the dataclass's default).
+    summary: Summary | None = _TotalsSummary()  # type: ignore[assignment]
     latest: Summary | None = None  # of the last interval
     usage: Usage = field(default_factory=Usage)  # CPU figures of the intervals so far
     context: Context = field(default_factory=Context)  # what the verdict knows of the step
@@ -124,7 +125,7 @@ class RunView:
     current: int | None = None
     notices: tuple[str, ...] = ()  # the newest MAX_NOTICES
     notices_dropped: int = 0  # older notices not kept
-    spec: dict = field(default_factory=dict)
+    spec: dict[str, Any] = field(default_factory=dict)
 
     @property
     def step(self) -> StepView | None:

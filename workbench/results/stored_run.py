@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from workbench.results.events import (
     Event,
@@ -16,6 +16,7 @@ from workbench.results.events import (
     Notice,
     RunFinished,
     RunStarted,
+    RunStatus,
     StepFinished,
     StepSimulated,
     StepStarted,
@@ -201,7 +202,7 @@ class StoredRun:
                 if n.step == s.index:
                     yield n
             if self.status != "running" or s.status != "running":
-                yield StepFinished(self.id, s.index, s.status, s.stats)
+                yield StepFinished(self.id, s.index, cast("RunStatus", s.status), s.stats)
             if s.simulated:
                 yield StepSimulated(self.id, s.index, s.simulated)
         if self.status != "running":
