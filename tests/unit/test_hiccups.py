@@ -175,3 +175,23 @@ def test_a_store_from_before_the_meter_reads_without_it(
     assert store.column("intervals", "hiccups") == "NULL"
     (interval,) = list(StoredIntervals(store, "r", 0))
     assert interval.stats.hiccups is None and interval.stats.duration == 1.0
+
+
+def test_a_local_server_whose_process_is_unknown_may_run_on_any_cpu() -> None:
+    """A loopback target whose listening process was not found (another user's): a stall
+    on any CPU counts against the step, not only on the workers' CPUs."""
+    origin = 1000.0
+    for anywhere, expected in ((False, ["1"]), (True, ["0", "1"])):
+        book = SliceBook(READY)
+        side = StepHiccups(book, remote_server=False, server_anywhere=anywhere)
+        side.begins(origin)
+        for k in range(2):
+            frame = slice_(origin + k * 0.05, origin + (k + 1) * 0.05, [], {"worker 0": 1})
+            frame["cpus"] = {"0": [50, 70_000, 0, 0], "1": [50, 70_000, 0, 0]}
+            book.add(frame)
+        stats = Stats(duration=0.1, hist={"get": new_histogram()})
+        side.attach(stats, 0.1)
+        assert stats.hiccups is not None
+        stats.hiccups.events = [Hiccup("0", 0.05, 5_000_000)]  # on no worker's CPU
+        assert sorted({c for cpus in stats.hiccups.seen.values() for c in cpus}) == expected
+        assert len(counts(stats.hiccups)) == len(expected) - 1

@@ -298,9 +298,12 @@ class StepHiccups:
     """One step's side of the meter: where its measured phase began (wall s), and the
     hiccups of its last interval (a stall just before an interval still delays it)."""
 
-    def __init__(self, book: SliceBook, remote_server: bool) -> None:
+    def __init__(self, book: SliceBook, remote_server: bool, server_anywhere: bool = False) -> None:
         self.book = book
         self.remote_server = remote_server
+        # A server on this machine whose process was not found: it may run on any CPU, so
+        # a stall on any CPU counts against the step (`stalls.counts`).
+        self.server_anywhere = server_anywhere
         # The meters of the other load machines (Ray nodes), by host, as they come in.
         self.others: dict[str, SliceBook] = {}
         self.origin: float | None = None  # wall-clock start of the measured phase
@@ -334,6 +337,8 @@ class StepHiccups:
             self.before = ()
             return
         h.remote_server = self.remote_server
+        if self.server_anywhere:
+            h.seen["server"] = sorted(h.cpus)
         stats.hiccups = h
         mark_interval(stats, self.before, start)
         self.before = tuple(counts(h))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.engine.hiccup_meter import MeterProcess, StepHiccups, poll_nodes
+from workbench.engine.local_server import server_pids, unknown_server
 from workbench.sdk.adapter import ManagedServer
 from workbench.sdk.remote import addresses, is_loopback
 from workbench.spec.model import MachineSpec, Spec
@@ -42,11 +43,18 @@ class MachineWatch:
                 self.meter.on_slice = self.slice_came
         if self.meter is None:
             return None
-        await self.meter.watch(watched(server, local_workers))
+        options = resolved.system_options
         remote = not resolved.managed and any(
-            not is_loopback(host) for _, _, host in addresses(resolved.system_options)
+            not is_loopback(host) for _, _, host in addresses(options)
         )
-        return StepHiccups(self.meter.book, remote)
+        pids = watched(server, local_workers)
+        anywhere = False
+        if server is None and not remote:  # a server on this machine someone else started
+            found = await asyncio.to_thread(server_pids, options)
+            pids.update(_named(found))
+            anywhere = unknown_server(options, found)
+        await self.meter.watch(pids)
+        return StepHiccups(self.meter.book, remote, server_anywhere=anywhere)
 
     def watch_nodes(self, side: StepHiccups | None, read: Callable[[], Any] | None) -> None:
         """Poll the other load machines' meters into `side` while the step runs (`read`:
@@ -80,6 +88,13 @@ class MachineWatch:
             else:
                 await self.meter.close()
             self.meter = None
+
+
+def _named(found: dict[int, int]) -> dict[str, int]:
+    """The meter's names of the local servers found by port: "server", or one per port."""
+    if len(found) == 1:
+        return {"server": next(iter(found.values()))}
+    return {f"server 127.0.0.1:{port}": pid for port, pid in found.items()}
 
 
 def watched(server: ManagedServer | None, workers: Sequence[Any]) -> dict[str, int]:
