@@ -130,8 +130,8 @@ impl Session {
         let value = base64_decode(frame["value"].as_str().unwrap_or("")).unwrap_or_default();
         let ttl = frame["ttl"].as_f64();
         // The ops a client issues on its own key: not a cache-aside, not a publish.
-        let req = match Action::named(op).map(Req::of) {
-            Some((req, false)) if req != Req::Publish => req,
+        let req = match Action::named(op) {
+            Some(Action { req, aside: false }) if req != Req::Publish => req,
             _ => return fail("protocol", &format!("unknown probe op {:?}", op)),
         };
         // A cas's token, as a gets answered it.

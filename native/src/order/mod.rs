@@ -7,10 +7,12 @@
 mod load;
 mod ops;
 mod read;
+mod request;
 mod target;
 
 pub use load::{Arrivals, ClientOrder, KeyDist, Keys, Phases, Prefill, SizeDist, Timing, TtlDist};
 pub use ops::{Action, Ops};
+pub use request::{Req, REQS};
 pub use target::{Login, Protocol, TargetOrder, TlsOrder};
 
 use read::{at, list_at, maybe_u64, u64_at, Read};

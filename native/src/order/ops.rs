@@ -4,50 +4,47 @@
 //! told, or one of an op it does not run, is refused when a mix weighs it.
 
 use super::read::Read;
+use super::request::Req;
 use serde_json::Value;
 
-/// What an op of the mix does.
+/// What an op of the mix does: the request it sends, and whether a miss is then set
+/// (cache-aside, a get that sets the value on a miss).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    Get,
-    Set,
-    Delete,
-    /// A get that sets the value on a miss.
-    CacheAside,
-    Publish,
-    /// A get that also brings the cas token.
-    Gets,
-    // The conditional writes (`ops.has_outcome`).
-    Add,
-    Replace,
-    Cas,
-    Append,
-    Prepend,
-    Incr,
-    Decr,
-    Touch,
+pub struct Action {
+    pub req: Req,
+    pub aside: bool,
 }
 
 impl Action {
+    /// An op that sends `req` and does nothing more.
+    pub const fn plain(req: Req) -> Action {
+        Action { req, aside: false }
+    }
+
     /// The action of an op kind this engine runs, by the registry's name.
     pub fn named(name: &str) -> Option<Action> {
-        Some(match name {
-            "get" => Action::Get,
-            "set" => Action::Set,
-            "delete" => Action::Delete,
-            "cache_aside" => Action::CacheAside,
-            "publish" => Action::Publish,
-            "gets" => Action::Gets,
-            "add" => Action::Add,
-            "replace" => Action::Replace,
-            "cas" => Action::Cas,
-            "append" => Action::Append,
-            "prepend" => Action::Prepend,
-            "incr" => Action::Incr,
-            "decr" => Action::Decr,
-            "touch" => Action::Touch,
+        Some(Action::plain(match name {
+            "get" => Req::Get,
+            "set" => Req::Set,
+            "delete" => Req::Delete,
+            "cache_aside" => {
+                return Some(Action {
+                    req: Req::Get,
+                    aside: true,
+                })
+            }
+            "publish" => Req::Publish,
+            "gets" => Req::Gets,
+            "add" => Req::Add,
+            "replace" => Req::Replace,
+            "cas" => Req::Cas,
+            "append" => Req::Append,
+            "prepend" => Req::Prepend,
+            "incr" => Req::Incr,
+            "decr" => Req::Decr,
+            "touch" => Req::Touch,
             _ => return None,
-        })
+        }))
     }
 }
 
@@ -127,11 +124,11 @@ mod tests {
         let ops =
             Ops::from_table(&json!({"publish": 4, "get": 9, "frob": 12, "set": 0, "incr": 7}))
                 .unwrap();
-        assert_eq!(ops.action(7), Some(Action::Incr));
-        assert_eq!(ops.action(9), Some(Action::Get));
-        assert_eq!(ops.action(0), Some(Action::Set));
-        assert_eq!(ops.code_of(Action::Publish), Some(4));
-        assert_eq!(ops.code_of(Action::Delete), None);
+        assert_eq!(ops.action(7), Some(Action::plain(Req::Incr)));
+        assert_eq!(ops.action(9), Some(Action::plain(Req::Get)));
+        assert_eq!(ops.action(0), Some(Action::plain(Req::Set)));
+        assert_eq!(ops.code_of(Action::plain(Req::Publish)), Some(4));
+        assert_eq!(ops.code_of(Action::plain(Req::Delete)), None);
         assert_eq!(ops.mixed(9), Ok(9));
         assert!(ops.mixed(12).unwrap_err().contains("\"frob\""));
         assert!(ops

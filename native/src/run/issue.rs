@@ -246,7 +246,7 @@ impl<'a> Run<'a> {
             .order
             .ops
             .action(op.code)
-            .map_or((Req::Delete, false), Req::of);
+            .map_or((Req::Delete, false), |a| (a.req, a.aside));
         if matches!(req, Req::Get | Req::Set | Req::Publish) {
             if let Some(trace) = self.capture.as_mut() {
                 trace.add(self.phase.measuring, now, op.index, op.size as u64);

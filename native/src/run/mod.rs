@@ -161,7 +161,7 @@ fn prepare<'a>(eng: &'a mut Engine, frame: &Value) -> Result<Run<'a>, (&'static 
 /// What a step order asks that this engine cannot do: publishing without a pubsub part or
 /// over a protocol other than RESP, more recorded op kinds than a recorder counts.
 fn check_order(order: &StepOrder, has_pubsub: bool) -> Result<(), String> {
-    let publish = order.code_of(Action::Publish);
+    let publish = order.code_of(Action::plain(Req::Publish));
     let publishes = order
         .clients
         .iter()

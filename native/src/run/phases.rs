@@ -2,7 +2,7 @@
 //! start, warm up, measure on the interval grid, then stop and report (docs/frames.md).
 
 use super::{Mode, Run};
-use crate::order::Action;
+use crate::order::{Action, Req};
 use crate::os::batch::Batch;
 use crate::pacing::{self, now_ns, Offered, Schedule};
 use crate::record::report::Interval;
@@ -160,7 +160,7 @@ impl<'a> Run<'a> {
     fn run_prefill(&mut self) -> Option<&'static str> {
         let fill = self.order.prefill.clone()?;
         self.prefill.queue = (fill.offset..fill.offset + fill.count).collect();
-        let set = self.order.code_of(Action::Set).unwrap_or(0);
+        let set = self.order.code_of(Action::plain(Req::Set)).unwrap_or(0);
         self.prefill.sizes = Some(OpStream::new(&self.order, &[(set, 1.0)], fill.client, 0));
         self.phase.mode = Mode::Prefill;
         self.phase.index = 0; // nothing of the prefill is recorded

@@ -88,7 +88,7 @@ impl TraceOrder {
             supports: supported
                 .iter()
                 .filter_map(|name| Action::named(name))
-                .fold(0, |bits, a| bits | 1 << Req::of(a).0 as u32),
+                .fold(0, |bits, a| bits | 1 << a.req as u32),
             max_value: num("max_value")? as u32,
             op_codes: op_codes(&t["op_codes"]).ok_or_else(|| bad("op_codes"))?,
             key_max: t["keys"]["max_bytes"]
@@ -447,7 +447,7 @@ impl Replay {
         } else {
             match self.sent_as[op as usize] {
                 // A trace's requests are its keys' own: never a cache-aside or a publish.
-                Some(a) if !matches!(a, Action::CacheAside | Action::Publish) => Req::of(a),
+                Some(a) if !a.aside && a.req != Req::Publish => (a.req, false),
                 _ => (Req::Hello, false), // no such request: skipped below
             }
         };
