@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 
@@ -35,8 +35,24 @@ from workbench.cli.format import (
     step_heading,
     step_summary,
 )
+from workbench.cli.run_options import (
+    AllowRemoteOption,
+    BaselineOption,
+    CsvOutOption,
+    HlogOutOption,
+    JsonOutOption,
+    NameOption,
+    PrintIdOption,
+    ProfileArgument,
+    QuietOption,
+    ReportOption,
+    SetOption,
+    SimulateOption,
+    TraceOutOption,
+)
 from workbench.cli.waits import show_waits
 from workbench.files.output_files import protect_database
+from workbench.results.checks import Check
 from workbench.results.events import (
     Event,
     Interval,
@@ -50,13 +66,13 @@ from workbench.results.events import (
 from workbench.results.live import RunView
 from workbench.results.store import Store, default_path
 from workbench.run import session
-from workbench.simulate.policies import POLICIES, parse_policies
+from workbench.simulate.policies import parse_policies
 from workbench.spec.load import read_profile
 from workbench.spec.model import Spec, check_name, spec_to_dict
 from workbench.spec.profile_files import find_profile
 
-OUT_PANEL = "Files from the run"
-JSON_OUT = "the stored run as JSON (--report json:FILE); memtier --json-out-file"
+if TYPE_CHECKING:
+    from workbench.cli.comparing import Baseline
 
 # Where a command's events come from, given the stop request: `session.run` unless told.
 EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
@@ -65,98 +81,22 @@ EventSource = Callable[[asyncio.Event], AsyncIterator[Event]]
 @one_line_errors
 @f.familiar_flags
 def run_command(
-    profile: Annotated[
-        Path | None,
-        typer.Argument(
-            help="a TOML profile, or the name of one in profiles/ or shipped with the "
-            "workbench (quick, kv-store...); none: a short default run on the embedded cache"
-        ),
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help="override any spec field, e.g. load.concurrency=[1,4,16] (a list sweeps); "
-            "applied after the flags",
-        ),
-    ] = None,
-    name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no live lines")] = False,
-    print_id: Annotated[
-        bool,
-        typer.Option(
-            "--print-id",
-            help="print the run id alone on stdout (everything else goes to stderr), "
-            "for scripts: `id=$(workbench run --print-id ...)`",
-        ),
-    ] = False,
-    report: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--report",
-            metavar="FORMAT[:FILE]",
-            help="a report when the run ends, as `workbench report` gives it; no FILE: on "
-            "stdout after the summary; repeatable",
-            rich_help_panel=OUT_PANEL,
-        ),
-    ] = None,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json-out", "--json-out-file", rich_help_panel=OUT_PANEL, help=JSON_OUT),
-    ] = None,
-    csv_out: Annotated[
-        Path | None,
-        typer.Option(
-            help="one CSV row per interval and per step (--report csv:FILE)",
-            rich_help_panel=OUT_PANEL,
-        ),
-    ] = None,
-    hlog_out: Annotated[
-        Path | None,
-        typer.Option(
-            help="HdrHistogram interval log (--report hlog:FILE)", rich_help_panel=OUT_PANEL
-        ),
-    ] = None,
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote",
-            help="allow a target that is not on this machine (target.allow_remote = true)",
-        ),
-    ] = False,
+    profile: ProfileArgument = None,
+    set_: SetOption = None,
+    name: NameOption = None,
+    quiet: QuietOption = False,
+    print_id: PrintIdOption = False,
+    report: ReportOption = None,
+    json_out: JsonOutOption = None,
+    csv_out: CsvOutOption = None,
+    hlog_out: HlogOutOption = None,
+    allow_remote: AllowRemoteOption = False,
     fail_on: FailOnOption = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline",
-            metavar="RUN|FILE.json",
-            help="when the run ends, compare it with this run (id, name, 'last') or exported "
-            "JSON file, as `workbench compare BASELINE NEW` does",
-        ),
-    ] = None,
+    baseline: BaselineOption = None,
     fail_on_regression: FailOnRegressionOption = None,
     noise: NoiseOption = DEFAULT_NOISE,
-    trace_out: Annotated[
-        str | None,
-        typer.Option(
-            "--trace-out",
-            metavar="FILE",
-            help="write what the workers sent in the measured phase as a libCacheSim "
-            "oracleGeneral trace (workload.trace_out); several steps: FILE.stepN each",
-            rich_help_panel=OUT_PANEL,
-        ),
-    ] = None,
-    simulate: Annotated[
-        str | None,
-        typer.Option(
-            "--simulate",
-            metavar="POLICIES",
-            help="replay each step's requests through these eviction policies at the "
-            "server's limit (libCacheSim) and show them beside the measured hit rates: "
-            f"{', '.join(POLICIES)} or all (simulate.policies)",
-            rich_help_panel=OUT_PANEL,
-        ),
-    ] = None,
+    trace_out: TraceOutOption = None,
+    simulate: SimulateOption = None,
     store: StoreOption = None,
     flags: f.Flags = f.Flags(),
 ) -> None:
@@ -197,6 +137,18 @@ def run_command(
     stream = sys.stderr if print_id else sys.stdout
     bar_on = stream if not quiet and stream.isatty() else None
     view = asyncio.run(_drive(spec, st, name, quiet, bar_on, style=summary_style(flags)))
+    _finish(view, st, wanted, checks, against, print_id)
+
+
+def _finish(
+    view: RunView,
+    st: Store,
+    wanted: list[outputs.Output],
+    checks: list[Check],
+    against: Baseline | None,
+    print_id: bool,
+) -> None:
+    """After the run: where it is stored, its files, its checks and baseline, the exit."""
     out(
         f"run {view.run_id} {view.status}"
         + (f": {view.error}" if view.error else "")
