@@ -8,13 +8,16 @@ when it has URLs, else that of memtier's default protocol. A URL given whole
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from workbench.sdk.adapter import CacheSystem
+from workbench.sdk.discovery import plugin_statuses
 from workbench.sdk.errors import SpecError
+from workbench.spec.model import DEFAULT_SYSTEM
 
 # memtier's default --protocol ("redis", which is RESP2), by the name no system has.
 MEMTIER_DEFAULT = "resp2"
@@ -140,3 +143,62 @@ def login_advice(system: CacheSystem) -> str:
     if env:
         return f"give them through {' and '.join(env)} (read from the environment, never stored)"
     return f"{system.name} takes none there (`workbench plugins` lists its options)"
+
+
+def quoted(text: str) -> str:
+    """A TOML basic string (JSON escapes are TOML escapes)."""
+    return json.dumps(text)
+
+
+def systems() -> list[CacheSystem]:
+    """Every plugin that loads (a broken one is `workbench plugins`' to report)."""
+    return [row.system for row in plugin_statuses() if row.system is not None]
+
+
+def system_of_scheme(scheme: str) -> CacheSystem | None:
+    """The system whose URLs have this scheme (`CacheSystem.urls`), if one declares it."""
+    scheme = scheme.lower()
+    return next((s for s in systems() if s.urls and scheme in s.urls.schemes), None)
+
+
+def target_of(profile: Mapping[str, Any]) -> Mapping[str, Any]:
+    target = profile.get("target", {})
+    return target if isinstance(target, Mapping) else {}
+
+
+def option_overrides(options: Mapping[str, Any]) -> list[str]:
+    """`target.options.NAME=VALUE` for each option, VALUE written as TOML (JSON's strings,
+    numbers, booleans and lists are TOML's)."""
+    return [f"target.options.{name}={json.dumps(value)}" for name, value in options.items()]
+
+
+def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
+    """``-s URL``: the system whose scheme it is, its options from the rest (as the system
+    declares, `CacheSystem.urls`); the run talks to that server, so a managed server of the
+    profile is not started."""
+    parts = urlsplit(url)
+    system = system_of_scheme(parts.scheme)
+    if system is None or system.urls is None or not parts.netloc:
+        forms = [f for s in systems() if s.urls for f in s.urls.forms]
+        raise SpecError(f"expected {' or '.join(forms)}; got {url!r}", "--server")
+    if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
+        raise SpecError(
+            f"expected no user or password in the URL: {login_advice(system)}", "--server"
+        )
+    same_system = target_of(profile).get("system", DEFAULT_SYSTEM) == system.name
+    out = [f"target.system={quoted(system.name)}", "target.managed=false"]
+    if not same_system:  # another system's options would be unknown to this one
+        out.append("target.options={}")
+        out.append("target.server={}")
+        if profile.get("strategy"):
+            out.append('strategy.name=""')
+            out.append("strategy.options={}")
+    return out + option_overrides(system.urls.options(url))
+
+
+def with_tls_scheme(url: str) -> str:
+    """The URL with its system's TLS scheme (redis:// to rediss://), if it declares one."""
+    scheme = urlsplit(url).scheme
+    system = system_of_scheme(scheme)
+    tls = system.urls.tls_schemes.get(scheme.lower()) if system and system.urls else None
+    return tls + url[len(scheme) :] if tls else url

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -17,10 +16,20 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 from urllib.parse import urlsplit
 
-from workbench.cli.address import login_advice, profile_scheme, scheme_named, server_url
+from workbench.cli.address import (
+    option_overrides,
+    profile_scheme,
+    quoted,
+    scheme_named,
+    server_overrides,
+    server_url,
+    system_of_scheme,
+    systems,
+    target_of,
+    with_tls_scheme,
+)
 from workbench.cli.flag_options import FLAG_PARAMETERS
-from workbench.sdk.adapter import CacheSystem
-from workbench.sdk.discovery import load_plugin, plugin_statuses
+from workbench.sdk.discovery import load_plugin
 from workbench.sdk.errors import SpecError
 from workbench.spec.load import read_profile, spec_from_data
 from workbench.spec.model import DEFAULT_SYSTEM, Spec
@@ -73,11 +82,6 @@ class Flags:
     cluster_mode: bool | None = None
 
 
-def _quoted(text: str) -> str:
-    """A TOML basic string (JSON escapes are TOML escapes)."""
-    return json.dumps(text)
-
-
 def ratio_override(text: str) -> str:
     """memtier's ``--ratio SET:GET`` as weights of the mix, e.g. 1:10."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", text)
@@ -109,60 +113,6 @@ def key_pattern(text: str) -> str:
     )
 
 
-def _systems() -> list[CacheSystem]:
-    """Every plugin that loads (a broken one is `workbench plugins`' to report)."""
-    return [row.system for row in plugin_statuses() if row.system is not None]
-
-
-def system_of_scheme(scheme: str) -> CacheSystem | None:
-    """The system whose URLs have this scheme (`CacheSystem.urls`), if one declares it."""
-    scheme = scheme.lower()
-    return next((s for s in _systems() if s.urls and scheme in s.urls.schemes), None)
-
-
-def _target(profile: Mapping[str, Any]) -> Mapping[str, Any]:
-    target = profile.get("target", {})
-    return target if isinstance(target, Mapping) else {}
-
-
-def _option_overrides(options: Mapping[str, Any]) -> list[str]:
-    """`target.options.NAME=VALUE` for each option, VALUE written as TOML (JSON's strings,
-    numbers, booleans and lists are TOML's)."""
-    return [f"target.options.{name}={json.dumps(value)}" for name, value in options.items()]
-
-
-def server_overrides(url: str, profile: Mapping[str, Any]) -> list[str]:
-    """``-s URL``: the system whose scheme it is, its options from the rest (as the system
-    declares, `CacheSystem.urls`); the run talks to that server, so a managed server of the
-    profile is not started."""
-    parts = urlsplit(url)
-    system = system_of_scheme(parts.scheme)
-    if system is None or system.urls is None or not parts.netloc:
-        forms = [f for s in _systems() if s.urls for f in s.urls.forms]
-        raise SpecError(f"expected {' or '.join(forms)}; got {url!r}", "--server")
-    if parts.username or parts.password:  # a stored run keeps its spec: no secrets in it
-        raise SpecError(
-            f"expected no user or password in the URL: {login_advice(system)}", "--server"
-        )
-    same_system = _target(profile).get("system", DEFAULT_SYSTEM) == system.name
-    out = [f"target.system={_quoted(system.name)}", "target.managed=false"]
-    if not same_system:  # another system's options would be unknown to this one
-        out.append("target.options={}")
-        out.append("target.server={}")
-        if profile.get("strategy"):
-            out.append('strategy.name=""')
-            out.append("strategy.options={}")
-    return out + _option_overrides(system.urls.options(url))
-
-
-def with_tls_scheme(url: str) -> str:
-    """The URL with its system's TLS scheme (redis:// to rediss://), if it declares one."""
-    scheme = urlsplit(url).scheme
-    system = system_of_scheme(scheme)
-    tls = system.urls.tls_schemes.get(scheme.lower()) if system and system.urls else None
-    return tls + url[len(scheme) :] if tls else url
-
-
 def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     """memtier's --tls, --cert, --key, --cacert, --tls-skip-verify and --sni (redis-benchmark's
     --tls) as the target's TLS options; --tls on a managed server makes it a TLS server, on
@@ -173,12 +123,12 @@ def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
         "tls_ca": flags.cacert,
         "tls_sni": flags.sni,
     }
-    out = [f"target.options.{name}={_quoted(v)}" for name, v in options.items() if v is not None]
+    out = [f"target.options.{name}={quoted(v)}" for name, v in options.items() if v is not None]
     if flags.tls_skip_verify:
         out.append("target.options.tls_insecure=true")
     if not flags.tls:
         return out
-    target = _target(profile)
+    target = target_of(profile)
     if flags.server is None and target.get("managed"):
         return [*out, "target.server.tls=true"]
     if flags.server is not None:
@@ -194,14 +144,14 @@ def tls_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     schemes = {*urls.tls_schemes, *urls.tls_schemes.values()}
     if flags.server is not None and urlsplit(flags.server).scheme.lower() in schemes:
         return out  # the URL's own scheme says TLS (`with_tls_scheme`)
-    return out + _option_overrides(urls.with_tls(given) or {})
+    return out + option_overrides(urls.with_tls(given) or {})
 
 
 def with_address(flags: Flags, profile: Mapping[str, Any]) -> Flags:
     """The flags with ``-s``/``-h``/``-p``/``-P`` made into one ``-s`` URL."""
     url = server_url(flags.server, flags.host, flags.port, flags.protocol,
-                     lambda: profile_scheme(_target(profile), load_plugin, DEFAULT_SYSTEM),
-                     lambda name: scheme_named(name, _systems()))  # fmt: skip
+                     lambda: profile_scheme(target_of(profile), load_plugin, DEFAULT_SYSTEM),
+                     lambda name: scheme_named(name, systems()))  # fmt: skip
     return replace(flags, server=url, host=None, port=None, protocol=None)
 
 
@@ -217,7 +167,7 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
         out += server_overrides(server, profile)
     out += tls_overrides(flags, profile)
     if flags.cluster_mode:  # memtier --cluster-mode, redis-benchmark --cluster
-        target = _target(profile)
+        target = target_of(profile)
         managed = flags.server is None and target.get("managed")
         out.append("target.server.cluster=true" if managed else "target.options.cluster=true")
     simple = (
@@ -236,7 +186,7 @@ def to_overrides(flags: Flags, profile: Mapping[str, Any]) -> list[str]:
     if flags.ratio is not None:
         out.append(ratio_override(flags.ratio))
     if flags.key_pattern is not None:
-        out.append(f"workload.key_distribution={_quoted(key_pattern(flags.key_pattern))}")
+        out.append(f"workload.key_distribution={quoted(key_pattern(flags.key_pattern))}")
     if flags.repeat is not None:
         out.append(f"load.repeat={flags.repeat}")
     out += _memtier_overrides(flags)
@@ -253,7 +203,7 @@ def _memtier_overrides(flags: Flags) -> list[str]:
     out: list[str] = []
     if flags.data_size_range is not None:
         low, high = _range(flags.data_size_range, "--data-size-range")
-        out.append(f"workload.value_size={_quoted(f'uniform({low},{high})')}")
+        out.append(f"workload.value_size={quoted(f'uniform({low},{high})')}")
     if flags.data_size_list is not None:
         pairs = [p.strip() for p in flags.data_size_list.split(",") if p.strip()]
         if not pairs or not all(re.fullmatch(r"[^:]+:\d+(\.\d+)?", p) for p in pairs):
@@ -261,12 +211,12 @@ def _memtier_overrides(flags: Flags) -> list[str]:
                 f"expected SIZE:WEIGHT,... such as 32:7,1024:3; got {flags.data_size_list!r}",
                 "--data-size-list",
             )
-        out.append(f"workload.value_size={_quoted('weighted(' + ','.join(pairs) + ')')}")
+        out.append(f"workload.value_size={quoted('weighted(' + ','.join(pairs) + ')')}")
     if flags.key_minimum is not None:
         out.append(f"workload.keys={_key_count(flags)}")
     if flags.expiry_range is not None:
         low, high = _range(flags.expiry_range, "--expiry-range")
-        out.append(f"workload.ttl={_quoted(f'range({low},{high})')}")
+        out.append(f"workload.ttl={quoted(f'range({low},{high})')}")
     return out
 
 
@@ -333,7 +283,7 @@ def _sweep_or_string(text: str) -> str:
     quotes; anything else is one string (100, 4KiB, uniform(8,64))."""
     stripped = text.strip()
     if not (stripped.startswith("[") and stripped.endswith("]")):
-        return _quoted(stripped)
+        return quoted(stripped)
     items, depth, current = [], 0, ""
     for ch in stripped[1:-1]:
         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -343,7 +293,7 @@ def _sweep_or_string(text: str) -> str:
         else:
             current += ch
     items.append(current)
-    return "[" + ",".join(_quoted(i.strip().strip("\"'")) for i in items if i.strip()) + "]"
+    return "[" + ",".join(quoted(i.strip().strip("\"'")) for i in items if i.strip()) + "]"
 
 
 # Strategy option names that set how many commands go out per round trip.
@@ -368,11 +318,11 @@ def pipeline_overrides(depth: int, system: Any, strategy_name: str, default_name
     if not strategy_name:
         if default_name in piped:
             opt = piped[default_name]
-            return [f"strategy.name={_quoted(default_name)}", f"strategy.options.{opt}={depth}"]
+            return [f"strategy.name={quoted(default_name)}", f"strategy.options.{opt}={depth}"]
         python = [n for n in piped if system.strategy(n).engine != "native"]
         if python:
             name, opt = python[0], piped[python[0]]
-            return [f"strategy.name={_quoted(name)}", f"strategy.options.{opt}={depth}"]
+            return [f"strategy.name={quoted(name)}", f"strategy.options.{opt}={depth}"]
     if depth == 1:
         return []
     having = (

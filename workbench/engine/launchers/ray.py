@@ -25,9 +25,6 @@ import logging
 import os
 import socket
 import sys
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +34,7 @@ from ray.exceptions import ActorUnavailableError, RayError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from workbench.engine.launchers.background import bounded, in_background
 from workbench.engine.launchers.ray_log import RAY_LOGGER, RayLog
 from workbench.engine.serverstats import host_times as machine_times
 from workbench.engine.wire import pack, read_frame
@@ -264,7 +262,7 @@ class RayWorkerHandle:
 
         `ray.kill` waits for the cluster's answer: in a thread of its own, so a cluster
         slow to answer never holds the run."""
-        _in_background(lambda: ray.kill(self.actor, no_restart=True), f"kill {self.index}")
+        in_background(lambda: ray.kill(self.actor, no_restart=True), f"kill {self.index}")
 
     async def close(self) -> None:
         if not (self.lost or self.ended):
@@ -275,28 +273,6 @@ class RayWorkerHandle:
                 await asyncio.wait_for(asyncio.shield(self._fetch), timeout=10)
         self._fetch.cancel()
         self.kill()
-
-
-def _in_background(call: Callable[[], object], name: str) -> threading.Thread:
-    """`call` in a daemon thread (its errors dropped): a Ray call that waits on the cluster
-    can neither hold the event loop nor, unfinished, the process's exit."""
-
-    def run() -> None:
-        with contextlib.suppress(Exception):
-            call()
-
-    thread = threading.Thread(target=run, name=f"ray-{name}", daemon=True)
-    thread.start()
-    return thread
-
-
-async def _bounded(call: Callable[[], object], name: str, timeout: float) -> bool:
-    """`call` in the background, waited for at most `timeout` s; False if it took longer."""
-    thread = _in_background(call, name)
-    deadline = time.monotonic() + timeout
-    while thread.is_alive() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    return not thread.is_alive()
 
 
 def _per_node(handles: list[RayWorkerHandle]) -> dict[str, list[RayWorkerHandle]]:
@@ -494,9 +470,9 @@ class RayLauncher:
                 with contextlib.suppress(Exception):
                     remove_placement_group(group)
 
-        done = await _bounded(unplace, "unplace", CLOSE_TIMEOUT)
+        done = await bounded(unplace, "unplace", CLOSE_TIMEOUT)
         if self.owns_connection:
-            done = await _bounded(ray.shutdown, "shutdown", CLOSE_TIMEOUT) and done
+            done = await bounded(ray.shutdown, "shutdown", CLOSE_TIMEOUT) and done
         if not done:
             logging.getLogger(RAY_LOGGER).warning(
                 "the Ray cluster did not answer in %.0f s while the run closed", CLOSE_TIMEOUT
