@@ -23,6 +23,7 @@ from workbench.spec.model import (
     MachineSpec,
     PubSub,
     Spec,
+    Workload,
     check_name,
     spec_from_dict,
     spec_to_dict,
@@ -144,9 +145,28 @@ def _combinations(spec: Spec) -> list[Step]:
 def check_step(spec: Spec) -> ResolvedStep:
     """Everything that can be known wrong before a run starts; raises SpecError. What the
     step resolves to, when nothing is."""
-    wl, ld = spec.workload, spec.load
     check_name(spec.name)
     check_ranges(spec)
+    _check_workload(spec.workload)
+    _check_load(spec.load)
+    _check_launcher(spec.load)
+    _check_pubsub(spec.workload.pubsub)
+    resolved = resolve_step(spec)
+    _check_strategy(spec, resolved)
+    if spec.simulate is not None:
+        parse_policies(spec.simulate.policies)
+    if spec.machine is not None:
+        _check_machine(spec.machine)
+    if spec.workload.trace_out:
+        check_trace_out(spec)
+    if spec.workload.trace is not None:
+        check_trace(spec)
+    _check_ttl(spec, resolved)
+    return resolved
+
+
+def _check_workload(wl: Workload) -> None:
+    """Keys, values, TTL and the mix (or each client group's) read as their forms say."""
     parse_key_distribution(wl.key_distribution)
     largest = max_value_size(parse_value_size(wl.value_size))
     if largest >= MAX_VALUE_SIZE:
@@ -165,6 +185,10 @@ def check_step(spec: Spec) -> ResolvedStep:
         parse_mix(wl.mix)
     if wl.key_length < 1 or wl.key_length > 250:
         raise SpecError(f"expected 1 to 250 characters; got {wl.key_length}", "workload.key_length")
+
+
+def _check_load(ld: Load) -> None:
+    """Clients, how long, how often, how fast: each within what a run can do."""
     if ld.concurrency < 1:
         raise SpecError(
             f"expected at least 1 virtual client; got {ld.concurrency}", "load.concurrency"
@@ -194,9 +218,10 @@ def check_step(spec: Spec) -> ResolvedStep:
         raise SpecError(
             f"expected one of {', '.join(ARRIVALS)}; got {ld.arrivals!r}", "load.arrivals"
         )
-    _check_launcher(ld)
-    _check_pubsub(wl.pubsub)
-    resolved = resolve_step(spec)
+
+
+def _check_strategy(spec: Spec, resolved: ResolvedStep) -> None:
+    """The strategy can run here and does every op the workload asks."""
     system, strategy = resolved.system, resolved.strategy
     if strategy.engine == "native":
         require_binary()  # one clear line: how to build it
@@ -208,20 +233,16 @@ def check_step(spec: Spec) -> ResolvedStep:
             + _why(strategy, missing),
             "workload.mix",
         )
-    if spec.simulate is not None:
-        parse_policies(spec.simulate.policies)
-    if spec.machine is not None:
-        _check_machine(spec.machine)
-    if wl.trace_out:
-        check_trace_out(spec)
-    if wl.trace is not None:
-        check_trace(spec)
-    if parse_ttl(wl.ttl).kind != "none" and not strategy.supports_ttl():
+
+
+def _check_ttl(spec: Spec, resolved: ResolvedStep) -> None:
+    """A TTL asked of a strategy that sets none is refused, not ignored."""
+    system, strategy = resolved.system, resolved.strategy
+    if parse_ttl(spec.workload.ttl).kind != "none" and not strategy.supports_ttl():
         raise SpecError(
             f"strategy {strategy.name!r} of {system.name} sets no TTL" + _why(strategy, ["ttl"]),
             "workload.ttl",
         )
-    return resolved
 
 
 def check_trace_out(spec: Spec) -> None:
