@@ -19,8 +19,6 @@ STILL_OVER: dict[str, int] = {
     "workbench/engine/clients.py:thread_client": 73,
     "workbench/engine/coordinator.py": 607,
     "workbench/results/store.py": 612,
-    "workbench/results/verdict.py": 584,
-    "workbench/results/verdict.py:_judge": 91,
 }
 
 

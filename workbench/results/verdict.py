@@ -96,6 +96,9 @@ from workbench.results.cpu_usage import Usage as Usage
 from workbench.results.metrics import Recorded, Stats, format_us, merged, new_histogram
 from workbench.results.verdict_context import Context as Context
 from workbench.results.verdict_context import context_for as context_for
+from workbench.results.verdict_figures import load_of, open_loop_figures
+from workbench.results.verdict_figures import server_cores as server_cores
+from workbench.results.verdict_text import cpu_text, join_parts, lead, schedule_text
 from workbench.sdk.ops import RECEIVED
 
 # --- thresholds: the one place they are set ------------------------------------------------
@@ -252,19 +255,6 @@ class Verdict:
         }
 
 
-def server_cores(context: Context, usage: Usage) -> float | None:
-    """The server's usable cores: what its threads can use, capped by what it may run on.
-
-    The coordinator reports the cores a managed server may run on (its CPU affinity); a
-    single-threaded Redis still uses one of them, memcached its threads.
-    """
-    threads = context.server_cores or usage.server_threads
-    allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
-    if threads and allowed:
-        return min(threads, allowed)
-    return threads or allowed
-
-
 def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     """The verdict of a step from its usage and its merged totals (ops, offered, send lag)."""
     verdict = _judge(usage, totals, context)
@@ -272,42 +262,10 @@ def judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
 
 
 def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
-    workers = usage.worker_shares()
-    server_used = usage.server_cores_used()
-    cores = server_cores(context, usage)
-    server_share = server_used / cores if server_used is not None and cores else None
-    nodes = usage.node_shares()
-    if nodes:  # a cluster is as busy as its busiest node; its cores are its nodes'
-        per_node = context.server_cores or 1.0
-        allowed = usage.server_cores or (float(usage.host_cpus) if usage.host_cpus else None)
-        cores = min(per_node * len(nodes), allowed) if allowed else per_node * len(nodes)
-        server_share = max(nodes.values()) / per_node
-    machine = usage.machine_share()
-    issued = totals.ops + totals.error_count
-    open_loop = context.open_loop or totals.offered > 0
-    kept = issued / totals.offered if totals.offered else None
-    lag_p99 = _p99_ns(totals.send_lag) if totals.send_lag is not None else None
-    figures: dict[str, Any] = {
-        "workers_core_share": workers,
-        "server_cores_used": server_used,
-        "server_cores": cores,
-        "server_share": server_share,
-        "machine_busy": machine,
-        "machine_cpus": usage.host_cpus,
-    }
-    if nodes:
-        figures["nodes_core_share"] = nodes
-        figures["busiest_node"] = next(iter(nodes))
-    if usage.hosts:
-        figures["hosts_busy"] = {h: share for h, (share, _, _) in usage.host_shares().items()}
-    if open_loop:
-        d = totals.duration
-        figures |= {
-            "offered_per_s": totals.offered / d if d > 0 else None,
-            "issued_per_s": issued / d if d > 0 else None,
-            "kept_share": kept,
-            "send_lag_p99_us": lag_p99 / 1000 if lag_p99 is not None else None,
-        }
+    load, figures = load_of(usage, totals, context)
+    workers, server_used, cores = load.workers, load.server_used, load.cores
+    server_share, machine = load.server_share, load.machine
+    open_loop, kept, lag_p99 = load.open_loop, load.kept, load.lag_p99
     if not usage.recorded and not totals.offered:
         return Verdict(UNKNOWN, "no CPU figures and no offered rate recorded", figures)
 
@@ -315,9 +273,9 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     lat_p50, lat_p99, lat_max = latency if latency else (0, 0, 0)
     unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
     if open_loop:
-        figures |= _open_loop_figures(totals, context, usage, latency, unanswered)
-    cpu = _cpu_text(workers, server_used, cores, server_share, context, usage)
-    schedule = _schedule_text(totals, kept, lag_p99) if open_loop else ""
+        figures |= open_loop_figures(totals, context, usage, latency, unanswered)
+    cpu = cpu_text(workers, server_used, cores, server_share, context, usage)
+    schedule = schedule_text(totals, kept, lag_p99) if open_loop else ""
     both = "; ".join(t for t in (schedule, cpu) if t)
     ours = sum(workers.values()) + (server_used or 0.0)
     full = machine is not None and machine >= MACHINE_BUSY and bool(usage.host_cpus)
@@ -327,14 +285,14 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     )
     busy = bool(workers) and max(workers.values()) >= WORKER_BUSY
     if server_share is not None and server_share >= SERVER_BUSY:
-        return Verdict(SERVER_BOUND, _lead(cpu, "server", schedule), figures)
+        return Verdict(SERVER_BOUND, lead(cpu, "server", schedule), figures)
     if full and ours >= MACHINE_OURS * (usage.host_cpus or 0):
-        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+        return Verdict(MACHINE_BOUND, lead(cpu, "machine", schedule), figures)
     if host := usage.full_host(ours_needed=True):  # a load machine of its own was full
-        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+        return Verdict(MACHINE_BOUND, lead(cpu, f"host {host} ", schedule), figures)
     if busy:  # the generator's own doing: it missed its schedule or set the pace
         kind = FELL_BEHIND if open_loop and (behind or lagged) else GENERATOR_BOUND
-        return Verdict(kind, _join(cpu, schedule), figures)
+        return Verdict(kind, join_parts(cpu, schedule), figures)
     # A busy client sends late by as much as it waited on the answer before, which its
     # latency (run from the intended start) holds too; an idle client woken late does not
     # (its latency runs from the send: far below the lag).
@@ -347,46 +305,21 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     if open_loop and (stalled := _machine_stalled(usage, totals, latency, (schedule, cpu))):
         return replace(stalled, figures=figures | dict(stalled.figures))
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
-        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+        return Verdict(MACHINE_BOUND, lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
         waits = (lat_p50, lat_max, unanswered)
         stall = _stall(totals, context, waits, (schedule, cpu), figures, usage)
         if stall is not None:
             return stall
     if full:  # a starved worker reads replies late too: nothing here is the server's alone
-        return Verdict(MACHINE_BOUND, _lead(cpu, "machine", schedule), figures)
+        return Verdict(MACHINE_BOUND, lead(cpu, "machine", schedule), figures)
     if host := usage.full_host(ours_needed=False):  # a load machine full of others
-        return Verdict(MACHINE_BOUND, _lead(cpu, f"host {host} ", schedule), figures)
+        return Verdict(MACHINE_BOUND, lead(cpu, f"host {host} ", schedule), figures)
     if open_loop and totals.offered:
         return _unkept(totals, context, (behind, lagged, lat_p50), (schedule, cpu), figures)
     if not usage.recorded:
         return Verdict(UNKNOWN, "no CPU figures recorded", figures)
     return Verdict(LATENCY_BOUND, both, figures)
-
-
-def _open_loop_figures(
-    totals: Stats,
-    context: Context,
-    usage: Usage,
-    latency: tuple[int, int, int] | None,
-    unanswered: int,
-) -> dict[str, Any]:
-    """The figures an open loop's verdict is judged on (`workbench.results.verdict_rules`)."""
-    p50, p99, longest = latency if latency else (0, 0, 0)
-    rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
-    machine = usage.machine
-    threshold = totals.hiccups.threshold_ns if totals.hiccups is not None else 0
-    starved = machine.starved_ns(threshold)
-    return {
-        "latency_p50_us": p50 / 1000,
-        "latency_p99_us": p99 / 1000,
-        "latency_max_us": longest / 1000,
-        "in_flight_needed": rate * p50 / 1e9,
-        "clients": context.clients,
-        "unanswered": unanswered,
-        "machine_stalls": machine.count + (1 if starved else 0),
-        "unexplained_wait_us": (machine.unexplained_ns if machine.measured else longest) / 1000,
-    }
 
 
 def _unkept(
@@ -408,12 +341,12 @@ def _unkept(
         need = f"rate x p50 latency needs {needed:,.1f} ops in flight"
         if clients is not None:
             need += f", {clients} clients"
-        return Verdict(TOO_FEW_CLIENTS, _join(f"{schedule}, {need}", cpu), figures)
+        return Verdict(TOO_FEW_CLIENTS, join_parts(f"{schedule}, {need}", cpu), figures)
     if behind:
-        return Verdict(FELL_BEHIND, _join(schedule, cpu), figures)
+        return Verdict(FELL_BEHIND, join_parts(schedule, cpu), figures)
     if lagged:  # kept in count, late in time: an idle client's latency runs from its send
-        return Verdict(SENT_LATE, _join(schedule, cpu), figures)
-    return Verdict(ON_SCHEDULE, _join(schedule, cpu), figures)
+        return Verdict(SENT_LATE, join_parts(schedule, cpu), figures)
+    return Verdict(ON_SCHEDULE, join_parts(schedule, cpu), figures)
 
 
 def _stall(
@@ -448,7 +381,7 @@ def _stall(
         wait = f"{unanswered:,} ops unanswered (timed out or abandoned)"
     else:
         return None
-    return Verdict(SERVER_STALLED, _join(f"{schedule}, {wait}", cpu), figures)
+    return Verdict(SERVER_STALLED, join_parts(f"{schedule}, {wait}", cpu), figures)
 
 
 def _machine_stalled(
@@ -474,7 +407,7 @@ def _machine_stalled(
         "hiccup_lost_us": machine.lost_ns / 1000,
     }
     lead = f"{machine.text(threshold)}; {wait}"
-    return Verdict(MACHINE_STALLED, _join(_join(lead, schedule), cpu), figures)
+    return Verdict(MACHINE_STALLED, join_parts(join_parts(lead, schedule), cpu), figures)
 
 
 def verdict_of(intervals: Iterable[Stats], context: Context) -> Verdict:
@@ -493,92 +426,3 @@ def _latency(totals: Stats) -> tuple[int, int, int] | None:
         every.add(h)
     at = Recorded(every).values_at((50.0, 99.0))
     return at[50.0], at[99.0], every.get_max_value()
-
-
-def _p99_ns(hist: Any) -> int | None:
-    if not hist.get_total_count():
-        return None
-    return Recorded(hist).values_at((99.0,))[99.0]
-
-
-def _cpu_text(
-    workers: Mapping[str, float],
-    server_used: float | None,
-    cores: float | None,
-    share: float | None,
-    context: Context,
-    usage: Usage,
-) -> str:
-    parts = []
-    if workers:
-        shares = list(workers.values())
-        if len(shares) <= 6:
-            listed = " ".join(f"{s:.0%}" for s in shares)
-            text = f"{'workers' if len(shares) > 1 else 'worker'} {listed} of a core"
-            if polled := usage.polled_shares():
-                text += f" (+{' '.join(f'{p:.0%}' for p in polled.values())} idle polling)"
-            parts.append(text)
-        else:
-            mean = sum(shares) / len(shares)
-            parts.append(
-                f"{len(shares)} workers at {max(shares):.0%} (busiest) and {mean:.0%} (mean) "
-                "of a core"
-            )
-    nodes = usage.node_shares()
-    if server_used is not None and cores and nodes:
-        per_node = context.server_cores or 1.0
-        busiest, used = next(iter(nodes.items()))
-        text = (
-            f"server {len(nodes)} nodes {server_used:.2f} of {cores:g} cores: busiest node "
-            f"{busiest} {used:.0%} of {per_node:g} core{'s' if per_node != 1 else ''}"
-        )
-        if context.single_threaded:
-            text += " (single-threaded)"
-        parts.append(text)
-    elif server_used is not None and cores:
-        n = f"{cores:g} core{'s' if cores != 1 else ''}"
-        if cores == 1:
-            text = f"server {server_used:.0%} of 1 core"
-        else:
-            text = f"server {server_used:.2f} of {n} ({share:.0%})"
-        if context.single_threaded:
-            text += " (single-threaded)"
-        parts.append(text)
-    elif server_used is not None:
-        parts.append(f"server {server_used:.0%} of a core")
-    elif not context.in_process:
-        parts.append("server CPU not recorded")
-    machine = usage.machine_share()
-    if machine is not None and usage.host_cpus:
-        ours = sum(workers.values()) + (server_used or 0.0)
-        parts.append(
-            f"machine {machine:.0%} busy on {usage.host_cpus} CPUs ({ours:.2f} of them ours)"
-        )
-    for name, (share, cpus, mine) in usage.host_shares().items():
-        parts.append(f"host {name} {share:.0%} busy on {cpus} CPUs ({mine:.2f} of them ours)")
-    return ", ".join(parts)
-
-
-def _schedule_text(totals: Stats, kept: float | None, lag_p99: int | None) -> str:
-    d = totals.duration
-    parts = []
-    if totals.offered and d > 0:
-        issued = (totals.ops + totals.error_count) / d
-        parts.append(
-            f"issued {issued:,.0f} of {totals.offered / d:,.0f} ops/s offered ({kept:.1%})"
-        )
-    if lag_p99 is not None:
-        parts.append(f"send lag p99 {format_us(lag_p99 / 1000)}")
-    return ", ".join(parts)
-
-
-def _lead(cpu: str, name: str, extra: str) -> str:
-    """`cpu` with the part about `name` first: the evidence for the verdict leads."""
-    parts = cpu.split(", ")
-    first = [p for p in parts if p.startswith(name)]
-    rest = [p for p in parts if not p.startswith(name)]
-    return _join(", ".join(first + rest), extra)
-
-
-def _join(a: str, b: str) -> str:
-    return "; ".join(t for t in (a, b) if t)
