@@ -18,7 +18,6 @@ STILL_OVER: dict[str, int] = {
     "workbench/engine/clients.py:async_client": 77,
     "workbench/engine/clients.py:thread_client": 73,
     "workbench/engine/coordinator.py": 607,
-    "workbench/results/store.py": 612,
 }
 
 
