@@ -11,7 +11,7 @@ import pytest
 from support import collect, finished
 
 from workbench.cli.format import step_summary
-from workbench.engine import coordinator
+from workbench.engine import worker_loss
 from workbench.report import render
 from workbench.results.events import Event, Interval, Notice, RunFinished, StepStarted
 from workbench.results.live import RunView
@@ -131,7 +131,7 @@ async def test_a_worker_that_hangs_is_ended_past_the_planned_end_and_counted_los
 ) -> None:
     # A worker stopped (SIGSTOP) after the first interval never says it is done: the step
     # kills it OVERRUN_GRACE s after its planned end instead of waiting for ever.
-    monkeypatch.setattr(coordinator, "OVERRUN_GRACE", 1.0)
+    monkeypatch.setattr(worker_loss, "OVERRUN_GRACE", 1.0)
     stopped: list[int] = []
 
     def on_event(e: Event) -> None:

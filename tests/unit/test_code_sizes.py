@@ -17,7 +17,6 @@ STILL_OVER: dict[str, int] = {
     "plugins/workbench_memcached/protocol.py": 567,
     "workbench/engine/clients.py:async_client": 77,
     "workbench/engine/clients.py:thread_client": 73,
-    "workbench/engine/coordinator.py": 607,
 }
 
 

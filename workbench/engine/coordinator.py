@@ -10,7 +10,8 @@ intervals stop for `SILENT_INTERVALS` interval lengths (at least `SILENT_AT_LEAS
 counts as lost then, without waiting for the cluster to notice that its machine is gone
 (when every worker falls silent at once, each gets `SILENT_ALL_AT_LEAST` s).
 A step of a set duration never waits for a worker more than `OVERRUN_GRACE` s past its
-planned end: one still going then is killed (or, remote, abandoned) and counts as lost.
+planned end: one still going then is killed (or, remote, abandoned) and counts as lost
+(`workbench.engine.worker_loss`).
 
 Steps come from a list (`events`) or one at a time from a caller that sees each step's
 result before choosing the next (`events_from`), as a search for a rate does.
@@ -30,12 +31,14 @@ from workbench.engine import frames
 from workbench.engine.allocator import map_large_blocks
 from workbench.engine.connections import describe as describe_connections
 from workbench.engine.hostload import HostMonitor
+from workbench.engine.inbox import TICK, inbox_frames, pump
 from workbench.engine.launchers import Handle, Launcher, open_launcher
 from workbench.engine.machine_watch import MachineWatch
 from workbench.engine.native import worker_command
 from workbench.engine.serverstats import ServerMonitor
-from workbench.engine.step_tally import StepTally, lost_to_silence, step_failure
+from workbench.engine.step_tally import StepTally, step_failure
 from workbench.engine.trace_feed import UNREADABLE
+from workbench.engine.worker_loss import WorkerLoss, remote
 from workbench.results.events import (
     Event,
     Interval,
@@ -55,15 +58,6 @@ from workbench.workload.oracle_trace import merge_parts, part_path, warmup_path
 # The engine a step ran on, as StepStarted records it (the native engine names itself).
 PYTHON_ENGINE = {"name": "python", "version": __version__}
 
-STOP_GRACE = 15.0  # after "stop", workers that have not finished by then are killed
-SILENT_INTERVALS = 2  # a remote worker this many interval lengths without an interval is lost
-# ...and at least this long: Ray relays frames in batches, and a busy machine can hold
-# an interval back a second without anything being lost.
-SILENT_AT_LEAST = 2.0
-# Seconds past a timed step's planned end (after the pub/sub delivery wait) that workers
-# get to send their end of step; closing thousands of connections fits well within it.
-OVERRUN_GRACE = 30.0
-TICK = -1  # the worker index `_frames` yields when it only woke up to look at the clock
 
 NextStep = Callable[[StepFinished | None], Step | None]
 _MANAGED_ACROSS_NODES = (
@@ -75,18 +69,7 @@ _MANAGED_ACROSS_NODES = (
 STATUS_RANK = ["completed", "degraded", "interrupted", "failed"]
 
 
-async def _pump(handle: Handle, inbox: asyncio.Queue[tuple[int, dict[str, Any] | None]]) -> None:
-    while True:
-        frame = await handle.receive()
-        if frame is None:  # end of its output: let it finish dying so its exit code is known
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(handle.wait(), timeout=2)
-        await inbox.put((handle.index, frame))
-        if frame is None:
-            return
-
-
-class Coordinator:
+class Coordinator(WorkerLoss):
     def __init__(
         self,
         run_id: str,
@@ -187,7 +170,7 @@ class Coordinator:
             )
             self._watch_hosts(step, started)
             tally = StepTally(live={h.index for h in self.handles[:n]})
-            local = [h for h in self.handles[:n] if not _remote(h)]
+            local = [h for h in self.handles[:n] if not remote(h)]
             tally.hiccups = await self.machine.step(step.spec, resolved, self.server, local)
             handles = self.handles[:n]
             read = (lambda: launcher.hiccups(handles)) if started.nodes else None
@@ -319,14 +302,14 @@ class Coordinator:
         for index in sorted(i for i in self.dead if i < needed):
             (fresh,) = await launcher.launch(1, first_index=index, command=self.command)
             self.handles[index] = fresh
-            self.pumps.append(asyncio.create_task(_pump(fresh, self.inbox)))
+            self.pumps.append(asyncio.create_task(pump(fresh, self.inbox)))
             self.dead.discard(index)
         if len(self.handles) < needed:
             fresh_ones = await launcher.launch(
                 needed - len(self.handles), first_index=len(self.handles), command=self.command
             )
             self.handles += fresh_ones
-            self.pumps += [asyncio.create_task(_pump(h, self.inbox)) for h in fresh_ones]
+            self.pumps += [asyncio.create_task(pump(h, self.inbox)) for h in fresh_ones]
 
     async def _collect(
         self, step: Step, tally: StepTally, monitor: ServerMonitor
@@ -335,9 +318,9 @@ class Coordinator:
         handles = [self.handles[i] for i in sorted(tally.live)]
         go_sent = False
         load = step.spec.load
-        watched = (load.duration and load.ops is None) or any(_remote(h) for h in handles)
+        watched = (load.duration and load.ops is None) or any(remote(h) for h in handles)
         tick = load.interval / 2 if watched else None
-        async for worker, frame in self._frames(tally, handles, tick):
+        async for worker, frame in inbox_frames(self.inbox, self.stop, tally, handles, tick):
             if worker != TICK:
                 for event in self._take(step, tally, worker, frame):
                     yield event
@@ -372,49 +355,6 @@ class Coordinator:
             if self.hosts is not None:
                 asyncio.get_running_loop().call_later(frames.GO_LEAD + warmup, self.hosts.begin)
         return start
-
-    async def _frames(
-        self, tally: StepTally, handles: list[Handle], tick: float | None = None
-    ) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
-        """Frames from the inbox; on stop, "stop" to the workers, then a bounded wait.
-
-        Blocks on the inbox (never spins); the task's own cancellation goes through. With
-        `tick`, a quiet inbox yields (TICK, None) every `tick` seconds (for `_silent`).
-        """
-        stop_wait = asyncio.ensure_future(self.stop.wait())
-        get: asyncio.Future[tuple[int, dict[str, Any] | None]] | None = None
-        deadline = None
-        try:
-            while not tally.finished:
-                get = get or asyncio.ensure_future(self.inbox.get())
-                waits: set[asyncio.Future[Any]] = {get} if tally.stop_sent else {get, stop_wait}
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if tick is not None:
-                    timeout = tick if timeout is None else min(timeout, tick)
-                done, _ = await asyncio.wait(
-                    waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-                if stop_wait in done and not tally.stop_sent:
-                    tally.stop_sent = True
-                    deadline = time.monotonic() + STOP_GRACE
-                    for h in handles:
-                        await h.send({"type": frames.STOP})
-                if get in done:
-                    item, get = get.result(), None
-                    yield item
-                elif deadline is not None and time.monotonic() >= deadline:
-                    for h in handles:
-                        if h.index in tally.live and h.index not in tally.done:
-                            h.kill()  # its end of output arrives as a death notice
-                    deadline = None
-                elif tick is not None and not done:
-                    yield TICK, None  # a quiet inbox: time to look for silent workers
-        finally:
-            stop_wait.cancel()
-            if get is not None:
-                if get.done() and not get.cancelled():
-                    self.inbox.put_nowait(get.result())  # not ours: keep it for the next step
-                get.cancel()
 
     def _finished(self, step: Step, tally: StepTally, figures: dict[str, Any]) -> list[Event]:
         total = merged([tally.total], concurrent=False)
@@ -497,80 +437,6 @@ class Coordinator:
             tally.done[worker] = frame["status"]
         return []
 
-    def _silent(self, step: Step, tally: StepTally) -> list[Event]:
-        """Remote workers whose intervals stopped `SILENT_INTERVALS` interval lengths ago (at
-        least `SILENT_AT_LEAST` s): lost now, whatever the cluster thinks of their machine.
-
-        Only while intervals are due: in a step of a set duration, until a worker has sent
-        its last one (it may then take its time to close its connections)."""
-        load = step.spec.load
-        if not tally.heard or load.ops is not None or not load.duration or tally.stop_sent:
-            return []
-        last = frames.interval_count(load.duration, load.interval) - 1
-        limit = max(SILENT_INTERVALS * load.interval, SILENT_AT_LEAST)
-        allowed: dict[int, float] = {}
-        for worker in sorted(tally.live - set(tally.done)):
-            index = tally.last_index.get(worker, -1)
-            if not _remote(self.handles[worker]) or worker not in tally.heard or index >= last:
-                continue
-            # Before its last interval a worker may wait for pub/sub deliveries too.
-            allowed[worker] = limit + (frames.DELIVERY_WAIT if index == last - 1 else 0.0)
-        now = time.monotonic()
-        return [
-            self._abandon(step, tally, worker, f"no interval for {now - tally.heard[worker]:.1f} s")
-            for worker in lost_to_silence(tally.heard, allowed, now)
-        ]
-
-    def _overrun(self, step: Step, tally: StepTally) -> list[Event]:
-        """Workers not done `OVERRUN_GRACE` s after a timed step's planned end: killed (a
-        remote one abandoned) and lost, so the step ends with what they measured."""
-        load = step.spec.load
-        if tally.began is None or load.ops is not None or not load.duration:
-            return []
-        if tally.overrun or tally.stop_sent:  # after a stop, STOP_GRACE bounds the wait
-            return []
-        late = time.monotonic() - (tally.began + load.duration + frames.DELIVERY_WAIT)
-        if late < OVERRUN_GRACE:
-            return []
-        tally.overrun = True
-        events: list[Event] = []
-        for worker in sorted(tally.live - set(tally.done)):
-            handle = self.handles[worker]
-            if not _remote(handle):
-                handle.kill()  # its end of output arrives as a death: lost then (`_take`)
-                continue
-            why = f"not done {late:.1f} s after the planned end"
-            events.append(self._abandon(step, tally, worker, why))
-        return events
-
-    def _abandon(self, step: Step, tally: StepTally, worker: int, why: str) -> Notice:
-        """A remote worker counted as lost now, without waiting on its machine."""
-        self.handles[worker].abandon(why)  # type: ignore[attr-defined]
-        self.dead.add(worker)
-        tally.live.discard(worker)
-        tally.lost.add(worker)
-        return Notice(self.run_id, step.index, "error", self._lost(step, tally, worker))
-
-    def _lost(self, step: Step, tally: StepTally, worker: int) -> str:
-        """Which worker was lost, when (its last interval), and how much it had measured."""
-        load = step.spec.load
-        if worker in tally.last_elapsed:
-            when = (
-                f"its last interval ended {tally.last_elapsed[worker]:.1f} s into the "
-                "measured phase"
-            )
-        elif tally.go_at is None:
-            when = "before the load began"
-        else:
-            warmup = 0.0 if load.warmup_ops else load.warmup
-            into = time.monotonic() - tally.go_at - frames.GO_LEAD - warmup
-            when = f"{into:.1f} s into the measured phase" if into >= 0 else "during warm-up"
-        intervals, ops = tally.measured.get(worker, (0, 0))
-        return (
-            f"worker lost: {self.handles[worker].describe_exit()}, {when}, after measuring "
-            f"{ops} ops in {intervals} intervals (kept); the other workers go on"
-        )
-
     def _complete_intervals(
         self, step: Step, tally: StepTally, monitor: ServerMonitor, force: bool = False
     ) -> list[Event]:
@@ -600,8 +466,3 @@ class Coordinator:
             tally.server.add(stats)
             events.append(Interval(self.run_id, step.index, index, elapsed, stats))
         return events
-
-
-def _remote(handle: Handle) -> bool:
-    """A worker on another machine, maybe (a Ray actor): its silence can mean it is gone."""
-    return bool(getattr(handle, "remote", False))
