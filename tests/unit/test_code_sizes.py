@@ -12,9 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
-# Still over, to be split: path -> lines, "path:function" -> lines (its size today).
+# Still over: path -> lines, "path:function" -> lines (its size today).
 STILL_OVER: dict[str, int] = {
-    "plugins/workbench_memcached/protocol.py": 567,
+    "plugins/workbench_memcached/protocol.py": 567,  # to be split
+    # The Python engine's per-op loops: one function each, so that an op costs no call
+    # more than it must (a split would add one or two per op on the load path).
     "workbench/engine/clients.py:async_client": 77,
     "workbench/engine/clients.py:thread_client": 73,
 }
