@@ -29,6 +29,13 @@ def _io_error(exc: Exception, config: Config, answered: bool) -> Exception:
     return AdapterError("protocol", f"{type(exc).__name__}: {exc}")
 
 
+def server_name(config: Config) -> str | None:
+    """The name sent (SNI) and checked: tls_sni, else none (aiohttp's default: loopback
+    certificates rarely name 127.0.0.1, so the name is checked only when tls_sni gives one)."""
+    tls = config.tls
+    return tls.sni if tls and tls.sni else None
+
+
 class HttpConnection:
     """One aiohttp session per worker; every virtual client of the worker shares it."""
 
@@ -62,11 +69,10 @@ class HttpConnection:
             return
         count = min(clients, self.pool) if self.pool else clients
         url = URL(self.config.base_url, encoded=True)
-        tls = self.config.tls
-        extra = {"server_hostname": tls.sni} if tls and tls.sni else {}
+        sni = server_name(self.config)
 
         async def head() -> None:
-            async with self.session.head(url, allow_redirects=False, **extra) as resp:
+            async with self.session.head(url, allow_redirects=False, server_hostname=sni) as resp:
                 await resp.read()
 
         await asyncio.gather(*(head() for _ in range(count)), return_exceptions=True)
@@ -75,9 +81,8 @@ class HttpConnection:
         if not self.config.stats_path:
             return {}
         url = URL(self.config.base_url + self.config.stats_path, encoded=True)
-        tls = self.config.tls
-        extra = {"server_hostname": tls.sni} if tls and tls.sni else {}
-        async with self.session.get(url, allow_redirects=False, **extra) as resp:
+        sni = server_name(self.config)
+        async with self.session.get(url, allow_redirects=False, server_hostname=sni) as resp:
             if resp.status != 200:
                 return {}
             data = await resp.json(content_type=None)
@@ -94,23 +99,20 @@ class HttpConnection:
 class HttpClient:
     """A virtual client: the templates over the worker's shared session."""
 
-    __slots__ = ("config", "conn", "extra", "session")
+    __slots__ = ("config", "conn", "session", "sni")
 
     def __init__(self, conn: HttpConnection) -> None:
         self.config = conn.config
         self.session = conn.session
         self.conn = conn
-        # The name sent (SNI) and checked: tls_sni, else none (loopback certificates
-        # rarely name 127.0.0.1, so the name is checked only when tls_sni gives one).
-        tls = conn.config.tls
-        self.extra: dict[str, Any] = {"server_hostname": tls.sni} if tls and tls.sni else {}
+        self.sni = server_name(conn.config)
 
     async def get(self, key: bytes) -> bytes | None:
         c = self.config
         url = c.get.url(key)
         try:
             async with self.session.request(
-                c.get.method, url, allow_redirects=False, **self.extra
+                c.get.method, url, allow_redirects=False, server_hostname=self.sni
             ) as resp:
                 status = resp.status
                 self.conn.answered = True
@@ -134,7 +136,7 @@ class HttpClient:
                 data=data,
                 headers={"Content-Type": c.body.content_type, **headers},
                 allow_redirects=False,
-                **self.extra,
+                server_hostname=self.sni,
             ) as resp:
                 status = resp.status
                 self.conn.answered = True
@@ -161,7 +163,7 @@ class HttpClient:
         url = c.delete.url(key)
         try:
             async with self.session.request(
-                c.delete.method, url, allow_redirects=False, **self.extra
+                c.delete.method, url, allow_redirects=False, server_hostname=self.sni
             ) as resp:
                 status = resp.status
                 self.conn.answered = True

@@ -57,7 +57,7 @@ def _share(part: int, whole: int) -> float | None:
 
 def simulate(
     path: str, policy: str, size: int, objects: bool, hot_below: int | None, warmup: str
-) -> dict:
+) -> dict[str, Any]:
     cache = POLICIES[policy](size, hashpower=HASHPOWER)
     reader = _reader(path, objects)
     if hot_below is None and (not warmup or policy != "belady"):
@@ -99,7 +99,7 @@ def simulate(
     }
 
 
-def check(path: str) -> dict:
+def check(path: str) -> dict[str, Any]:
     """The trace as libCacheSim's reader sees it: every record's fields."""
     records = [
         [req.clock_time, req.obj_id, req.obj_size, req.next_access_vtime]
@@ -124,7 +124,7 @@ STAT_LINES = {
 }
 
 
-def analyze(path: str) -> dict:
+def analyze(path: str) -> dict[str, Any]:
     """libCacheSim's analyzer over an oracleGeneral trace: its summary's figures. It writes
     its files (the summary as `stat`, in the working directory) into a directory of its own."""
     option = lcs.AnalysisOption(
@@ -144,7 +144,7 @@ def analyze(path: str) -> dict:
                 stat = f.read()
         finally:
             os.chdir(here)
-    found: dict = {}
+    found: dict[str, Any] = {}
     for pattern, names in STAT_LINES.items():
         m = re.search(pattern, stat)
         if not m:

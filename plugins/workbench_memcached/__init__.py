@@ -62,6 +62,7 @@ from workbench.sdk.ops import CONDITIONAL
 from workbench_memcached import facts
 from workbench_memcached.endpoints import endpoints, native_protocol, placement
 from workbench_memcached.errors import translate
+from workbench_memcached.expiry import exptime
 from workbench_memcached.protocol import (
     KEYS,
     Address,
@@ -70,7 +71,6 @@ from workbench_memcached.protocol import (
     Rendezvous,
     address_text,
     check_target,
-    exptime,
     parse_servers,
     to_stats,
 )

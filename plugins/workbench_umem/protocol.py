@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mmh3
@@ -229,6 +229,7 @@ class UmemClient:
     """
 
     __slots__ = ("links", "pick")
+    pick: Callable[[bytes], Link]  # the link (server thread) a key lives on
 
     def __init__(self, links: list[Link]) -> None:
         self.links = links
@@ -240,20 +241,20 @@ class UmemClient:
             self.pick = lambda key: links[thread_of(key, count)]
 
     async def get(self, key: bytes) -> bytes | None:
-        link: Link = self.pick(key)
+        link = self.pick(key)
         return await link.get_or_set(key)
 
     async def set(self, key: bytes, value: bytes | memoryview, ttl: float | None) -> None:
         if ttl is not None:
             raise AdapterError("unsupported", "umem-cache keeps no expiry time (no TTL)")
-        link: Link = self.pick(key)
+        link = self.pick(key)
         if link.locked != key and await link.get_or_set(key) is not None:
             return  # present: umem-cache has no overwrite
         await link.fill(value)
 
     async def delete(self, key: bytes) -> None:
         """Deleted; umem-cache does not say whether the key was there (None)."""
-        link: Link = self.pick(key)
+        link = self.pick(key)
         await link.delete(key)
 
     async def close(self) -> None:

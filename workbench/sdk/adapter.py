@@ -246,10 +246,17 @@ class Strategy:
 class ManagedServer(Protocol):
     """A server process the workbench started; stopped by its pid."""
 
-    pid: int
-    version: str
+    # Read-only to the workbench: a server may answer them with properties (ServerProcess's
+    # pid is its process's) or with fields.
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def version(self) -> str: ...
+
     # Merged into the system's options so that clients reach this server.
-    target_options: dict[str, Any]
+    @property
+    def target_options(self) -> dict[str, Any]: ...
 
     def memory(self) -> dict[str, int]: ...
 

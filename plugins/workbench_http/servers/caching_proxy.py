@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import AsyncIterator
 
 import redis.asyncio as aioredis
 from aiohttp import web
@@ -162,7 +162,11 @@ class Proxy:
             return self.answer(key, value, 200)
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
-                raw, pttl = await pipe.get(key).pttl(key).execute()
+                # Queued one by one: redis-py types a command as the client's answer, not
+                # as the pipeline that a chained `.get(key).pttl(key)` runs on.
+                pipe.get(key)
+                pipe.pttl(key)
+                raw, pttl = await pipe.execute()
         except (RedisError, OSError, TimeoutError):
             self.redis_errors += 1
             return self.answer(key, None, 503)
@@ -243,6 +247,10 @@ class Proxy:
         )
 
 
+# The application's proxy, set when its Redis client opens.
+PROXY = web.AppKey("proxy", Proxy)
+
+
 def make_redis(url: str, timeout: float, connections: int) -> aioredis.Redis:
     """A client over a blocking pool (waiting for a free connection, not failing) and no
     retries, so that a Redis that is down is an answer at once."""
@@ -271,10 +279,10 @@ def build_app(
     limiter = TokenBuckets(rate_limit, burst or rate_limit) if rate_limit > 0 else None
     app = web.Application(client_max_size=64 * 1024**2)
 
-    async def redis_ctx(app: web.Application) -> Any:
+    async def redis_ctx(app: web.Application) -> AsyncIterator[None]:
         client = make_redis(redis_url, redis_timeout, redis_connections)
         proxy = Proxy(client, LruCache(max_keys, ttl), limiter, throttle_status)
-        app["proxy"] = proxy
+        app[PROXY] = proxy
         yield
         await client.aclose()
         await client.connection_pool.disconnect()
@@ -282,16 +290,16 @@ def build_app(
     app.cleanup_ctx.append(redis_ctx)
 
     async def lookup(request: web.Request) -> web.Response:
-        return await app["proxy"].lookup(request)
+        return await app[PROXY].lookup(request)
 
     async def store(request: web.Request) -> web.Response:
-        return await app["proxy"].store(request)
+        return await app[PROXY].store(request)
 
     async def remove(request: web.Request) -> web.Response:
-        return await app["proxy"].remove(request)
+        return await app[PROXY].remove(request)
 
     async def stats(request: web.Request) -> web.Response:
-        return await app["proxy"].stats(request)
+        return await app[PROXY].stats(request)
 
     app.router.add_get("/lookup", lookup)
     app.router.add_delete("/lookup", remove)
