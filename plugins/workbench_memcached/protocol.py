@@ -17,27 +17,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import zlib
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from workbench.sdk import (
     AdapterError,
-    KeyRule,
     TargetError,
     TlsSettings,
     closed_after_handshake,
     plain_port_timeout,
-    read_host_port,
-    require_loopback,
     tls_error,
 )
 from workbench_memcached.conditional import GETS, ConditionalCommands, outcome_of
 from workbench_memcached.expiry import exptime
+from workbench_memcached.targets import DEFAULT_PORT as DEFAULT_PORT
+from workbench_memcached.targets import KEYS as KEYS
+from workbench_memcached.targets import MAX_KEY as MAX_KEY
+from workbench_memcached.targets import Address as Address
+from workbench_memcached.targets import Rendezvous as Rendezvous
+from workbench_memcached.targets import address_text as address_text
+from workbench_memcached.targets import check_key as check_key
+from workbench_memcached.targets import check_target as check_target
+from workbench_memcached.targets import parse_servers as parse_servers
 
 GET, STORE, DELETE, STATS = 0, 1, 2, 3  # and conditional.py's OUTCOME, DELTA, TOUCH, GETS
-DEFAULT_PORT = 11211
 STALL_TICKS = 5  # watchdog ticks of timeout/4 without a reply: the oldest request timed out
 STAT_NAMES = (
     "curr_items",
@@ -50,84 +54,6 @@ STAT_NAMES = (
 )
 _ERRORS = (b"SERVER_ERROR", b"CLIENT_ERROR", b"ERROR")
 _END = b"\r\nEND\r\n"
-_MASK = 0xFFFFFFFF
-
-Address = tuple[str, int]
-
-
-def parse_servers(
-    values: Sequence[str],
-    where: str = "target.options.servers",
-    options: Mapping[str, Any] | None = None,
-) -> list[Address]:
-    """``host:port`` strings (``[::1]:port`` for IPv6; port 11211 if left out), loopback
-    only unless `options` (the system's) allow remote targets."""
-    if not values:
-        raise TargetError("expected at least one memcached server such as 127.0.0.1:11211", where)
-    out: list[Address] = []
-    for text in values:
-        try:
-            host, port = read_host_port(str(text).strip(), DEFAULT_PORT, where)
-        except TargetError:
-            raise TargetError(
-                f"expected host:port such as 127.0.0.1:11211; got {text!r}", where
-            ) from None
-        require_loopback(host, where, options)
-        out.append((host, port))
-    return out
-
-
-MAX_KEY = 250  # bytes, the text protocol's limit
-# A space or a control character would end a key (or the command) early, so a prefix or a
-# trace's key could inject commands of its own.
-KEYS = KeyRule(max_bytes=MAX_KEY, text=True)
-
-
-def check_key(key: bytes, where: str = "workload.key_prefix") -> None:
-    """A key the text protocol can carry (`KEYS`)."""
-    problem = KEYS.problem(key)
-    if problem is not None:
-        raise TargetError(f"expected memcached keys {problem}", where)
-
-
-def check_target(options: Mapping[str, Any], longest_key: bytes) -> None:
-    """The spec check's: the servers parse, and every key fits the text protocol."""
-    parse_servers(options["servers"], options=options)
-    check_key(longest_key)
-
-
-def _fmix32(h: int) -> int:
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _MASK
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _MASK
-    return h ^ (h >> 16)
-
-
-class Rendezvous:
-    """Highest-random-weight hashing of keys over servers, the same in every strategy.
-
-    Removing a server moves only its own keys; the async client and the blocking one
-    place every key on the same server.
-    """
-
-    def __init__(self, nodes: Sequence[str]) -> None:
-        self.nodes = list(nodes)
-        self.seeds = [zlib.crc32(n.encode()) for n in self.nodes]
-
-    def index(self, key: bytes) -> int:
-        base = zlib.crc32(key)
-        best, winner = -1, 0
-        for i, seed in enumerate(self.seeds):
-            score = _fmix32(base ^ seed)
-            if score > best:
-                best, winner = score, i
-        return winner
-
-
-def address_text(address: Address) -> str:
-    host, port = address
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class Wire(asyncio.Protocol):
