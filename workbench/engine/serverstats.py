@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
+from workbench.engine.polling import poll
 from workbench.sdk.adapter import NODE_CPU, CacheSystem, Connection, ManagedServer, Strategy
 
 STATS_TIMEOUT = 2.0
@@ -118,13 +119,12 @@ class ServerMonitor:
         conn: Connection | None = None
         try:
             conn = self.conn = await _bounded(connect)
-            while True:
-                with contextlib.suppress(Exception):
-                    figures = await _bounded(conn.server_stats())
-                    self.latest = dict(figures)
-                    if self._cpu is None:  # the baseline of the first interval's CPU
-                        self._cpu = counted_cpu(self.latest, self.cpu_names)
-                await asyncio.sleep(self.poll_every)
+            stats = conn.server_stats
+            # Ends when cancelled, whatever a read made of its cancel: a read that turned
+            # it into an error of its own (wait_for racing a reply, a client's own error)
+            # was taken for "no figure", and the poll went on; asyncio.run then waited for
+            # it for ever at the end (a test's teardown hung 294 s in CI).
+            await poll(lambda: _bounded(stats()), self._took, self.poll_every)
         except Exception:
             return  # no statistics: the intervals go on without them
         finally:
@@ -132,6 +132,11 @@ class ServerMonitor:
             if conn is not None:
                 with contextlib.suppress(Exception):
                     await _bounded(conn.close())
+
+    def _took(self, figures: Mapping[str, Any]) -> None:
+        self.latest = dict(figures)
+        if self._cpu is None:  # the baseline of the first interval's CPU
+            self._cpu = counted_cpu(self.latest, self.cpu_names)
 
     def begin(self) -> None:
         """The measured phase begins: CPU deltas count from now (not prefill, not warm-up)."""
