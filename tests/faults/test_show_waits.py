@@ -17,6 +17,6 @@ def test_sigusr1_prints_the_runs_tasks_and_threads_and_the_run_completes(cli_run
     code, out = cli.finish(timeout=60)
     assert code == 0, out
     assert "== what this run waits on (SIGUSR1):" in out, out
-    assert "task Task-" in out and "async generator Coordinator._frames" in out, out
+    assert "task Task-" in out and "async generator inbox_frames" in out, out
     assert "== threads ==" in out and "Current thread" in out, out
     assert Store(tmp_path / "runs.sqlite").load("last").status == "completed"
