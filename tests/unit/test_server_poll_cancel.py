@@ -48,3 +48,26 @@ async def test_the_poll_ends_when_its_read_answered_as_it_was_cancelled() -> Non
     done, _ = await asyncio.wait({task}, timeout=5)  # bounded: the old poll never ends
     assert done, f"the poll went on after its cancel ({conn.reads} reads)"
     assert monitor.conn is None  # its connection was closed on the way out
+
+
+async def test_a_reading_that_cannot_be_used_is_skipped_and_the_poll_goes_on() -> None:
+    """As before the shared poll: a malformed figure is no figure this time."""
+    from workbench.engine.polling import poll
+
+    readings = iter([{"bad": "x"}, {"good": 1}])
+    taken: list[int] = []
+
+    async def read() -> dict[str, Any]:
+        return next(readings, {"good": 2})
+
+    def take(reading: dict[str, Any]) -> None:
+        taken.append(int(reading["good"]))  # KeyError on the first
+
+    task = asyncio.create_task(poll(read, take, 0.01))
+    for _ in range(500):  # bounded: 5 s
+        if taken:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.wait({task}, timeout=5)
+    assert taken and taken[0] == 1 and task.cancelled()

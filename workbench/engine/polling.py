@@ -10,6 +10,7 @@ cancelled, whatever the read raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -18,7 +19,8 @@ T = TypeVar("T")
 
 async def poll(read: Callable[[], Awaitable[T]], take: Callable[[T], None], every: float) -> None:
     """Hand what `read` returns to `take` every `every` s, until cancelled. A read that
-    fails (a node that does not answer) gives nothing that time."""
+    fails (a node that does not answer), or a reading `take` cannot use, gives nothing
+    that time."""
     task = asyncio.current_task()
     while True:
         try:
@@ -30,5 +32,8 @@ async def poll(read: Callable[[], Awaitable[T]], take: Callable[[T], None], ever
         if task is not None and task.cancelling():
             raise asyncio.CancelledError
         if not failed:
-            take(value)
+            # A reading that cannot be used (a malformed figure) is none this time, as a
+            # failed read is: the poll goes on.
+            with contextlib.suppress(Exception):
+                take(value)
         await asyncio.sleep(every)
