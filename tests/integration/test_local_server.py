@@ -49,3 +49,22 @@ async def test_a_run_against_a_server_it_did_not_start_watches_that_server(
     seen = [e.stats.hiccups.seen for e in events if isinstance(e, Interval) and e.stats.hiccups]
     assert seen, "the meter reported no interval"
     assert any("server" in s for s in seen), seen  # the server's CPUs, as a managed one's
+
+
+def test_a_socket_several_processes_hold_names_none_of_them(tmp_path: Path) -> None:
+    """nginx's master and its workers hold one listening socket: which serves is unknown,
+    so no pid is named and every CPU counts (a /proc of the test's own making)."""
+    (tmp_path / "net").mkdir()
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when ... inode\n"
+    # 127.0.0.1:8080, listening (0A), inode 4242 in the tenth field, as the kernel writes it
+    row = "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 0 0 0 4242\n"
+    (tmp_path / "net" / "tcp").write_text(header + row)
+    (tmp_path / "net" / "tcp6").write_text(header)
+    for pid in (100, 101):
+        (tmp_path / str(pid) / "fd").mkdir(parents=True)
+        (tmp_path / str(pid) / "fd" / "3").symlink_to("socket:[4242]")
+    options = {"base_url": "http://127.0.0.1:8080"}
+    assert server_pids(options, proc=tmp_path) == {}
+    assert unknown_server(options, {})
+    (tmp_path / "101" / "fd" / "3").unlink()  # one holder: it is the server
+    assert server_pids(options, proc=tmp_path) == {8080: 100}

@@ -6,7 +6,8 @@ machine has none: its CPU was unknown, so stalls on it never counted, and the wa
 caused read as the server's own ("server stalled"). Here its pid is found the way `ss -p`
 finds it: the inode of the socket listening on the target's port (/proc/net/tcp, tcp6),
 then the process holding that inode among its open files. A process of another user
-cannot be read; `unknown_server` then says every CPU must count.
+cannot be read, and of several processes holding one socket none is known to serve;
+`unknown_server` then says every CPU must count.
 """
 
 from __future__ import annotations
@@ -57,12 +58,12 @@ def _listening_inodes(ports: set[int], proc: Path) -> dict[str, int]:
     return found
 
 
-def _holders(inodes: dict[str, int], proc: Path) -> dict[int, int]:
-    """port -> the pid that holds its listening socket (processes this user may read)."""
+def _holders(inodes: dict[str, int], proc: Path) -> dict[int, set[int]]:
+    """port -> the pids that hold its listening socket (processes this user may read)."""
     wanted = {f"socket:[{inode}]": port for inode, port in inodes.items()}
-    out: dict[int, int] = {}
+    out: dict[int, set[int]] = {}
     for entry in proc.iterdir():
-        if not entry.name.isdigit() or len(out) == len(set(wanted.values())):
+        if not entry.name.isdigit():
             continue
         try:
             fds: Iterable[str] = os.listdir(entry / "fd")
@@ -74,7 +75,7 @@ def _holders(inodes: dict[str, int], proc: Path) -> dict[int, int]:
             except OSError:
                 continue
             if port is not None:
-                out.setdefault(port, int(entry.name))
+                out.setdefault(port, set()).add(int(entry.name))
     return out
 
 
@@ -84,7 +85,10 @@ def server_pids(options: Mapping[str, Any], proc: Path = PROC) -> dict[int, int]
     if not ports:
         return {}
     inodes = _listening_inodes(ports, proc)
-    return _holders(inodes, proc) if inodes else {}
+    holders = _holders(inodes, proc) if inodes else {}
+    # Several processes on one socket (nginx's master and its workers, a forked server):
+    # which of them serves is not known, so none is named and every CPU counts.
+    return {port: next(iter(pids)) for port, pids in holders.items() if len(pids) == 1}
 
 
 def unknown_server(options: Mapping[str, Any], found: Mapping[int, int]) -> bool:
