@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from workbench.sdk.errors import TargetError
 from workbench.sdk.remote import is_loopback
+from workbench.sdk.start_deadline import StartDeadline
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 15.0
@@ -321,8 +322,9 @@ def _wait_accepting(
     timeout: float,
 ) -> None:  # fmt: skip
     """Until the server accepts connections; a TargetError with its log's end if it exits
-    first or does not within `timeout` seconds (then it is stopped)."""
-    deadline = time.monotonic() + timeout
+    first or does not within `timeout` seconds and stops using CPU (then it is stopped):
+    see `StartDeadline`."""
+    deadline = StartDeadline(process.pid, timeout)
     while not _accepts(host, port):
         if process.poll() is not None:
             _running.pop(process.pid, None)
@@ -332,12 +334,12 @@ def _wait_accepting(
                 f" on {host_port(host, port)}:\n{_tail(log_path)}",
                 "target.server",
             )
-        if time.monotonic() > deadline:
+        if deadline.expired():
             said = _tail(log_path)  # before the stop removes the log
             stop_process(process)
             raise TargetError(
                 f"{name} did not accept connections on {host_port(host, port)} within "
-                f"{timeout:g}s:\n{said}",
+                f"{deadline.waited():.0f}s:\n{said}",
                 "target.server",
             )
         time.sleep(0.02)
