@@ -4,21 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from faults_support import cli
 
 
-@pytest.mark.parametrize("text", ["", "# only a comment\n"], ids=["empty", "comment"])
-def test_an_empty_profile_says_in_one_line_that_it_runs_the_default(
-    tmp_path: Path, text: str
-) -> None:
+def test_an_empty_profile_says_in_one_line_that_it_runs_the_default(tmp_path: Path) -> None:
     profile = tmp_path / "empty.toml"
-    profile.write_text(text)
+    profile.write_text("")
     res = cli(["run", str(profile), "-q"], tmp_path / "runs.sqlite")
     assert res.returncode == 0, res.stdout + res.stderr
     notes = [ln for ln in res.stdout.splitlines() if "sets nothing" in ln]
     assert notes == [
         f"note: {profile} sets nothing: running the default, a short run on the embedded cache"
+    ]
+    assert "embedded/direct" in res.stdout
+
+
+def test_a_profile_of_only_a_comment_with_flags_says_the_flags_run(tmp_path: Path) -> None:
+    profile = tmp_path / "comment.toml"
+    profile.write_text("# only a comment\n")
+    shorter = ["--test-time", "0.3", "--set", "load.warmup=0"]
+    res = cli(["run", str(profile), "-q", *shorter], tmp_path / "runs.sqlite")
+    assert res.returncode == 0, res.stdout + res.stderr
+    notes = [ln for ln in res.stdout.splitlines() if "sets nothing" in ln]
+    assert notes == [
+        f"note: {profile} sets nothing: running the defaults with the flags and --set given"
     ]
     assert "embedded/direct" in res.stdout
 
