@@ -17,6 +17,10 @@ from support import collect, finished
 
 from workbench.results.store import Store
 
+# A server's cleanup waits this long at most for the connections a run left open (aiohttp's
+# default is 60 s a runner): a teardown that hangs shows as a slow test, not a worker killed.
+SHUTDOWN_TIMEOUT = 5.0
+
 
 @pytest.fixture
 async def servers() -> AsyncIterator[tuple[str, list[str]]]:
@@ -29,7 +33,7 @@ async def servers() -> AsyncIterator[tuple[str, list[str]]]:
 
     other = web.Application()
     other.router.add_route("*", "/{tail:.*}", elsewhere)
-    other_runner = web.AppRunner(other)
+    other_runner = web.AppRunner(other, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await other_runner.setup()
     other_site = web.TCPSite(other_runner, "127.0.0.1", 0)
     await other_site.start()
@@ -41,7 +45,7 @@ async def servers() -> AsyncIterator[tuple[str, list[str]]]:
 
     front = web.Application()
     front.router.add_route("*", "/{tail:.*}", redirect)
-    front_runner = web.AppRunner(front)
+    front_runner = web.AppRunner(front, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await front_runner.setup()
     front_site = web.TCPSite(front_runner, "127.0.0.1", 0)
     await front_site.start()
