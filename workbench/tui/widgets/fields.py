@@ -74,7 +74,8 @@ class FormField(Vertical):
         with Horizontal(classes="field-row"):
             yield Label(self.label, classes="field-label")
             yield from self.compose_input()
-        yield Static("", classes="field-error")
+        # The error line is mounted when the field is first flagged: most fields never are,
+        # and a widget fewer per field is a tenth of the form's start-up.
 
     def compose_input(self) -> ComposeResult:
         yield Input(placeholder=self.placeholder, compact=True, tooltip=self.help or None)
@@ -106,7 +107,12 @@ class FormField(Vertical):
             return  # every check flags every field: an update each would lay the form out
         self._flagged = message
         self.set_class(bool(message), "-invalid")
-        self.query_one(".field-error", Static).update(f"↳ {message}" if message else "")
+        text = f"↳ {message}" if message else ""
+        shown = list(self.query(".field-error").results(Static))
+        if shown:
+            shown[0].update(text)
+        elif message:
+            self.mount(Static(text, classes="field-error"))
 
 
 class TickBox(Checkbox):
