@@ -12,7 +12,8 @@ Each ```sh block is headed by a mark:
 `workbench run` and `workbench search` are shortened to seconds by a `workbench` first on
 PATH that passes every argument on and adds `--set` overrides after them (applied last):
 a named profile's quick form (`quick_profiles.QUICK`), else 0.3 s steps. A reference tool
-that is not installed (memtier_benchmark is GPL and never a dependency) answers
+runs as written but shortened the same way (`SHORTER`: memtier's `--test-time 10` runs
+1 s); one that is not installed (memtier_benchmark is GPL and never a dependency) answers
 "not installed" instead of running; the workbench's own line beside it still runs.
 distributed.md has its own test on a bed of network namespaces (tests/ray/).
 """
@@ -68,6 +69,25 @@ os.execv(real, [real, *args, *sets])
 """
 
 
+# A reference tool that is installed runs as written, but for as long as the shortened
+# workbench beside it: its duration (or request count) flag's value is replaced.
+SHORTER = {
+    "memtier_benchmark": {"--test-time": "1"},
+    "redis-benchmark": {"-n": "10000"},
+    "memaslap": {"-t": "1s"},
+    "wrk": {"-d": "1s"},
+}
+SHORTENED = """#!{python}
+import json, os, sys
+shorter = json.loads({shorter!r})
+args = sys.argv[1:]
+for i, arg in enumerate(args[:-1]):
+    if arg in shorter:
+        args[i + 1] = shorter[arg]
+os.execv({real!r}, [{real!r}, *args])
+"""
+
+
 def blocks(text: str) -> list[tuple[str, str]]:
     """(mark, body) of every marked ```sh block."""
     return [(m["how"].strip(), m["body"]) for m in MARKED.finditer(text)]
@@ -93,10 +113,15 @@ def _shell_with_wrapper(folder: Path) -> dict[str, str]:
     wrapper.write_text(WRAPPER.format(python=sys.executable, config=config))
     wrapper.chmod(0o755)
     for tool in REFERENCE_TOOLS:
-        if shutil.which(tool) is None:
-            stand_in = bin_dir / tool
+        stand_in = bin_dir / tool
+        found = shutil.which(tool)
+        if found is None:
             stand_in.write_text(f"#!/bin/sh\necho '{tool}: not installed here'\n")
-            stand_in.chmod(0o755)
+        else:
+            shorter = json.dumps(SHORTER.get(tool, {}))
+            text = SHORTENED.format(python=sys.executable, real=found, shorter=shorter)
+            stand_in.write_text(text)
+        stand_in.chmod(0o755)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}"
     env["WORKBENCH_STORE"] = str(folder / "runs.sqlite3")

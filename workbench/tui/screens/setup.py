@@ -6,6 +6,7 @@ plugin options from their declarations; the plan, help and TOML are a `PlanPrevi
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from workbench.tui.widgets.modebar import ModeBar
 from workbench.tui.widgets.plan import PlanPreview, status_line
 
 SYSTEM, STRATEGY = "target.system", "strategy.name"
+OPTION_TITLES = {"target.options": "system options", "target.server": "managed server options"}
 
 
 def default_data() -> dict[str, Any]:
@@ -193,12 +195,12 @@ class SetupScreen(Screen[None]):
             system = get_path(self.base, SYSTEM) or DEFAULT_SYSTEM
             select = self.query_one("#system", Select)
             known = {v for _, v in self._system_options()}
-            if isinstance(system, str) and system in known:
-                select.value = system
-            await self._show_system(str(select.value), force=True)
-            # Checked once, below: each field's own change message would check the whole
-            # form again after the load (some twenty checks and layouts per profile).
-            with self.prevent(Input.Changed, Checkbox.Changed):
+            # Checked once, below: each field's own change message, and each select's, would
+            # check the whole form again after the load (some twenty checks and layouts).
+            with self.prevent(Input.Changed, Checkbox.Changed, Select.Changed):
+                if isinstance(system, str) and system in known:
+                    select.value = system
+                await self._show_system(str(select.value), force=True)
                 for f in self.fields():
                     value = get_path(self.base, f.path)
                     f.write(value is not None, value)
@@ -227,9 +229,9 @@ class SetupScreen(Screen[None]):
             if axis is not None and not axis.get("along") and isinstance(axis.get("values"), list):
                 f.show_sweep(axis["values"])
 
-    def _drop_unswept(self) -> None:
+    def _drop_unswept(self, fields: list[FormField]) -> None:
         """A swept field given one value: its sweep leaves the profile."""
-        for f in self.fields():
+        for f in fields:
             if f.swept and not f.still_swept():
                 f.swept = ""
                 kept = [a for a in self.base.get("sweep", []) if a.get("path") != f.path]
@@ -267,39 +269,53 @@ class SetupScreen(Screen[None]):
         strategy.set_options(options)
         strategy.value = wanted if wanted in (v for _, v in options) else ""
         self.query_one("#f-target-managed").display = system.server is not None
-        await self._fill_options("#system-options", "target.options", system.options.options, same)
-        await self._fill_options(
-            "#server-options",
-            "target.server",
-            system.server.options.options if system.server else (),
-            same,
-        )
-        await self._show_strategy(force=True)
+        server = system.server.options.options if system.server else ()
+        boxes = [
+            ("#system-options", "target.options", system.options.options),
+            ("#server-options", "target.server", server),
+        ]
+        await self._fill_options([*boxes, self._strategy_box(force=True)])
 
-    async def _fill_options(self, box_id: str, prefix: str, options: Any, same: bool) -> None:
-        box = self.query_one(box_id, Vertical)
-        await box.remove_children()
-        fields = [option_field(prefix, o) for o in options]
-        if fields:
-            title = {"target.options": "system options", "target.server": "managed server options"}
-            await box.mount(Label(title.get(prefix, "options"), classes="subsection"))
-            await box.mount_all(fields)
-        box.display = bool(fields)
-        for f in fields:
+    async def _fill_options(self, boxes: list[tuple[str, str, Any] | None]) -> None:
+        """Each box (its id, the options' path prefix, the options) shows a field per
+        option, with the profile's values when it names the system shown. The boxes are
+        filled together: each mount awaited on its own lays the whole form out again."""
+        same = get_path(self.base, SYSTEM) in (None, self._shown_system)
+        replaced: list[tuple[Vertical, list[Widget]]] = []
+        shown_now: list[FormField] = []
+        for entry in boxes:
+            if entry is None:
+                continue
+            box_id, prefix, options = entry
+            box = self.query_one(box_id, Vertical)
+            fields = [option_field(prefix, o) for o in options]
+            shown = list(box.query(FormField).results(FormField))
+            if [(f.path, f.help) for f in shown] == [(f.path, f.help) for f in fields]:
+                fields = shown  # the same options: writing their values is enough
+            else:
+                title = Label(OPTION_TITLES.get(prefix, "options"), classes="subsection")
+                replaced.append((box, [title, *fields] if fields else []))
+            box.display = bool(fields)
+            shown_now += fields
+        if replaced:
+            await asyncio.gather(*(box.remove_children() for box, _ in replaced))
+            await asyncio.gather(*(box.mount_all(widgets) for box, widgets in replaced if widgets))
+        for f in shown_now:
             value = get_path(self.base, f.path) if same else None
             f.write(value is not None, value)
 
-    async def _show_strategy(self, force: bool = False) -> None:
+    def _strategy_box(self, force: bool = False) -> tuple[str, str, Any] | None:
+        """The chosen strategy's help shown; its options box to fill, unless already shown."""
         system_name = self._shown_system or ""
         value = str(self.query_one("#strategy", Select).value)
         key = (system_name, value)
         if key == self._shown_strategy and not force:
-            return
+            return None
         self._shown_strategy = key
         try:
             system = load_plugin(system_name)
         except PluginError:
-            return
+            return None
         names = [n for n in value.split(",") if n] or [_default_name(system)]
         strategies = [s for s in system.strategies if s.name in names]
         lines = []
@@ -308,11 +324,13 @@ class SetupScreen(Screen[None]):
             ops = ", ".join(sorted(s.operations))
             lines.append(f"[b]{s.name}[/b]: {s.description} [dim]({kind}; {ops})[/dim]")
         self.query_one("#strategy-help", Static).update("\n".join(lines))
-        same = get_path(self.base, SYSTEM) in (None, system_name)
         opts = strategies[0].options.options if strategies else ()
-        await self._fill_options("#strategy-options", "strategy.options", opts, same)
+        return ("#strategy-options", "strategy.options", opts)
 
-    def values(self) -> list[tuple[str, bool, Any]]:
+    async def _show_strategy(self) -> None:
+        await self._fill_options([self._strategy_box()])
+
+    def values(self, fields: list[FormField] | None = None) -> list[tuple[str, bool, Any]]:
         out: list[tuple[str, bool, Any]] = []
         system = self.query_one("#system", Select).value
         out.append((SYSTEM, True, str(system)))
@@ -321,22 +339,23 @@ class SetupScreen(Screen[None]):
             out.append((STRATEGY, True, strategy.split(",")))
         else:
             out.append((STRATEGY, bool(strategy), strategy))
-        for f in self.fields():
+        for f in self.fields() if fields is None else fields:
             present, value = f.read()
             out.append((f.path, present, value))
         return out
 
-    def data(self) -> dict[str, Any]:
-        return compose(self.base, self.values())
+    def data(self, fields: list[FormField] | None = None) -> dict[str, Any]:
+        return compose(self.base, self.values(fields))
 
     def recheck(self) -> None:
         """Check the form with the core; flag each bad field; tell the app the draft."""
         if self._loading:
             return
-        self._drop_unswept()
-        data = self.data()
+        fields = self.fields()  # one query of the form's DOM, not one per use
+        self._drop_unswept(fields)
+        data = self.data(fields)
         self.checked = checked = check(data)
-        paths = [f.path for f in self.fields()] + [SYSTEM, STRATEGY]
+        paths = [f.path for f in fields] + [SYSTEM, STRATEGY]
         flagged: dict[str, str] = {}
         general: list[str] = []
         for err in checked.errors:
@@ -345,7 +364,7 @@ class SetupScreen(Screen[None]):
                 flagged[target] = str(err) if error_path(err.where) != target else err.message
             elif not target:
                 general.append(str(err))
-        for f in self.fields():
+        for f in fields:
             f.flag(flagged.get(f.path))
         for path in (SYSTEM, STRATEGY):
             box = self.query_one("#f-" + path.replace(".", "-"))

@@ -65,6 +65,7 @@ class FormField(Vertical):
         self.kind = kind
         self.sweep = sweep
         self.placeholder = placeholder
+        self._flagged: str | None = None
 
     swept = ""  # what the field shows while a [[sweep]] of the profile sets its path
     under_sweep: tuple[bool, Any] = (False, None)  # what the profile also writes at the path
@@ -101,6 +102,9 @@ class FormField(Vertical):
         self.query_one(Input).value = value_to_text(value) if present else ""
 
     def flag(self, message: str | None) -> None:
+        if message == self._flagged:
+            return  # every check flags every field: an update each would lay the form out
+        self._flagged = message
         self.set_class(bool(message), "-invalid")
         self.query_one(".field-error", Static).update(f"↳ {message}" if message else "")
 
