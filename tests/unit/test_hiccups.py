@@ -123,13 +123,14 @@ def test_machine_usage_sums_what_the_intervals_say() -> None:
     )
     usage = usage.plus(stalled, 0.5).plus(Hiccups(wait_ns=900_000_000), 0.5)
     assert usage.count == 1 and usage.explained_ns == 32_000_000
-    assert usage.unexplained_ns == 900_000_000 and usage.unexplained_at == 1.0
+    late = usage.unexplained()
+    assert late is not None and late.wait_ns == 900_000_000 and late.at == 1.0
     assert usage.text(1_000_000) == "CPU 1 lost 30.00ms at 0.3 s; 1 hiccup over 1.00ms"
     # The second interval's 0.9 s wait is past what a 30 ms stall explains: not the
     # machine's to excuse (a server stopped in a probe that also had a hiccup).
     assert not usage.explains()
     near = MachineUsage().plus(stalled, 0.5).plus(Hiccups(wait_ns=45_000_000), 0.5)
-    assert near.unexplained_ns == 45_000_000 and near.explains()  # a stall's size, placed off
+    assert near.unexplained_ns() == 45_000_000 and near.explains()  # a stall's size, placed off
 
 
 def test_hiccups_survive_the_store_beside_the_workers_statistics(tmp_path: Path) -> None:

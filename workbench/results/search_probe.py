@@ -94,7 +94,9 @@ def probe_of(step: StepView, rate: float, checks: Sequence[Check]) -> Probe:
         return probe
     few = any(t.ops < needed(p) for p in percentiles)
     machine = step.usage.machine
-    stalled = machine.stalled(threshold) and machine.explains()
+    # Judged at the server's utilization its verdict read (its CPU share of its cores).
+    load = probe.verdict.figures.get("server_share")
+    stalled = machine.stalled(threshold) and machine.explains(load)
     return replace(probe, cause=cause_of(probe.verdict, stalled, server_passed, few))
 
 

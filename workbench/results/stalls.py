@@ -10,20 +10,32 @@ could run (`Hiccups.starved`, the longest spell): a machine full of other work d
 that way without a hiccup of its own threads (a thread that sleeps is woken ahead of busy
 ones), while a stopped server is not runnable and waits for nothing.
 
-An interval's longest wait is *explained* by the machine when it is at most
-`EXPLAIN_FACTOR` times the longest hiccup that counts in it (or that ended less than
-`RECOVERY` s before it began: the queue a stall leaves takes a while to drain), or the
-longest spell the server or a worker waited for a CPU, plus `EXPLAIN_SLACK_NS`. A server
-stopped for 0.5 s leaves waits of 0.5 s that no 30 ms hiccup explains; a CPU taken for
-30 ms leaves waits of about 30 ms. An interval is *clean* when no hiccup that counts fell
-in it or that close before it, and no spell of waiting for a CPU: what the server did with
-the machine out of the way (`Hiccups.clean`, the search's server knee).
+An interval's longest wait is *explained* by the machine when it is within what its
+stalls could leave behind (`allowed_ns`): `EXPLAIN_FACTOR` times the stall, times the
+drain factor 1/(1-rho) of the server's utilization rho (capped at `DRAIN_CAP`), plus
+`EXPLAIN_SLACK_NS`. The stall is the longest run of hiccups that count in it (or that
+ended less than `RECOVERY` s before it began: the queue a stall leaves takes a while to
+drain) taken as one (`chain_ns`): hiccups that overlap or follow each other on the
+server's and the workers' CPUs delay the same ops one after the other; or the longest
+spell the server or a worker waited for a CPU. The drain factor: a stall of s at
+utilization rho leaves a backlog that takes s*rho/(1-rho) more to drain, s/(1-rho) in
+all, and the stalls and sub-threshold wake-up delays within that span land on ops already
+late; so near capacity the longest wait is several times the stall the meter saw. A
+server stopped for 0.5 s leaves waits of 0.5 s that no 30 ms hiccup explains at any
+utilization the verdict reads as not server-bound; a CPU taken for 30 ms leaves waits of
+30 to 100 ms. The utilization is the step's, known only with its verdict (the server's
+cores come from its system), so each interval's wait is kept against its stall
+(`LateWait`) and judged when the utilization is given (`MachineUsage.unexplained`).
+An interval is *clean* when no hiccup that counts fell in it or that close before it,
+and no spell of waiting for a CPU: what the server did with the machine out of the way
+(`Hiccups.clean`, the search's server knee).
 
 `MachineUsage` sums these over a step's intervals as `cpu_usage.Usage` does its CPU figures.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from workbench.results.hiccups import MAX_EVENTS, Hiccup, Hiccups
@@ -31,6 +43,14 @@ from workbench.results.metrics import Stats, all_ops_histogram, format_us
 
 EXPLAIN_FACTOR = 2.0
 EXPLAIN_SLACK_NS = 1_000_000
+# The drain factor 1/(1-rho) at most: rho = 0.75. Past SERVER_BUSY (0.85) the verdict is
+# server-bound anyway; the cap keeps a long server stop (0.5 s against 30 ms hiccups,
+# 2 x 4 x 30 ms + 1 ms = 241 ms) the server's near capacity too.
+DRAIN_CAP = 4.0
+# A hiccup joins the run of those before it when it begins at most this share of the
+# run's stalled time after the run ended: the backlog the run left takes that long to
+# drain at rho = 1/2 (s*rho/(1-rho) = s), so ops it delayed are still waiting.
+CHAIN_GAP_SHARE = 1.0
 RECOVERY = 0.1  # seconds after a hiccup that its queue may still delay ops
 WATCHED = ("server", "worker")  # the prefixes of the names the coordinator watches
 
@@ -56,6 +76,39 @@ def starved_ns(h: Hiccups) -> int:
     return max((ns for name, ns in h.starved.items() if name.startswith(WATCHED)), default=0)
 
 
+def drain_factor(load: float | None) -> float:
+    """1/(1-rho), capped at `DRAIN_CAP`: how much longer than a stall the backlog it left
+    delays ops at the server's utilization `load` (None, unknown: 1)."""
+    if load is None or load <= 0:
+        return 1.0
+    if load >= 1 - 1 / DRAIN_CAP:
+        return DRAIN_CAP
+    return 1 / (1 - load)
+
+
+def allowed_ns(stall_ns: int, load: float | None) -> float:
+    """The longest wait a stall of `stall_ns` explains at the server's utilization `load`."""
+    return EXPLAIN_FACTOR * drain_factor(load) * stall_ns + EXPLAIN_SLACK_NS
+
+
+def chain_ns(stalls: Iterable[Hiccup]) -> int:
+    """The longest run of stalls taken as one, from the first's start to the last's end:
+    each begins while the ones before it overlap it or their backlog still drains
+    (`CHAIN_GAP_SHARE`), on whichever of our CPUs; an op delayed by the first waits
+    through them all."""
+    spans = sorted((e.at, e.at + e.length_ns / 1e9) for e in stalls)
+    best = 0.0
+    first = end = stalled = 0.0
+    for k, (begin, finish) in enumerate(spans):
+        if k == 0 or begin > end + CHAIN_GAP_SHARE * stalled:
+            first, end, stalled = begin, finish, finish - begin
+        else:
+            stalled += max(0.0, finish - max(begin, end))
+            end = max(end, finish)
+        best = max(best, end - first)
+    return round(best * 1e9)
+
+
 def _near(h: Hiccups, before: tuple[Hiccup, ...], start: float) -> list[Hiccup]:
     """This interval's hiccups that count, and those of the one before that ended less than
     `RECOVERY` s before `start`."""
@@ -63,11 +116,18 @@ def _near(h: Hiccups, before: tuple[Hiccup, ...], start: float) -> list[Hiccup]:
     return counts(h) + late
 
 
-def explained(h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0) -> bool:
-    """Whether the interval's longest wait is within what its machine stalls explain."""
-    longest = max((e.length_ns for e in _near(h, before, start)), default=0)
-    longest = max(longest, starved_ns(h))
-    return h.wait_ns <= EXPLAIN_FACTOR * longest + EXPLAIN_SLACK_NS
+def stall_ns(h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0) -> int:
+    """The interval's stall: its longest run of hiccups (`chain_ns`), or its longest spell
+    of the server or a worker waiting for a CPU."""
+    return max(chain_ns(_near(h, before, start)), starved_ns(h))
+
+
+def explained(
+    h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0, load: float | None = None
+) -> bool:
+    """Whether the interval's longest wait is within what its machine stalls explain at
+    the server's utilization `load`."""
+    return h.wait_ns <= allowed_ns(stall_ns(h, before, start), load)
 
 
 def clean(h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0) -> bool:
@@ -92,6 +152,31 @@ def mark_interval(stats: Stats, before: tuple[Hiccup, ...], start: float) -> Non
 
 
 @dataclass(frozen=True)
+class LateWait:
+    """An interval's longest wait that its stall does not explain at every utilization,
+    kept to be judged at the step's (`MachineUsage.unexplained`)."""
+
+    wait_ns: int
+    stall_ns: int  # the interval's stall (`stall_ns`)
+    at: float  # seconds into the step at the interval's end
+
+    def explained(self, load: float | None) -> bool:
+        return self.wait_ns <= allowed_ns(self.stall_ns, load)
+
+    def covers(self, other: LateWait) -> bool:
+        """Whether this wait is as long as `other` and unexplained wherever `other` is
+        (its wait past the slack is at least as many times its stall): `other` then
+        never decides a step and need not be kept."""
+        if self.wait_ns < other.wait_ns:
+            return False
+        mine, theirs = self.wait_ns - EXPLAIN_SLACK_NS, other.wait_ns - EXPLAIN_SLACK_NS
+        return mine * other.stall_ns >= theirs * self.stall_ns
+
+
+MAX_LATE = 32  # the late waits a step keeps (those no other covers), longest first
+
+
+@dataclass(frozen=True)
 class MachineUsage:
     """What a step's intervals say of the machine's stalls, summed as they arrive."""
 
@@ -99,12 +184,14 @@ class MachineUsage:
     hiccups: tuple[Hiccup, ...] = ()  # the longest hiccups that counted (`MAX_EVENTS`)
     count: int = 0  # hiccups that counted, all of them
     lost_ns: int = 0  # their lengths summed
-    explained_ns: int = 0  # the longest wait of an interval its stalls explain
+    explained_ns: int = 0  # the longest wait of an interval its stalls explain at any load
     # The longest wait of an interval whose workers were busy (the generator's own doing:
-    # starting its clients, say), and of one neither the machine nor the load explains.
+    # starting its clients, say) that its stalls do not explain.
     generator_ns: int = 0
-    unexplained_ns: int = 0
-    unexplained_at: float = 0.0  # seconds into the step at that interval's end
+    # The waits of intervals whose stalls explain them only at some utilization, or not at
+    # all (`LateWait`): the step's utilization decides (`unexplained`).
+    late: tuple[LateWait, ...] = ()
+    stall_ns: int = 0  # the longest stall of an interval (`stall_ns`)
     before: tuple[Hiccup, ...] = ()  # the last interval's hiccups that counted
     elapsed: float = 0.0  # the end of the last interval added
     remote_server: bool = False
@@ -119,24 +206,24 @@ class MachineUsage:
             return replace(self, elapsed=end, before=())
         mine = counts(h)
         kept = tuple(sorted((*self.hiccups, *mine), key=lambda e: -e.length_ns)[:MAX_EVENTS])
+        stall = stall_ns(h, self.before, start)
         out = replace(
             self,
             measured=True,
             hiccups=kept,
             count=self.count + len(mine),
             lost_ns=self.lost_ns + sum(e.length_ns for e in mine),
+            stall_ns=max(self.stall_ns, stall),
             before=tuple(mine),
             elapsed=end,
             remote_server=self.remote_server or h.remote_server,
             starved=_longest(self.starved, h.starved),
         )
-        if explained(h, self.before, start):
+        if h.wait_ns <= allowed_ns(stall, None):
             return replace(out, explained_ns=max(out.explained_ns, h.wait_ns))
         if busy:
             return replace(out, generator_ns=max(out.generator_ns, h.wait_ns))
-        if h.wait_ns > out.unexplained_ns:
-            return replace(out, unexplained_ns=h.wait_ns, unexplained_at=end)
-        return out
+        return replace(out, late=_keep(out.late, LateWait(h.wait_ns, stall, end)))
 
     @property
     def longest(self) -> Hiccup | None:
@@ -153,14 +240,27 @@ class MachineUsage:
         """Whether the machine took the CPUs of the server or a worker at all."""
         return bool(self.count) or self.starved_ns(threshold_ns) is not None
 
-    def explains(self) -> bool:
+    def unexplained(self, load: float | None = None) -> LateWait | None:
+        """The longest wait of an interval that neither its stalls, at the server's
+        utilization `load` (its CPU share of its cores; None: unknown), nor a busy worker
+        explain."""
+        late = [w for w in self.late if not w.explained(load)]
+        return max(late, key=lambda w: w.wait_ns, default=None)
+
+    def unexplained_ns(self, load: float | None = None) -> int:
+        wait = self.unexplained(load)
+        return wait.wait_ns if wait else 0
+
+    def explains(self, load: float | None = None) -> bool:
         """Whether the step's longest wait no interval's stalls explained is still within
-        what its longest stall could explain: near a stall the meter placed an interval
-        off, say. A server stopped for 0.5 s leaves a wait no 15 ms stall explains, and
-        a step with one is not the machine's to excuse, whatever else it stalled."""
+        what its longest stall could explain at utilization `load`: near a stall the meter
+        placed an interval off, say. A server stopped for 0.5 s leaves a wait no 15 ms
+        stall explains, and a step with one is not the machine's to excuse, whatever else
+        it stalled."""
         longest = self.longest.length_ns if self.longest else 0
-        longest = max([longest, *(ns for name, ns in self.starved if name.startswith(WATCHED))])
-        return self.unexplained_ns <= EXPLAIN_FACTOR * longest + EXPLAIN_SLACK_NS
+        spells = (ns for name, ns in self.starved if name.startswith(WATCHED))
+        stall = max(self.stall_ns, longest, *spells)
+        return self.unexplained_ns(load) <= allowed_ns(stall, load)
 
     def text(self, threshold_ns: int) -> str:
         """``CPU 1 lost 33.0ms at 12.4 s; 14 hiccups over 1.00ms; server waited 40.2ms for
@@ -181,3 +281,11 @@ def _longest(kept: tuple[tuple[str, int], ...], new: dict[str, int]) -> tuple[tu
     for name, ns in new.items():
         out[name] = max(out.get(name, 0), ns)
     return tuple(sorted(out.items()))
+
+
+def _keep(kept: tuple[LateWait, ...], new: LateWait) -> tuple[LateWait, ...]:
+    """`kept` with `new`, leaving out the waits another covers, at most `MAX_LATE`."""
+    if any(w.covers(new) for w in kept):
+        return kept
+    out = [w for w in kept if not new.covers(w)] + [new]
+    return tuple(sorted(out, key=lambda w: -w.wait_ns)[:MAX_LATE])

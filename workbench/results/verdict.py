@@ -273,7 +273,7 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     lat_p50, lat_p99, lat_max = latency if latency else (0, 0, 0)
     unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
     if open_loop:
-        figures |= open_loop_figures(totals, context, usage, latency, unanswered)
+        figures |= open_loop_figures(totals, context, usage, latency, (unanswered, server_share))
     cpu = cpu_text(workers, server_used, cores, server_share, context, usage)
     schedule = schedule_text(totals, kept, lag_p99) if open_loop else ""
     both = "; ".join(t for t in (schedule, cpu) if t)
@@ -302,13 +302,14 @@ def _judge(usage: Usage, totals: Stats, context: Context) -> Verdict:
     )
     # Long waits the machine's own stalls explain (hiccups, waits for a CPU): said as such
     # before anything that could be read as the server's.
-    if open_loop and (stalled := _machine_stalled(usage, totals, latency, (schedule, cpu))):
+    texts = (schedule, cpu)
+    if open_loop and (stalled := _machine_stalled(usage, totals, latency, texts, server_share)):
         return replace(stalled, figures=figures | dict(stalled.figures))
     if full and ((lagged and not waited) or not open_loop):  # others took our CPUs
         return Verdict(MACHINE_BOUND, lead(cpu, "machine", schedule), figures)
     if open_loop and (behind or waited):  # idle workers, ops sent late or never: replies
         waits = (lat_p50, lat_max, unanswered)
-        stall = _stall(totals, context, waits, (schedule, cpu), figures, usage)
+        stall = _stall(totals, context, waits, texts, figures, (usage, server_share))
         if stall is not None:
             return stall
     if full:  # a starved worker reads replies late too: nothing here is the server's alone
@@ -355,7 +356,7 @@ def _stall(
     latency: tuple[int, int, int],
     texts: tuple[str, str],
     figures: dict[str, Any],
-    usage: Usage,
+    measured: tuple[Usage, float | None],
 ) -> Verdict | None:
     """Clients that waited on replies while the workers idled: a stalled server, or None.
 
@@ -363,11 +364,13 @@ def _stall(
     offered rate keeps rate x p50 ops in flight. Well under the clients, they had room to
     spare, and the shortfall came from a few waits far longer than a typical op.
     Where the hiccup meter ran, the long wait must be in an interval that neither the
-    machine's stalls nor a busy worker explain (`stalls.MachineUsage`).
+    machine's stalls (at the server's utilization, `measured`'s share) nor a busy worker
+    explain (`stalls.MachineUsage`).
     """
     p50, longest, unanswered = latency  # unanswered: ops that timed out or were abandoned
+    usage, load = measured
     if usage.machine.measured:
-        longest = usage.machine.unexplained_ns
+        longest = usage.machine.unexplained_ns(load)
     schedule, cpu = texts
     rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
     needed = rate * p50 / 1e9
@@ -385,11 +388,15 @@ def _stall(
 
 
 def _machine_stalled(
-    usage: Usage, totals: Stats, latency: tuple[int, int, int] | None, texts: tuple[str, str]
+    usage: Usage,
+    totals: Stats,
+    latency: tuple[int, int, int] | None,
+    texts: tuple[str, str],
+    load: float | None,
 ) -> Verdict | None:
     """Long waits (at least `STALL_FACTOR` times the p50) that every interval's machine
-    stalls explain (`workbench.results.stalls`), on CPUs the server or workers used: the
-    machine's."""
+    stalls explain (`workbench.results.stalls`) at the server's utilization `load`, on
+    CPUs the server or workers used: the machine's."""
     machine = usage.machine
     threshold = totals.hiccups.threshold_ns if totals.hiccups is not None else 0
     unanswered = sum(totals.errors.get(kind, 0) for kind in UNANSWERED_KINDS)
@@ -397,7 +404,7 @@ def _machine_stalled(
         return None
     p50, _, longest = latency
     long_wait = STALL_FACTOR * max(p50, 1)
-    if longest < long_wait or machine.unexplained_ns >= long_wait:
+    if longest < long_wait or machine.unexplained_ns(load) >= long_wait:
         return None
     wait = f"longest wait {format_us(longest / 1000)} against p50 {format_us(p50 / 1000)}"
     schedule, cpu = texts

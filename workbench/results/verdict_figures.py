@@ -73,9 +73,11 @@ def open_loop_figures(
     context: Context,
     usage: Usage,
     latency: tuple[int, int, int] | None,
-    unanswered: int,
+    waits: tuple[int, float | None],
 ) -> dict[str, Any]:
-    """The figures an open loop's verdict is judged on (`workbench.results.verdict_rules`)."""
+    """The figures an open loop's verdict is judged on (`workbench.results.verdict_rules`);
+    `waits`: the ops unanswered, and the server's utilization its stalls are judged at."""
+    unanswered, load = waits
     p50, p99, longest = latency if latency else (0, 0, 0)
     rate = totals.offered / totals.duration if totals.duration > 0 else 0.0
     machine = usage.machine
@@ -89,7 +91,9 @@ def open_loop_figures(
         "clients": context.clients,
         "unanswered": unanswered,
         "machine_stalls": machine.count + (1 if starved else 0),
-        "unexplained_wait_us": (machine.unexplained_ns if machine.measured else longest) / 1000,
+        "unexplained_wait_us": (
+            machine.unexplained_ns(load) if machine.measured else longest
+        ) / 1000,
     }
 
 
