@@ -185,7 +185,7 @@ def tally(store: Store, system: str) -> list[str]:
     lines = []
     for design, aa, ab in DESIGN_NAMES.values():
         rounds = 0
-        while f"{system}-{ab}{rounds + 1}" in runs or f"{system}-{ab}{rounds + 1}-b" in runs:
+        while any(f"{system}-{k}{rounds + 1}{end}" in runs for k in (aa, ab) for end in ("", "-b")):
             rounds += 1
         if not rounds:
             continue
