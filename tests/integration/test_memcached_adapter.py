@@ -17,6 +17,7 @@ from workbench_memcached.expiry import THIRTY_DAYS, exptime
 from workbench_memcached.protocol import Rendezvous, parse_servers
 from workbench_memcached.server import start_memcached
 
+from workbench.engine.step_tally import step_failure
 from workbench.results.events import Event, Interval, StepFinished, StepStarted
 from workbench.results.store import Store
 from workbench.sdk.adapter import AdapterError, Strategy, error_kind
@@ -449,7 +450,11 @@ async def test_a_server_stopped_mid_run_is_counted_and_the_run_kept(
         server.stop()
     (step,) = [e for e in events if isinstance(e, StepFinished)]
     s = step.stats
-    assert step.status == "completed"
+    # Kept either way; failed only by its errors' share: refused connections fail fast, and
+    # on a loaded machine they can outnumber the ops answered before the stop.
+    assert step.status == "completed" or (
+        step.status == "failed" and "operations failed" in step.reason and step_failure(s)
+    ), (step.status, step.reason)
     assert s.ops > 0
     assert s.error_count > 0
     # An op sent in the step's last second waits out its 1 s timeout past the step's end:
