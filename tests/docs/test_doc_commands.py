@@ -63,7 +63,7 @@ if args[:1] == ["run"]:
     stem = os.path.basename(named).removesuffix(".toml")
     extra = quick.get(stem, short)
 elif args[:1] == ["search"]:
-    extra = ["load.warmup=0", "search.probe=0.3", "search.max_probes=3"]
+    extra = ["load.warmup=0", "search.probe=0.3", "search.max_probes=3", "search.max_probe=0.6"]
 sets = [part for value in extra for part in ("--set", value)]
 os.execv(real, [real, *args, *sets])
 """

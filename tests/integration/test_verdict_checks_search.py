@@ -117,6 +117,7 @@ def test_search_against_managed_redis_finds_a_rate_and_stores_every_probe(
             "search.probe=0.75",
             "search.max_probes=5",
             "search.precision=0.3",
+            "search.max_probe=1.5",  # a probe too short for its p99 is probed 1.5 s at most
         ],
     )
     spec, checks = search_spec(spec, ["p99<100ms"])
@@ -161,6 +162,9 @@ def test_one_stall_of_the_server_fails_a_probe_but_not_its_rate(store_path: Path
             "search.start=200",
             "search.probe=2",
             "search.max_probes=4",
+            # Its 400 ops are too few for a p99: the confirming retries are what this
+            # tests, not a long probe (tests/unit/test_search_length.py).
+            "search.max_probe=0",
         ],
     )
     spec, checks = search_spec(spec, ["p99<100ms"])
@@ -221,6 +225,8 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
             "200",
             "--probe",
             "0.5",
+            "--max-probe",
+            "1",
             "-q",
         ],
         store_path,
@@ -233,16 +239,21 @@ def test_a_search_that_cannot_meet_its_target_stops_and_says_why(store_path: Pat
         "cannot be met at any rate" in res.stdout
         or "the generator, not the target, failed" in res.stdout
     ), res.stdout
-    # Each failing rate is probed a second time to confirm it: two probes a rate (three
-    # where the machine's own stalls failed it), at most four rates (200, 100, 50, 25).
+    # Each failing rate is probed a second time: a probe of 100 ops is too few for a p99,
+    # so its rate is probed again for 1 s (--max-probe, less than the 500 s it would
+    # need) and decided on that probe (three probes where the machine's own stalls
+    # failed it first), at most four rates (200, 100, 50, 25).
     steps = Store(store_path).load("last").steps
     assert 2 <= len(steps) <= 12
-    assert steps[1].label == {"load.rate": "200", "search.retry": "1"}
-    assert "(retry 1: is the failure at this rate real?)" in res.stdout
-    assert (
-        "retry 1: the failure is confirmed: the rate fails" in res.stdout
-        or "retry 2: the machine stalled on every retry: inconclusive" in res.stdout
-    ), res.stdout
+    long = {"load.rate": "200", "search.retry": "1", "search.long": "1"}
+    assert steps[1].label in (long, {"load.rate": "200", "search.retry": "1"}), steps[1].label
+    if steps[1].label == long:
+        assert steps[1].spec["load"]["duration"] == 1.0
+        assert "(retry 1: long enough for the percentile it failed)" in res.stdout
+        assert "too few samples in 0.5s: probing this rate again for 1s" in res.stdout
+        assert "retry 1: long probe (1s, still fewer than the 100,000 ops" in res.stdout
+    else:
+        assert "retry 2: the machine stalled on every retry: inconclusive" in res.stdout
     # Each failed check says what failed it, and in how many of the probe's intervals it
     # was over on its own.
     failed = r"FAIL \((server|machine|too few samples).*?\): p99<1ns \(measured [^;)]+; over in "

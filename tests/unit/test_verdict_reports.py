@@ -132,6 +132,7 @@ def test_search_report_of_stored_probes(tmp_path: Path) -> None:
             'search.target=["p99<1ms"]',
             "search.precision=0.2",
             "search.confirm=1",  # each failure counted at once: no retries among the steps
+            "search.max_probe=0",  # nor long probes
         ],
         [
             (f"rate={r}", {"load.rate": float(r)}, [stats(r, lat, 0.3, 0.2, offered=r)])
@@ -143,7 +144,10 @@ def test_search_report_of_stored_probes(tmp_path: Path) -> None:
     assert "Target: **p99<1ms, errors<0.1%** on every probe." in text
     assert "open loop at 1000, 2000, 4000, 3000, 3500 ops/s (searched)" in text
     assert "- Highest passing rate: **3,000 ops/s** offered (3,000 achieved)" in text
-    assert "- First failing rate: 3,500 ops/s (too few samples (3,500 ops)): p99<1ms" in text
+    assert (
+        "- First failing rate: 3,500 ops/s (too few samples (3,500 ops of the 100,000 its "
+        "percentile needs)): p99<1ms" in text
+    )
     assert "- Knee: 2,000 ops/s" in text
     assert "within 16.7% after 5 probes" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and ln[2].isdigit()]

@@ -22,6 +22,7 @@ from workbench.results.events import Interval, Notice, RunStarted, StepFinished,
 from workbench.results.live import RunView
 from workbench.results.metrics import format_us
 from workbench.results.search_causes import describe
+from workbench.results.search_length import LONG_LABEL
 from workbench.results.search_rules import RETRY_LABEL, search_spec
 from workbench.results.store import Store
 from workbench.run.search import SearchRun
@@ -54,6 +55,13 @@ StartOption = Annotated[
 ]
 ProbeOption = Annotated[
     float | None, typer.Option(help="seconds measured per probe (search.probe, 3)")
+]
+MaxProbeOption = Annotated[
+    float | None,
+    typer.Option(
+        help="a probe too short for the percentile it failed is probed again as long as "
+        "that percentile needs, this many seconds at most (search.max_probe, 30; 0: never)"
+    ),
 ]
 MaxProbesOption = Annotated[
     int | None,
@@ -89,6 +97,7 @@ def command(
     start: StartOption = None,
     probe: ProbeOption = None,
     max_probes: MaxProbesOption = None,
+    max_probe: MaxProbeOption = None,
     confirm: ConfirmOption = None,
     precision: PrecisionOption = None,
     strict: StrictOption = False,
@@ -110,6 +119,7 @@ def command(
         "start": start,
         "probe": probe,
         "max_probes": max_probes,
+        "max_probe": max_probe,
         "precision": precision,
         "confirm": confirm,
         "strict": True if strict else None,
@@ -170,6 +180,8 @@ def _show_probe(searching: SearchRun, event: object, view: RunView, quiet: bool)
         load = event.spec["load"]
         retry = event.label.get(RETRY_LABEL)
         again = f" (retry {retry}: is the failure at this rate real?)" if retry else ""
+        if event.label.get(LONG_LABEL):
+            again = f" (retry {retry}: long enough for the percentile it failed)"
         out(
             f"-- probe {event.step + 1}: {load['rate']:,.0f} ops/s for {load['duration']:g}s{again}"
         )

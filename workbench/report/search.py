@@ -28,6 +28,7 @@ from workbench.results.search_rules import (
 )
 from workbench.results.search_rules import target_checks as parse_target
 from workbench.results.store import StoredRun
+from workbench.spec.model import SearchSpec
 
 
 def probes(run: RunData) -> tuple[Search | None, list[Probe]]:
@@ -126,10 +127,23 @@ def search_section(run: RunData) -> list[str]:
             else " A probe failed by the machine's own stalls alone was probed again (twice at "
             "most); a rate where the machine stalled every time is inconclusive, not failing, "
             "and counts for the server's knee by its intervals with no machine stall."
-        ),
+        )
+        + _long_note(search.settings),
         "",
     ]
     return lines
+
+
+def _long_note(settings: SearchSpec) -> str:
+    """What the search did with a probe too short for its percentile (`search_length`)."""
+    if settings.strict or settings.max_probe <= settings.probe:
+        return ""
+    return (
+        " A probe that failed with too few ops for the failing percentile (1,000/(1-q): "
+        "100,000 for p99) was followed by one long probe of its rate, as long as that "
+        f"percentile needs at the rate (at most search.max_probe, {settings.max_probe:g} s), "
+        "and the rate was decided on it."
+    )
 
 
 def _server_knee(search: Search) -> list[str]:

@@ -114,6 +114,16 @@ def decide(tries: Sequence[Probe], confirm: int) -> bool | str | None:
     return None
 
 
+def decide_long(probe: Probe) -> bool | str:
+    """A rate's decision from its long probe (`search_length`), taken on it alone: it
+    holds the ops its percentile needs, so one failure is not chance. Failed by the
+    machine, the rate is inconclusive at once (judged by its intervals with no machine
+    stall, which now hold enough ops to tell): another long probe would cost as much."""
+    if probe.passed:
+        return True
+    return INCONCLUSIVE if probe.cause == MACHINE else False
+
+
 def server_decision(tries: Sequence[Probe]) -> bool:
     """An inconclusive rate, for the search's bisection: whether the server met the target
     in the intervals with no machine stall on most of its probes."""
@@ -139,7 +149,8 @@ def describe(probe: Probe) -> str:
     if probe.cause == MACHINE:
         return f"{MACHINE}: {probe.stalls or probe.verdict.evidence.split(';')[0]}"
     if probe.cause == FEW_SAMPLES:
-        return f"{FEW_SAMPLES} ({probe.ops:,} ops)"
+        need = f" of the {probe.needed_ops:,} its percentile needs" if probe.needed_ops else ""
+        return f"{FEW_SAMPLES} ({probe.ops:,} ops{need})"
     return probe.cause
 
 

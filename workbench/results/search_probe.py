@@ -39,6 +39,12 @@ class Probe:
     server_text: str = ""
     stalls: str = ""  # the machine's stalls during it, in a few words
     stall_ns: int = 0  # the longest of them
+    # Ops the failing percentiles need (`self_checks.needed`; 0: no percentile failed),
+    # and, set by `Search.record`, the seconds it was planned to measure and whether it
+    # was a rate's long probe (`search_length`): one that holds that many.
+    needed_ops: int = 0
+    seconds: float = 0.0
+    long: bool = False
 
     @property
     def passed(self) -> bool:
@@ -92,12 +98,14 @@ def probe_of(step: StepView, rate: float, checks: Sequence[Check]) -> Probe:
     )
     if probe.passed:
         return probe
-    few = any(t.ops < needed(p) for p in percentiles)
+    need = max((needed(p) for p in percentiles), default=0)
+    few = t.ops < need
     machine = step.usage.machine
     # Judged at the server's utilization its verdict read (its CPU share of its cores).
     load = probe.verdict.figures.get("server_share")
     stalled = machine.stalled(threshold) and machine.explains(load)
-    return replace(probe, cause=cause_of(probe.verdict, stalled, server_passed, few))
+    cause = cause_of(probe.verdict, stalled, server_passed, few)
+    return replace(probe, cause=cause, needed_ops=need)
 
 
 # The per-interval figure of a latency check, where each interval's chart point keeps it.

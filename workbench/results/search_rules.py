@@ -55,15 +55,23 @@ from workbench.results.search_causes import (
     MACHINE,
     MACHINE_RETRIES,
     decide,
+    decide_long,
     inconclusive_text,
     knees_text,
     server_decision,
+)
+from workbench.results.search_length import (
+    lengthened_text,
+    lengthens,
+    long_seconds,
+    long_text,
 )
 from workbench.results.search_probe import Probe as Probe
 from workbench.results.search_probe import probe_of as probe_of
 from workbench.results.verdict import GENERATOR_KINDS
 from workbench.sdk.errors import SpecError
-from workbench.spec.model import MIN_INTERVAL, SearchSpec, Spec
+from workbench.spec.model import SearchSpec, Spec
+from workbench.spec.search_settings import check_settings
 
 HALVINGS = 3  # a target failing at start / 2**HALVINGS ops/s is not met at any rate
 KNEE_RISE = 2.0  # the knee: p99 still within this factor of the lowest rate's p99
@@ -92,28 +100,6 @@ def target_checks(texts: Iterable[str], where: str = "--target") -> list[Check]:
     if not any(c.metric in ("errors", "error_share") for c in checks):
         checks.append(parse_check(DEFAULT_ERRORS, where))
     return checks
-
-
-def check_settings(s: SearchSpec, where: str = "search") -> None:
-    if s.start <= 0:
-        raise SpecError(f"expected a rate above 0 ops/s; got {s.start:g}", f"{where}.start")
-    if not s.probe >= MIN_INTERVAL:  # a shorter probe measures no interval: "after 0 probes"
-        raise SpecError(
-            f"expected at least {MIN_INTERVAL:g} s (the shortest interval); got {s.probe:g}",
-            f"{where}.probe",
-        )
-    if s.max_probes < 2:
-        raise SpecError(f"expected at least 2 probes; got {s.max_probes}", f"{where}.max_probes")
-    if s.confirm < 1:
-        raise SpecError(
-            f"expected at least 1 (1: a failing probe counts at once); got {s.confirm}",
-            f"{where}.confirm",
-        )
-    if not 0 < s.precision < 1:
-        raise SpecError(
-            f"expected a share between 0 and 1 (0.05: 5%); got {s.precision:g}",
-            f"{where}.precision",
-        )
 
 
 @dataclass
@@ -149,17 +135,41 @@ class Search:
             if len(tries) - passes >= need:
                 return False
             return True if passes >= need else None
-        decided = decide(tries, self.settings.confirm)
+        decided = self._verdict(tries)
         if decided == INCONCLUSIVE:
-            return server_decision(tries)
+            return server_decision([p for p in tries if p.long] or tries)
         return decided  # type: ignore[return-value]
+
+    def _verdict(self, tries: Sequence[Probe]) -> bool | str | None:
+        """A rate's decision without --strict (`search_causes.decide`): on its long probe
+        when it has one; None (probe it long) after a probe too short for its percentile."""
+        long = [p for p in tries if p.long]
+        if long:
+            return decide_long(long[0])
+        if not tries[0].passed and any(lengthens(self.settings, p) for p in tries):
+            return None
+        return decide(tries, self.settings.confirm)
 
     def inconclusive(self, rate: float) -> bool:
         """The machine stalled on every probe of `rate` (never with --strict)."""
         tries = self.attempts(rate)
         if not tries or self.settings.strict:
             return False
-        return decide(tries, self.settings.confirm) == INCONCLUSIVE
+        return self._verdict(tries) == INCONCLUSIVE
+
+    def _seconds(self, tries: Sequence[Probe]) -> float:
+        """The seconds the next probe of a rate probed by `tries` measures: as long as its
+        percentile needs after a probe too short for it (once), else `search.probe`."""
+        short = [p for p in tries if lengthens(self.settings, p)]
+        if not short or any(p.long for p in tries):
+            return self.settings.probe
+        need = max(p.needed_ops for p in short)
+        return long_seconds(self.settings, short[0].rate, need)
+
+    def next_seconds(self) -> float:
+        """The seconds the next probe measures (`search_length`)."""
+        rate = self.next_rate()
+        return self._seconds(self.attempts(rate)) if rate is not None else self.settings.probe
 
     def standing(self, rate: float) -> Probe:
         """The probe that stands for `rate`: its last probe that agrees with the decision
@@ -246,7 +256,10 @@ class Search:
         return len(self.attempts(rate)) if rate is not None else 0
 
     def record(self, probe: Probe) -> None:
-        probe = replace(probe, attempt=len(self.attempts(probe.rate)))
+        tries = self.attempts(probe.rate)
+        seconds = self._seconds(tries)
+        long = seconds > self.settings.probe
+        probe = replace(probe, attempt=len(tries), seconds=seconds, long=long)
         self.probes.append(probe)
         if probe.passed:
             return
@@ -292,13 +305,19 @@ class Search:
         upto = self.probes[: self.probes.index(probe) + 1]
         tries = [p for p in upto if p.rate == probe.rate]
         decided = self._decide(tries)
-        inconclusive = not self.settings.strict and decide(tries, self.settings.confirm)
+        inconclusive = not self.settings.strict and self._verdict(tries)
         if decided is None:
             outcome = "probing this rate again to confirm the failure"
-            if probe.cause == MACHINE and not self.settings.strict:
+            if lengthens(self.settings, probe):
+                outcome = lengthened_text(self.settings, probe)
+            elif probe.cause == MACHINE and not self.settings.strict:
                 outcome = f"the machine stalled: probing again ({MACHINE_RETRIES} retries at most)"
         elif inconclusive == INCONCLUSIVE:
             outcome = inconclusive_text(probe)
+            if probe.long:
+                outcome = f"{long_text(probe)}: {outcome}"
+        elif probe.long:
+            outcome = long_text(probe) + ("" if decided else ": the rate fails")
         elif not probe.attempt:
             return ""
         elif decided:
@@ -315,6 +334,8 @@ class Search:
         confirmed = len({p.rate for p in self.retries if self.decision(p.rate) is False})
         n = len(self.retries)
         parts = [f"{n} retr{'y' if n == 1 else 'ies'}"]
+        if long := sum(p.long for p in self.probes):
+            parts.append(f"{long} long for their percentile's samples")
         if confirmed:
             parts.append(f"{confirmed} failing rate{'s' * (confirmed > 1)} confirmed")
         if unconfirmed:
@@ -401,13 +422,15 @@ def search_spec(spec: Spec, targets: Sequence[str] = ()) -> tuple[Spec, list[Che
     return replace(spec, search=replace(settings, target=texts)), checks
 
 
-def probe_step_spec(spec: Spec, rate: float) -> Spec:
-    """The spec of one probe: open loop at `rate` for `search.probe` seconds, in intervals
-    of at most `PROBE_INTERVAL` s (unless --strict): a machine stall taints the interval it
-    falls in, and the server's knee is read from the others (`search_causes`)."""
+def probe_step_spec(spec: Spec, rate: float, seconds: float | None = None) -> Spec:
+    """The spec of one probe: open loop at `rate` for `seconds` (`search.probe`, or a long
+    probe's: `search_length`), in intervals of at most `PROBE_INTERVAL` s (unless
+    --strict): a machine stall taints the interval it falls in, and the server's knee is
+    read from the others (`search_causes`)."""
     settings = spec.search or SearchSpec()
     interval = spec.load.interval if settings.strict else min(spec.load.interval, PROBE_INTERVAL)
-    load = replace(spec.load, rate=rate, duration=settings.probe, ops=None, interval=interval)
+    duration = seconds or settings.probe
+    load = replace(spec.load, rate=rate, duration=duration, ops=None, interval=interval)
     return replace(spec, load=load)
 
 
@@ -426,6 +449,9 @@ def settings_of(spec: Mapping[str, Any]) -> SearchSpec | None:
         return None
     if settings is None or not settings.target:
         return None
-    if "confirm" not in (spec.get("search") or {}):  # stored before retries: none were run
+    stored = spec.get("search") or {}
+    if "confirm" not in stored:  # stored before retries: none were run
         settings = replace(settings, confirm=1)
+    if "max_probe" not in stored:  # stored before long probes: none were run
+        settings = replace(settings, max_probe=0.0)
     return settings

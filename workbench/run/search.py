@@ -15,7 +15,14 @@ from typing import Any
 from workbench.results.checks import Check
 from workbench.results.events import Event, Notice, StepFinished
 from workbench.results.live import RunView
-from workbench.results.search_rules import RETRY_LABEL, Probe, Search, probe_of, probe_step_spec
+from workbench.results.search_length import LONG_LABEL
+from workbench.results.search_rules import (
+    RETRY_LABEL,
+    Probe,
+    Search,
+    probe_of,
+    probe_step_spec,
+)
 from workbench.run import session
 from workbench.spec.model import SearchSpec, Spec
 from workbench.spec.steps import check_spec
@@ -53,12 +60,15 @@ class SearchRun:
         if rate is None:
             return None
         attempt = self.search.next_attempt()
+        seconds = self.search.next_seconds()
         index = len(self._rates)
         self._rates[index] = rate
-        (planned,) = check_spec(probe_step_spec(self.spec, rate))
+        (planned,) = check_spec(probe_step_spec(self.spec, rate, seconds))
         label = {"load.rate": f"{rate:g}"}
         if attempt:  # stored with the step: the report, History and the TUI show it
             label[RETRY_LABEL] = str(attempt)
+        if seconds > self.search.settings.probe:
+            label[LONG_LABEL] = f"{seconds:g}"
         return replace(planned, index=index, label=label)
 
     async def events(

@@ -153,6 +153,9 @@ class SearchSpec:
     max_probes: int = 16  # every probe counts, retries too
     precision: float = 0.05  # done when the failing rate is within this share of the passing
     confirm: int = 2  # a rate fails when this many of its probes failed (2: two of three)
+    # A probe too short for the percentile it failed is probed again for as long as that
+    # percentile needs at its rate, this many seconds at most (0: never; `search_length`).
+    max_probe: float = 30.0
     # Any failure fails (no retries for machine stalls, no inconclusive probes): the rule
     # before the hiccup meter. Left out of a spec's data when false.
     strict: bool = field(default=False, metadata={"omit_default": True})

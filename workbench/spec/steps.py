@@ -38,6 +38,7 @@ from workbench.spec.resolve import (
     used_operations,
     workers_for,
 )
+from workbench.spec.search_settings import check_settings
 from workbench.workload.forms import (
     max_value_size,
     parse_key_distribution,
@@ -389,6 +390,8 @@ def load_spec(path: Path | None, overrides: Iterable[str] = ()) -> Spec:
     spec = spec_from_data(data, overrides, source)
     try:
         check_spec(spec)
+        if spec.search is not None:
+            check_settings(spec.search)
     except SpecError as exc:
         raise located(exc, source) from None
     return spec
