@@ -125,12 +125,7 @@ def command(
         "strict": True if strict else None,
     }
     extra = _search_sets(given)
-    if any(t.strip().isdigit() for t in target or []):  # memtier's -t N (threads)
-        raise SpecError(
-            "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
-            "-w N (worker processes)",
-            "-t",
-        )
+    _refuse_thread_count(target or [])
     spec = f.load_with_flags(profile, flags, [*(set_ or []), *extra])
     spec, checks = search_spec(spec, target or [])
     st = open_store(store)
@@ -151,6 +146,15 @@ def command(
         )
     )
     _conclude(view, st, searching)
+
+
+def _refuse_thread_count(target: list[str]) -> None:
+    if any(t.strip().isdigit() for t in target):  # memtier's -t N (threads)
+        raise SpecError(
+            "-t is the latency target here, e.g. -t 'p99<1ms'; memtier's -t/--threads is "
+            "-w N (worker processes)",
+            "-t",
+        )
 
 
 def _search_sets(given: dict[str, float | int | None]) -> list[str]:
