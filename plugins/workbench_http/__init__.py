@@ -57,10 +57,13 @@ and ``tls_auth_clients = true`` requires a client certificate.
 
 from __future__ import annotations
 
+from typing import Any
+
 from workbench.sdk import (
     HTTP1,
     TLS_OPTIONS,
     CacheSystem,
+    Connection,
     Option,
     OptionSet,
     ServerLauncher,
@@ -70,15 +73,35 @@ from workbench.sdk import (
     runs_in_native_engine,
 )
 from workbench_http import facts
-from workbench_http.client import connect_keep_alive, connect_new
 from workbench_http.config import check_target, endpoints
-from workbench_http.lean import connect_lean
 from workbench_http.managed import SERVER_OPTIONS, start_server
 from workbench_http.templates import DEFAULT_SET_BODY
 
 # add and replace are a set with a precondition (`config.CONDITIONS`; the native engine's
 # `protocols/http.rs` sends the same headers), in every strategy.
 CONDITIONAL_SETS = frozenset({"get", "set", "delete", "add", "replace"})
+
+
+# aiohttp is imported when a strategy connects, not with the plugin: it loads the system's
+# CA certificates at import (about 0.1 s of CPU), which every command that lists the
+# plugins (`-s URL`, `doctor`, the TUI) would pay for a system it does not use.
+async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
+    from workbench_http import client
+
+    return await client.connect_keep_alive(system, strategy)
+
+
+async def connect_new(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
+    from workbench_http import client
+
+    return await client.connect_new(system, strategy)
+
+
+async def connect_lean(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
+    from workbench_http import lean
+
+    return await lean.connect_lean(system, strategy)
+
 
 plugin = CacheSystem(
     name="http",

@@ -20,7 +20,7 @@ from workbench.sdk import (
 )
 from workbench.sdk.resp_server import start_resp_server
 from workbench.sdk.scratch import scratch_dir
-from workbench_http.servers import is_loopback_redis
+from workbench_http.loopback import is_loopback_redis
 
 
 @dataclass

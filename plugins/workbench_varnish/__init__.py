@@ -22,6 +22,7 @@ from typing import Any
 from workbench.sdk import (
     HTTP1,
     CacheSystem,
+    Connection,
     Option,
     OptionSet,
     ServerLauncher,
@@ -32,7 +33,6 @@ from workbench.sdk import (
     runs_in_native_engine,
 )
 from workbench_varnish import facts
-from workbench_varnish.client import connect_keep_alive
 from workbench_varnish.server import VarnishServer, start_varnish
 from workbench_varnish.target import check_target, endpoints
 
@@ -43,6 +43,13 @@ MiB = 1 << 20
 def _start(options: dict[str, Any]) -> VarnishServer:
     host, port = listen_address(options)
     return start_varnish(int(options["memory"]), port, host, str(options["binary"]))
+
+
+# aiohttp is imported when the strategy connects, not with the plugin (see workbench_http).
+async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
+    from workbench_varnish import client
+
+    return await client.connect_keep_alive(system, strategy)
 
 
 plugin = CacheSystem(

@@ -25,7 +25,6 @@ from workbench.sdk import (
     process_memory,
     program_version,
 )
-from workbench.sdk.origin import start_origin
 from workbench.sdk.scratch import scratch_dir
 from workbench_varnish.vcl import render
 
@@ -131,6 +130,9 @@ def start_varnish(
     memory: int, port: int = 0, host: str = LOOPBACK, binary: str = ""
 ) -> VarnishServer:
     """varnishd with `memory` bytes of malloc storage, in front of a new origin."""
+    # The origin's module imports aiohttp (its CAs load at import): only when one starts.
+    from workbench.sdk.origin import start_origin
+
     program = find("varnishd", binary)
     origin = start_origin()
     try:

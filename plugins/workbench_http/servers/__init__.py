@@ -27,7 +27,6 @@ import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -95,18 +94,6 @@ def rate(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number of 0 or more; got {text!r}")
     return value
-
-
-def is_loopback_redis(url: str) -> bool:
-    """A backing Redis URL on this machine (a socket file, or a loopback host), so that a
-    reference server never sends its traffic elsewhere."""
-    if url.startswith("unix://"):
-        return True
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    return url.startswith(("redis://", "rediss://")) and is_loopback(host)
 
 
 def check_host(parser: argparse.ArgumentParser, host: str) -> None:

@@ -46,11 +46,11 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from workbench_http.loopback import is_loopback_redis
 from workbench_http.servers import (
     base_parser,
     check_host,
     duration,
-    is_loopback_redis,
     json_response,
     rate,
     run,
