@@ -54,7 +54,7 @@ TIMEOUT = 300.0  # seconds for one block
 
 # The `workbench` the blocks call: the real one, with the shortening overrides after.
 WRAPPER = """#!{python}
-import json, os, sys
+import json, os, re, subprocess, sys
 quick, short, real = json.loads({config!r})
 args = sys.argv[1:]
 extra = []
@@ -65,7 +65,18 @@ if args[:1] == ["run"]:
 elif args[:1] == ["search"]:
     extra = ["load.warmup=0", "search.probe=0.3", "search.max_probes=3", "search.max_probe=0.6"]
 sets = [part for value in extra for part in ("--set", value)]
-os.execv(real, [real, *args, *sets])
+if args[:1] != ["search"]:
+    os.execv(real, [real, *args, *sets])
+# A search whose every failing probe the machine's own stalls failed (the test machine
+# saturated by the suite's other workers) is inconclusive, not the page's fault: the
+# next commands of the block still run. Any other failure fails the page.
+done = subprocess.run([real, *args, *sets], stdout=subprocess.PIPE, text=True)
+sys.stdout.write(done.stdout)
+causes = set(re.findall(r"FAIL \\((\\w+)", done.stdout))
+if done.returncode == 3 and causes == {{"machine"}} and "inconclusive" in done.stdout:
+    print("(doc test: the machine stalled on every probe; inconclusive)", file=sys.stderr)
+    sys.exit(0)
+sys.exit(done.returncode)
 """
 
 

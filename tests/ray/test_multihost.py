@@ -218,7 +218,11 @@ def test_an_allowed_remote_run_spreads_its_workers_over_the_hosts(
     run = last_run(a)
     assert run.status == "completed"
     (step,) = run.steps
-    assert step.stats.ops > 0 and not step.stats.error_count
+    assert step.stats.ops > 0
+    # On a loaded machine an op still in flight at the end can outlast the wait after it
+    # and is counted abandoned (one worker's 8 clients, seen in a loaded CI run); nothing
+    # else may fail.
+    assert set(step.stats.errors) <= {"abandoned"}, step.stats.first_errors
     assert all(len(i.stats.cpu) == 2 for i in step.intervals)
     assert int(netbed.redis_info(srv, "db0").split(",")[0].split("=")[1]) > 0  # keys=N
     # Each load host's CPU is read on that host, apart from the coordinator's machine.
