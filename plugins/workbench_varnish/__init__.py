@@ -49,7 +49,8 @@ def _start(options: dict[str, Any]) -> VarnishServer:
 async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
     from workbench_varnish import client
 
-    return await client.connect_keep_alive(system, strategy)
+    connection: Connection = await client.connect_keep_alive(system, strategy)
+    return connection
 
 
 plugin = CacheSystem(

@@ -158,12 +158,13 @@ def test_info_adds_libcachesim_s_analyzer_from_its_own_process(tmp_path: Path, n
 
 
 def test_a_large_file_streams_in_bounded_memory(tmp_path: Path) -> None:
-    """10M records (240 MB, zstd) read through in a fresh process whose peak RSS stays far
-    below the file's size: nothing holds the file or the requests."""
+    """3M records (72 MB, zstd) read through in a fresh process whose peak RSS stays below
+    the interpreter's own 60 MB plus the file's size: nothing holds the file or the
+    requests (held, 3M requests are several hundred MB)."""
     path = tmp_path / "big.oracleGeneral.zst"
     block = b"".join(RECORD.pack(i, i % 1000, 100, -1) for i in range(100_000))
     with zstandard.open(path, "wb") as f:
-        for _ in range(100):
+        for _ in range(30):
             f.write(block)
     # The child's own peak (VmHWM), not getrusage's ru_maxrss: Linux carries the parent's
     # peak into a child across fork and exec, so under a large pytest process (a whole
@@ -179,5 +180,5 @@ def test_a_large_file_streams_in_bounded_memory(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
     )
     n, peak_kib = map(int, res.stdout.split())
-    assert n == 10_000_000
+    assert n == 3_000_000
     assert peak_kib < 120 * 1024, peak_kib  # the interpreter and imports are about 60 MB
