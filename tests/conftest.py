@@ -3,6 +3,7 @@ parallel pass groups tests (docs/testing.md)."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}:{'+'.join(shared)}"))
     items.sort(key=_start_rank)
+
+
+# The collector scanned each worker's whole heap (every test module, Textual, Ray, numpy)
+# at each full collection: a quarter of the CPU of the TUI and report tests (25 of 96
+# CPU-s in tests/tui/test_tui_app.py, test_tui_explains_itself.py and tests/golden). With
+# what collection loaded frozen out of it and a tenth as many collections, 10 s.
+GC_THRESHOLD = (10_000, 10, 10)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 # The parallel pass hands out tests in collection order (after xdist's groups, largest
