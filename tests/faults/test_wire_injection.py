@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from faults_support import cli
 
+from workbench.results.store import Store
 from workbench.sdk.servers import ServerProcess
 
 INJECTION = "x\r\nset pwned 0 0 2\r\nhi\r\n"
@@ -91,7 +92,11 @@ def test_resp_and_http_carry_any_key_so_the_same_prefix_runs_and_hits(
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     summary = next(ln for ln in res.stdout.splitlines() if ln.startswith("hits "))
-    assert "misses 0 " in summary and "hit rate 100.00%" in summary and "errors 0" in summary
+    assert "misses 0 " in summary and "hit rate 100.00%" in summary, summary
+    # On a loaded machine an op in flight at the end can outlast the wait after it and is
+    # counted abandoned (one, in a loaded CI run); nothing else may fail.
+    (step,) = Store(tmp_path / "runs.sqlite").load("last").steps
+    assert set(step.stats.errors) <= {"abandoned"}, step.stats.first_errors
 
 
 @pytest.mark.parametrize("strategy", ["keep-alive", "native"])
