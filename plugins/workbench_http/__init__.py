@@ -57,17 +57,15 @@ and ``tls_auth_clients = true`` requires a client certificate.
 
 from __future__ import annotations
 
-from typing import Any
-
 from workbench.sdk import (
     HTTP1,
     TLS_OPTIONS,
     CacheSystem,
-    Connection,
     Option,
     OptionSet,
     ServerLauncher,
     Strategy,
+    connect_on_demand,
     per_client,
     pool_of,
     runs_in_native_engine,
@@ -82,25 +80,10 @@ from workbench_http.templates import DEFAULT_SET_BODY
 CONDITIONAL_SETS = frozenset({"get", "set", "delete", "add", "replace"})
 
 
-# aiohttp is imported when a strategy connects, not with the plugin: it loads the system's
-# CA certificates at import (about 0.1 s of CPU), which every command that lists the
-# plugins (`-s URL`, `doctor`, the TUI) would pay for a system it does not use.
-async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
-    from workbench_http import client
-
-    return await client.connect_keep_alive(system, strategy)
-
-
-async def connect_new(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
-    from workbench_http import client
-
-    return await client.connect_new(system, strategy)
-
-
-async def connect_lean(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
-    from workbench_http import lean
-
-    return await lean.connect_lean(system, strategy)
+# aiohttp is imported when a strategy connects, not with the plugin (`connect_on_demand`).
+connect_keep_alive = connect_on_demand("workbench_http.client", "connect_keep_alive")
+connect_new = connect_on_demand("workbench_http.client", "connect_new")
+connect_lean = connect_on_demand("workbench_http.lean", "connect_lean")
 
 
 plugin = CacheSystem(

@@ -22,11 +22,11 @@ from typing import Any
 from workbench.sdk import (
     HTTP1,
     CacheSystem,
-    Connection,
     Option,
     OptionSet,
     ServerLauncher,
     Strategy,
+    connect_on_demand,
     listen_address,
     per_client,
     pool_of,
@@ -45,12 +45,8 @@ def _start(options: dict[str, Any]) -> VarnishServer:
     return start_varnish(int(options["memory"]), port, host, str(options["binary"]))
 
 
-# aiohttp is imported when the strategy connects, not with the plugin (see workbench_http).
-async def connect_keep_alive(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
-    from workbench_varnish import client
-
-    connection: Connection = await client.connect_keep_alive(system, strategy)
-    return connection
+# aiohttp is imported when the strategy connects, not with the plugin (`connect_on_demand`).
+connect_keep_alive = connect_on_demand("workbench_varnish.client", "connect_keep_alive")
 
 
 plugin = CacheSystem(

@@ -33,6 +33,7 @@ Robustness rules:
 from __future__ import annotations
 
 import asyncio
+import importlib
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,6 +117,21 @@ class Connection(Protocol):
 
 
 ConnectFn = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Connection]]
+
+
+def connect_on_demand(module: str, name: str) -> ConnectFn:
+    """The connect function `name` of `module`, imported when a strategy first connects.
+    Commands that list the plugins (`-s URL`, `workbench doctor`, the TUI) import every
+    plugin's declaration; a client library imported with it (aiohttp loads the system's
+    CA certificates, about 0.1 s) is paid by each of them for a system it does not use."""
+
+    async def connect(system: dict[str, Any], strategy: dict[str, Any]) -> Connection:
+        found: ConnectFn = getattr(importlib.import_module(module), name)
+        return await found(system, strategy)
+
+    return connect
+
+
 # A system's check of what its protocol can carry, run at spec check before anything starts:
 # given its resolved options and the longest key the workload makes, it raises a SpecError
 # (or TargetError) naming the field and what was expected. Both engines send what it allowed.
