@@ -25,9 +25,11 @@ try:
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 except PermissionError:
     sys.exit(77)
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
     pass
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)  # to be seen as it was
 """
 
 
@@ -89,6 +91,7 @@ async def test_a_cpu_taken_by_a_real_time_task_is_a_hiccup_on_that_cpu(kind: str
     cpu = max(os.sched_getaffinity(0))
     meter = await _meter(kind)
     try:
+        await meter.watch({"worker 0": os.getpid()})  # the run's own: not what held the CPU
         start = time.time()
         busy = subprocess.run([sys.executable, "-c", BUSY, str(cpu), "0.06"], check=False)
         if busy.returncode == 77:
@@ -103,6 +106,36 @@ async def test_a_cpu_taken_by_a_real_time_task_is_a_hiccup_on_that_cpu(kind: str
     assert on_cpu, figures.summary()
     # 60 ms taken: the wake-up due in it is late by all of it but at most one tick.
     assert max(e.length_ns for e in on_cpu) >= 60_000_000 - figures.tick_ns, on_cpu
+    assert not any(e.own for e in on_cpu), on_cpu  # a process not the run's held it
+
+
+@pytest.mark.serial  # a real-time task takes a CPU from the tests beside it
+@pytest.mark.parametrize("kind", ["native", "python"])
+async def test_a_cpu_the_runs_own_process_held_is_its_own_hiccup(kind: str) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    meter = await _meter(kind)
+    try:
+        argv = [sys.executable, "-c", BUSY, str(cpu), "0.06", "0.3"]
+        busy = subprocess.Popen(argv)  # spins after 0.3 s (the meter knows it by then), then
+        # lives 0.3 s more: the meter reads what it ran when its thread wakes, after it
+        await meter.watch({"worker 0": busy.pid})
+        start = time.time()
+        if await asyncio.to_thread(busy.wait) == 77:
+            pytest.skip("cannot make a real-time task here (SCHED_FIFO needs CAP_SYS_NICE)")
+        end = time.time()
+        await _until(meter, end + 0.1)
+        figures = meter.book.take(start - 0.1, end + 0.1, start)
+    finally:
+        await meter.close()
+    assert figures is not None
+    held = [
+        e
+        for e in figures.events
+        if e.cpu == str(cpu) and e.length_ns >= 60_000_000 - figures.tick_ns
+    ]
+    assert held, figures.events
+    # The run's own process held the CPU (the load's CPU sharing, `stalls.counts`).
+    assert all(e.own for e in held), held
 
 
 @pytest.mark.redis

@@ -6,17 +6,25 @@ A managed redis-server pinned to one CPU, an open loop at a steady rate, and eit
   machine takes the server's CPU, every wait is as long as a burst, and the hiccup meter's
   thread on that CPU wakes as late: the verdict must be "machine stalled", naming the CPU;
 - the server stopped (SIGSTOP) for far longer than any hiccup, then resumed: "server
-  stalled", whatever the machine's own hiccups meanwhile.
+  stalled", whatever the machine's own hiccups meanwhile;
+- the server itself holding its CPU in the same bursts (made real-time, it runs a script
+  that spins): the meter's thread on that CPU wakes as late as with the busy loop, but the
+  run's own process held the CPU, so it is not the machine's stall: "server stalled".
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -52,6 +60,49 @@ for _ in range(int(count)):
         pass
     time.sleep(every - burst)
 """
+# The server's own burst: a script that spins on the server's clock for ARGV[1] µs.
+SPIN = (
+    "local s = redis.call('TIME') local t0 = s[1] * 1e6 + s[2] "
+    "repeat local n = redis.call('TIME') until n[1] * 1e6 + n[2] - t0 >= tonumber(ARGV[1]) "
+    "return 1"
+)
+
+
+def _command(*args: str) -> bytes:
+    parts = [f"*{len(args)}\r\n".encode()]
+    for a in args:
+        parts.append(f"${len(a.encode())}\r\n{a}\r\n".encode())
+    return b"".join(parts)
+
+
+def _pin_workers(server: int, cpus: set[int]) -> None:
+    """Pin every thread of this run's workers (the processes this one started, but the
+    server and the meter) to `cpus`: a worker left on the server's CPU waits for it while
+    the server spins, and that is counted as a spell of starvation, apart from hiccups."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == server:
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] != me or b"hiccup" in command:
+            continue
+        for task in (entry / "task").iterdir():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(int(task.name), cpus)
+
+
+def _spin_server(host: str, port: int, delay: float) -> None:
+    """Make the server spin `BURST` s of every `EVERY`, `BURSTS` times, after `delay` s."""
+    time.sleep(delay)
+    with socket.create_connection((host, port), timeout=10) as conn:
+        for _ in range(BURSTS):
+            conn.sendall(_command("EVAL", SPIN, "0", str(round(BURST * 1e6))))
+            assert conn.recv(64).startswith(b":1"), "the spinning script failed"
+            time.sleep(EVERY - BURST)
 
 
 def _server_cpu() -> int:
@@ -83,6 +134,7 @@ async def _run(tmp_path: Path, engine: str, cause: str) -> RunView:
     cpu = _server_cpu()
     view, busy = RunView(), []
     stopped: list[int] = []
+    threads: list[threading.Thread] = []
 
     def on_event(event: Event) -> None:
         if isinstance(event, StepStarted):
@@ -91,6 +143,17 @@ async def _run(tmp_path: Path, engine: str, cause: str) -> RunView:
             if cause == "machine":
                 argv = [sys.executable, "-c", BUSY, str(cpu), str(BURST), str(EVERY)]
                 busy.append(subprocess.Popen([*argv, str(BURSTS), "0.7"]))
+            elif cause == "own":
+                try:  # so that it holds its CPU as the busy loop does, not yielding it
+                    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(10))
+                except PermissionError:
+                    pytest.skip("cannot make a real-time task here (SCHED_FIFO needs CAP_SYS_NICE)")
+                _pin_workers(pid, set(os.sched_getaffinity(0)) - {cpu})
+                url = urlsplit(str(event.server["url"]))
+                address = (url.hostname, url.port, 0.7)
+                spinner = threading.Thread(target=_spin_server, args=address, daemon=True)
+                spinner.start()
+                threads.append(spinner)
         elif isinstance(event, Interval) and event.index == 1 and cause == "server" and not stopped:
             pid = int(view.steps[0].server["pid"])
             stopped.append(pid)
@@ -102,6 +165,8 @@ async def _run(tmp_path: Path, engine: str, cause: str) -> RunView:
             view = view.apply(event)
             on_event(event)
     finally:
+        for thread in threads:
+            thread.join(timeout=10)
         for proc in busy:
             if proc.wait(timeout=10) == 77:
                 pytest.skip("cannot make a real-time task here (SCHED_FIFO needs CAP_SYS_NICE)")
@@ -138,3 +203,23 @@ async def test_a_stopped_server_still_reads_server_stalled(engine: str, tmp_path
     assert step.totals.hiccups is not None  # measured, and not what explains the waits
     load = verdict.figures.get("server_share")  # what the verdict judged its stalls at
     assert step.usage.machine.unexplained_ns(load) >= 0.8 * SERVER_STOP * 1e9
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+async def test_a_hiccup_the_server_itself_held_is_not_the_machines(
+    engine: str, tmp_path: Path
+) -> None:
+    view = await _run(tmp_path, engine, "own")
+    step = view.steps[0]
+    verdict = step.verdict
+    cpu = str(_server_cpu())
+    hiccups = step.totals.hiccups
+    assert hiccups is not None
+    # The meter saw each burst on the server's CPU, as long as the busy loop's...
+    held = [e for e in hiccups.events if e.cpu == cpu and e.length_ns >= 0.8 * BURST * 1e9]
+    assert len(held) >= BURSTS - 1, hiccups.events
+    # ...but the run's own server held the CPU: no machine stall, the server's wait.
+    assert verdict.kind == SERVER_STALLED, (engine, verdict.line)
+    assert "machine stalled" not in verdict.line
+    assert not [e for e in step.usage.machine.hiccups if e.length_ns >= 0.8 * BURST * 1e9]
+    assert all(getattr(e, "own", False) for e in held), held

@@ -196,3 +196,21 @@ def test_a_local_server_whose_process_is_unknown_may_run_on_any_cpu() -> None:
         stats.hiccups.events = [Hiccup("0", 0.05, 5_000_000)]  # on no worker's CPU
         assert sorted({c for cpus in stats.hiccups.seen.values() for c in cpus}) == expected
         assert len(counts(stats.hiccups)) == len(expected) - 1
+
+
+def test_a_hiccup_the_runs_own_processes_held_does_not_count() -> None:
+    book = SliceBook(READY)
+    theirs = [1, int(0.2 * S), 30_000_000, ["server"], False]
+    ours = [1, int(0.5 * S), 40_000_000, ["server"], True]
+    old = [1, int(0.7 * S), 5_000_000, ["server"]]  # a meter from before: not known ours
+    book.add(slice_(0.0, 1.0, [theirs, ours, old], {"server": 1}))
+    h = book.take(0.0, 1.0, 0.0)
+    assert h is not None
+    assert [e.own for e in h.events] == [False, True, False]
+    assert [e.length_ns for e in counts(h)] == [30_000_000, 5_000_000]
+    usage = MachineUsage().plus(h, 1.0)
+    assert usage.count == 2 and usage.longest == h.events[0]
+    alone = Hiccups(events=[h.events[1]], seen={"server": ["1"]})
+    assert not counts(alone) and clean(alone)  # the load's own CPU sharing: a clean interval
+    assert [Hiccup.from_list(e.to_list()) for e in h.events] == h.events
+    assert h.events[0].to_list() == ["1", 0.2, 30_000_000, ["server"]]  # as stored before

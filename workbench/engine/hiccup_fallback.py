@@ -93,6 +93,117 @@ def processor(pid: int) -> int | None:
         return None
 
 
+# The share of a hiccup the run's own processes must have run on its CPU for it to be
+# their own (the native meter's `own::OWN_SHARE`).
+OWN_SHARE = 0.5
+RELIST_SLICES = 10  # slices between re-listings of our processes' threads (1 s)
+
+
+class Ours:
+    """The run's own processes (the coordinator, the workers, the managed server): whether
+    they held a CPU through a hiccup, the load's own CPU sharing rather than the machine's
+    stall (the native meter's own.rs says why and how). Their threads' /proc files stay
+    open; they are read at each hiccup and at each slice, never per tick."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pids: tuple[int, ...] = ()
+        self.threads: dict[int, tuple[int, int]] = {}  # tid -> (schedstat fd, stat fd)
+        # Per CPU, its last two readings (when, each thread's run ns), newest first: the
+        # writer's may fall inside a hiccup (even after its end, before its thread judged
+        # it), and a hiccup is judged from the newest reading before it began.
+        self.readings: dict[int, list[tuple[int, dict[int, int]]]] = {}
+        self.slices = 0
+
+    def set(self, pids: set[int]) -> None:
+        with self.lock:
+            if tuple(sorted(pids)) == self.pids:
+                return
+            self.pids = tuple(sorted(pids))
+            self._relist()
+            self.readings.clear()
+
+    def _relist(self) -> None:
+        kept: dict[int, tuple[int, int]] = {}
+        for pid in self.pids:
+            try:
+                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            except (OSError, ValueError):
+                continue
+            for tid in tids:
+                fds = self.threads.pop(tid, None) or _open_thread(pid, tid)
+                if fds is not None:
+                    kept[tid] = fds
+        for fds in self.threads.values():
+            for fd in fds:
+                os.close(fd)
+        self.threads = kept
+
+    def _runs(self) -> dict[int, int]:
+        runs = {}
+        for tid, (schedstat, _) in self.threads.items():
+            try:
+                runs[tid] = int(os.pread(schedstat, 96, 0).split()[0])
+            except (OSError, IndexError, ValueError):
+                continue
+        return runs
+
+    def read(self, cpus: list[int]) -> None:
+        """The slice's reading for every CPU: where a hiccup's run time counts from."""
+        with self.lock:
+            if not self.pids:
+                return
+            self.slices += 1
+            if self.slices >= RELIST_SLICES:
+                self.slices = 0
+                self._relist()
+            at, runs = time.monotonic_ns(), self._runs()
+            for cpu in cpus:
+                self._keep(cpu, at, runs)
+
+    def _keep(self, cpu: int, at: int, runs: dict[int, int]) -> None:
+        self.readings[cpu] = [(at, runs), *self.readings.get(cpu, [])[:1]]
+
+    def held(self, cpu: int, late: int, woke: int) -> bool:
+        """Whether our threads last seen on `cpu` ran at least `OWN_SHARE` of the hiccup of
+        `late` ns that ended at `woke` (monotonic ns), or of the time since `cpu`'s reading
+        when that began within it. `cpu` is read again now."""
+        with self.lock:
+            if not self.pids:
+                return False
+            runs = self._runs()
+            here = [tid for tid, (_, stat) in self.threads.items() if _cpu(stat) == cpu]
+            kept = self.readings.get(cpu, [])
+            self._keep(cpu, time.monotonic_ns(), runs)
+        began = woke - late
+        before = next((r for r in kept if r[0] <= began), kept[-1] if kept else None)
+        if before is None:
+            return False
+        at, then = before
+        ran = sum(runs[t] - then[t] for t in here if t in runs and t in then)
+        span = min(late, woke - at)
+        return span > 0 and ran >= OWN_SHARE * span
+
+
+def _open_thread(pid: int, tid: int) -> tuple[int, int] | None:
+    try:
+        schedstat = os.open(f"/proc/{pid}/task/{tid}/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return schedstat, os.open(f"/proc/{pid}/task/{tid}/stat", os.O_RDONLY)
+    except OSError:
+        os.close(schedstat)
+        return None
+
+
+def _cpu(stat: int) -> int | None:
+    try:
+        return int(os.pread(stat, 1024, 0).rsplit(b")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Meter:
     def __init__(self, tick_ns: int, threshold_ns: int) -> None:
         self.tick_ns, self.threshold_ns = max(tick_ns, MIN_TICK_NS), threshold_ns
@@ -100,6 +211,7 @@ class Meter:
         self.lock = threading.Lock()
         self.figures = {c: CpuFigures() for c in self.cpus}
         self.watched: dict[str, int] = {}
+        self.ours = Ours()
         self.delays: dict[int, int] = {}  # pid -> run-queue delay when last sampled
         self.stop = threading.Event()
 
@@ -121,7 +233,7 @@ class Meter:
             event = None
             if late >= threshold:  # rare: its /proc reads outside the lock
                 on = [n for n, pid in self.watched.items() if processor(pid) == cpu]
-                event = [cpu, due, late, on]
+                event = [cpu, due, late, on, self.ours.held(cpu, late, due + late)]
             with lock:
                 mine = self.figures[cpu]
                 mine.add(late, tick_ns)
@@ -133,6 +245,7 @@ class Meter:
                         write_frame(out, self.frame(start, end))
                     except OSError:  # the coordinator is gone
                         self.stop.set()
+                    self.ours.read(self.cpus)
                 start, next_slice = end, end + SLICE_NS - end % SLICE_NS
 
     def frame(self, start: int, end: int) -> dict[str, Any]:
@@ -159,7 +272,7 @@ class Meter:
             "end": end,
             "hist": sorted(counts.items()),
             "cpus": cpus,
-            "events": [[c, due + offset, length, on] for c, due, length, on in events],
+            "events": [[c, due + offset, *rest] for c, due, *rest in events],
             "seen": seen,
             "waited": waited,
         }
@@ -188,6 +301,7 @@ def read_orders(meter: Meter) -> None:
         frame = json.loads(stdin.read(size))
         if frame.get("type") == "watch":
             meter.watched = {str(k): int(v) for k, v in frame.get("pids", {}).items()}
+            meter.ours.set({*meter.watched.values(), *map(int, frame.get("own", ()))})
     meter.stop.set()
 
 
@@ -215,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=meter.run_cpu, args=(cpu, writer), daemon=True).start()
     read_orders(meter)  # until the coordinator closes our input
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

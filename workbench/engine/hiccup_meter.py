@@ -57,10 +57,11 @@ class Slice:
             (str(cpu), int(wakes), int(longest), int(over), int(lost))
             for cpu, (wakes, longest, over, lost) in frame.get("cpus", {}).items()
         )
-        # Hiccups over the threshold: (cpu, start ns, length ns, processes on it); rare.
+        # Hiccups over the threshold: (cpu, start ns, length ns, processes on it, whether
+        # the run's own processes held the CPU); rare.
         self.events = tuple(
-            (str(cpu), int(at), int(length), tuple(on))
-            for cpu, at, length, on in frame.get("events", ())
+            (str(cpu), int(at), int(length), tuple(on), bool(own and own[0]))
+            for cpu, at, length, on, *own in frame.get("events", ())
         )
         self.seen = tuple((str(k), str(v)) for k, v in frame.get("seen", {}).items())
         self.waited = tuple((str(k), int(v)) for k, v in frame.get("waited", {}).items())
@@ -170,9 +171,11 @@ def _meter_name(ready: dict[str, Any]) -> str:
     return name
 
 
-def _hiccup(event: tuple[str, int, int, tuple[str, ...]], origin: float, prefix: str) -> Hiccup:
-    cpu, at_ns, length, on = event
-    return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, length, on)
+def _hiccup(
+    event: tuple[str, int, int, tuple[str, ...], bool], origin: float, prefix: str
+) -> Hiccup:
+    cpu, at_ns, length, on, own = event
+    return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, length, on, own)
 
 
 def _add_slice(out: Hiccups, s: Slice, prefix: str) -> None:
@@ -233,12 +236,13 @@ class MeterProcess:
             if self.on_slice is not None:
                 self.on_slice()
 
-    async def watch(self, pids: dict[str, int]) -> None:
-        """Watch these processes (by name: "server", "worker 0") from now on."""
+    async def watch(self, pids: dict[str, int], own: tuple[int, ...] = ()) -> None:
+        """Watch these processes (by name: "server", "worker 0") from now on; they and
+        `own` (the coordinator) are the run's own, whose CPU time is the load's."""
         if self.proc.stdin is None or self.proc.stdin.is_closing():
             return
         with contextlib.suppress(OSError, ConnectionError):
-            self.proc.stdin.write(pack({"type": "watch", "pids": pids}))
+            self.proc.stdin.write(pack({"type": "watch", "pids": pids, "own": list(own)}))
             await self.proc.stdin.drain()
 
     async def close(self) -> None:

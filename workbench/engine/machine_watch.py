@@ -5,6 +5,7 @@ while a step runs (`workbench.engine.hiccup_meter`)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,7 +54,8 @@ class MachineWatch:
             found = await asyncio.to_thread(server_pids, options)
             pids.update(_named(found))
             anywhere = unknown_server(options, found)
-        await self.meter.watch(pids)
+        # This process is the run's too: its CPU time is the load's, not the machine's.
+        await self.meter.watch(pids, own=(os.getpid(),))
         return StepHiccups(self.meter.book, remote, server_anywhere=anywhere)
 
     def watch_nodes(self, side: StepHiccups | None, read: Callable[[], Any] | None) -> None:

@@ -3,7 +3,11 @@
 A hiccup counts for a step when it took a CPU the step's server or workers ran on: the
 meter sees, every slice, the CPU each watched process is on (`Hiccups.seen`) and, for each
 hiccup, which of them were on its CPU as it ended (`Hiccup.on`). With nothing watched (no
-figures of where they ran), every CPU counts.
+figures of where they ran), every CPU counts. A hiccup the run's own processes (the
+coordinator, the workers, the server) held the CPU through does not count (`Hiccup.own`):
+on a machine the load fills, the meter's thread waits behind them as any woken thread
+does, and that is the load's own CPU sharing; what it cost the server is the server's own
+wait for a CPU, which counts (`starved`, below).
 
 The meter also reads how long the server and the workers waited for a CPU while they
 could run (`Hiccups.starved`, the longest spell): a machine full of other work delays them
@@ -62,12 +66,13 @@ def our_cpus(h: Hiccups) -> set[str] | None:
 
 
 def counts(h: Hiccups) -> list[Hiccup]:
-    """The hiccups that took a CPU our server or workers used."""
+    """The hiccups that took a CPU our server or workers used from them, not those the
+    run's own processes held (`Hiccup.own`)."""
     ours = our_cpus(h)
     return [
         e
         for e in h.events
-        if ours is None or e.cpu in ours or any(n.startswith(WATCHED) for n in e.on)
+        if not e.own and (ours is None or e.cpu in ours or any(n.startswith(WATCHED) for n in e.on))
     ]
 
 

@@ -11,9 +11,11 @@
 //! worker on the machine. The coordinator starts it on each load machine and reads its
 //! frames (workbench/engine/hiccup_meter.py); this process writes, every slice (50 ms),
 //! the lateness of every CPU's wake-ups, the hiccups over the threshold with their start
-//! and length, and on which CPU each watched process (the managed server, the workers)
-//! was seen. docs/frames.md ("The hiccup meter") is the protocol.
+//! and length, on which CPU each watched process (the managed server, the workers) was
+//! seen, and whether the run's own processes held the CPU through each hiccup (own.rs).
+//! docs/frames.md ("The hiccup meter") is the protocol.
 
+mod own;
 mod settings;
 mod slice;
 mod tick;
@@ -60,6 +62,7 @@ pub fn run(args: &[String], version: &str) -> i32 {
         let end = slice::wall_ns();
         let frame = slice::frame(&meters, &watched, settings, (start, end));
         out.send(&frame);
+        watched.2.read(&cpus);
         start = end;
     }
     0

@@ -86,7 +86,7 @@ pub fn frame(meters: &[Arc<Cpu>], watched: &Watched, s: Settings, span: (u64, u6
         cpus.insert(meter.cpu.to_string(), cpu_figures(&taken, s.threshold_ns));
         for e in taken.events {
             let at = (e.start as i128 + offset).max(0) as u64;
-            events.push(json!([e.cpu, at, e.len, e.on]));
+            events.push(json!([e.cpu, at, e.len, e.on, e.own]));
         }
     }
     let mut seen = Map::new();

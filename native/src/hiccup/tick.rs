@@ -18,6 +18,8 @@ pub struct Event {
     pub len: u64,
     /// The watched processes (the server, the workers) seen on this CPU when it ended.
     pub on: Vec<String>,
+    /// The run's own processes held the CPU for it (`own.rs`): the load's CPU sharing.
+    pub own: bool,
 }
 
 /// What a CPU's thread recorded since the writer last took it.
@@ -55,6 +57,7 @@ impl Cpu {
                 start: due,
                 len: late,
                 on: watched.on_cpu(self.cpu),
+                own: watched.2.held(self.cpu, late, due + late),
             })
         } else {
             None
@@ -149,7 +152,8 @@ mod tests {
                 cpu: 3,
                 start: 20_000,
                 len: 5_000_000,
-                on: vec![]
+                on: vec![],
+                own: false,
             }]
         );
         assert!(cpu.take().late.is_empty());

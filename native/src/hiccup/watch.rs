@@ -2,8 +2,11 @@
 //! each was on (a hiccup on a CPU none of them used did not delay the load), and how long
 //! each waited for a CPU while it could run (the scheduler's run-queue delay: a CPU the
 //! machine gave to something else; a stopped process does not wait, it is not runnable).
-//! The coordinator names them in `watch` orders on stdin; stdin's end stops the meter.
+//! The coordinator names them in `watch` orders on stdin, with the run's other processes
+//! of its own (itself: `own`), whose CPU time is the load's and not the machine's
+//! (`own.rs`); stdin's end stops the meter.
 
+use super::own::Ours;
 use crate::frames::In;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -12,16 +15,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The processes watched, by name ("server", "worker 0"), each with its pid; and each
-/// one's run-queue delay when last sampled.
+/// one's run-queue delay when last sampled; and the run's own processes (these and the
+/// coordinator).
 #[derive(Clone, Default)]
 pub struct Watched(
     Arc<Mutex<Vec<(String, i32)>>>,
     Arc<Mutex<HashMap<i32, u64>>>,
+    pub Ours,
 );
 
 impl Watched {
-    pub fn set(&self, pids: Vec<(String, i32)>) {
+    /// Watch `pids`; the run's own processes are they and `also`.
+    pub fn set(&self, pids: Vec<(String, i32)>, also: Vec<i32>) {
+        let own = pids.iter().map(|(_, pid)| *pid).chain(also).collect();
         *self.0.lock().expect("the watch list") = pids;
+        self.2.set(own);
     }
 
     fn list(&self) -> Vec<(String, i32)> {
@@ -69,17 +77,26 @@ pub fn processor(pid: i32) -> Option<usize> {
     fields.split_whitespace().nth(36)?.parse().ok()
 }
 
-/// The watch list from a `{"type":"watch","pids":{"server":123,...}}` frame.
-pub fn watch_list(frame: &Value) -> Option<Vec<(String, i32)>> {
+/// The watched processes by name, and the run's other processes of its own.
+pub type Orders = (Vec<(String, i32)>, Vec<i32>);
+
+/// A watch list and the run's other processes from a
+/// `{"type":"watch","pids":{"server":123,...},"own":[456]}` frame.
+pub fn watch_list(frame: &Value) -> Option<Orders> {
     if frame["type"] != "watch" {
         return None;
     }
     let pids = frame["pids"].as_object()?;
-    Some(
-        pids.iter()
-            .filter_map(|(name, pid)| Some((name.clone(), pid.as_i64()? as i32)))
-            .collect(),
-    )
+    let also = frame["own"].as_array().map_or(vec![], |own| {
+        own.iter()
+            .filter_map(|p| Some(p.as_i64()? as i32))
+            .collect()
+    });
+    let watched = pids
+        .iter()
+        .filter_map(|(name, pid)| Some((name.clone(), pid.as_i64()? as i32)))
+        .collect();
+    Some((watched, also))
 }
 
 /// Read orders from stdin on a thread of its own; at its end, `stop`.
@@ -97,8 +114,8 @@ pub fn read_orders(watched: Watched, stop: Arc<AtomicBool>) {
                     Ok(n) => input.feed(&buf[..n]),
                 }
                 while let Ok(Some(frame)) = input.next() {
-                    if let Some(list) = watch_list(&frame) {
-                        watched.set(list);
+                    if let Some((list, also)) = watch_list(&frame) {
+                        watched.set(list, also);
                     }
                 }
             }
@@ -122,22 +139,28 @@ mod tests {
     #[test]
     fn a_watch_frame_names_the_processes() {
         let frame = json!({"type": "watch", "pids": {"server": 12, "worker 0": 34}});
-        let mut list = watch_list(&frame).expect("a watch list");
+        let (mut list, also) = watch_list(&frame).expect("a watch list");
         list.sort();
         assert_eq!(
             list,
             vec![("server".to_string(), 12), ("worker 0".to_string(), 34)]
         );
+        assert!(also.is_empty());
+        let frame = json!({"type": "watch", "pids": {}, "own": [56]});
+        assert_eq!(watch_list(&frame), Some((vec![], vec![56])));
         assert_eq!(watch_list(&json!({"type": "go"})), None);
     }
 
     #[test]
     fn a_watched_process_is_sampled_with_its_cpu_and_its_waits() {
         let w = Watched::default();
-        w.set(vec![
-            ("me".into(), std::process::id() as i32),
-            ("gone".into(), -1),
-        ]);
+        w.set(
+            vec![
+                ("me".into(), std::process::id() as i32),
+                ("gone".into(), -1),
+            ],
+            vec![],
+        );
         let seen = w.waits();
         assert_eq!(seen.len(), 1);
         assert_eq!(seen[0].0, "me");
