@@ -303,16 +303,19 @@ def ray_head(head: Host) -> None:
 
 
 def ray_join(host: Host, head: Host, *, nice: bool = False) -> None:
-    """`nice`: at the lowest priority, for a node that joins during a run: its start-up
-    would otherwise take the cores of this one machine from the run's workers, which on
-    machines of their own it never does."""
-    host.run(
-        [*(["nice", "-n", "19"] if nice else []),
-         "ray", "start", f"--address={head.address}:{RAY_PORT}",
-         f"--node-ip-address={host.address}", *NODE_OPTIONS],
-        timeout=300,
-        **TOKEN,
-    )  # fmt: skip
+    """`nice`: at a low priority, for a node that joins during a run: its start-up would
+    otherwise take the cores of this one machine from the run's workers, which on machines
+    of their own it never does. Ray gives a raylet a fixed 30 s to register; on a machine
+    that other work keeps busy, a niced one may not get the CPU to, and then joins again at
+    normal priority (a late node that never joins would test nothing)."""
+    argv = ["ray", "start", f"--address={head.address}:{RAY_PORT}",
+            f"--node-ip-address={host.address}", *NODE_OPTIONS]  # fmt: skip
+    if nice:
+        done = host.run(["nice", "-n", "10", *argv], timeout=300, check=False, **TOKEN)
+        if not done.returncode:
+            return
+        host.run(["ray", "stop", "--force"], check=False, **TOKEN)
+    host.run(argv, timeout=300, **TOKEN)
 
 
 def redis_on(host: Host, port: int = 6379, *extra: str) -> None:
