@@ -200,17 +200,25 @@ def test_a_local_server_whose_process_is_unknown_may_run_on_any_cpu() -> None:
 
 def test_a_hiccup_the_runs_own_processes_held_does_not_count() -> None:
     book = SliceBook(READY)
-    theirs = [1, int(0.2 * S), 30_000_000, ["server"], False]
-    ours = [1, int(0.5 * S), 40_000_000, ["server"], True]
-    old = [1, int(0.7 * S), 5_000_000, ["server"]]  # a meter from before: not known ours
-    book.add(slice_(0.0, 1.0, [theirs, ours, old], {"server": 1}))
+    theirs = [1, int(0.2 * S), 30_000_000, ["server"], None]
+    worker = [1, int(0.5 * S), 40_000_000, ["server"], "worker 0"]
+    server = [1, int(0.6 * S), 60_000_000, ["server"], "server"]
+    old = [1, int(0.9 * S), 5_000_000, ["server"]]  # a meter from before: not known ours
+    book.add(slice_(0.0, 1.0, [theirs, worker, server, old], {"server": 1}))
     h = book.take(0.0, 1.0, 0.0)
     assert h is not None
-    assert [e.own for e in h.events] == [False, True, False]
+    assert [e.own for e in h.events] == ["", "worker 0", "server", ""]
     assert [e.length_ns for e in counts(h)] == [30_000_000, 5_000_000]
     usage = MachineUsage().plus(h, 1.0)
     assert usage.count == 2 and usage.longest == h.events[0]
-    alone = Hiccups(events=[h.events[1]], seen={"server": ["1"]})
-    assert not counts(alone) and clean(alone)  # the load's own CPU sharing: a clean interval
+    # The wait behind our own worker is the load's, not the server's: it explains a wait;
+    # the server's own hold does not (it ran; a wait then is its own).
+    worker_only = Hiccups(events=[h.events[1]], seen={"server": ["1"]}, wait_ns=80_000_000)
+    assert not counts(worker_only) and clean(worker_only)  # a clean interval...
+    assert explained(worker_only)  # ...whose 80 ms wait the load's own sharing explains
+    server_only = Hiccups(events=[h.events[2]], seen={"server": ["1"]}, wait_ns=80_000_000)
+    assert clean(server_only) and not explained(server_only)
+    assert MachineUsage().plus(server_only, 1.0).unexplained_ns() == 80_000_000
+    assert MachineUsage().plus(worker_only, 1.0).unexplained_ns() == 0
     assert [Hiccup.from_list(e.to_list()) for e in h.events] == h.events
     assert h.events[0].to_list() == ["1", 0.2, 30_000_000, ["server"]]  # as stored before

@@ -96,6 +96,9 @@ def processor(pid: int) -> int | None:
 # The share of a hiccup the run's own processes must have run on its CPU for it to be
 # their own (the native meter's `own::OWN_SHARE`).
 OWN_SHARE = 0.5
+# ...and of the time since the CPU's last reading (the native meter's `own::OWN_BUSY`: a
+# light load's run before the hiccup must not cover a short one something else caused).
+OWN_BUSY = 0.25
 RELIST_SLICES = 10  # slices between re-listings of our processes' threads (1 s)
 
 
@@ -107,24 +110,24 @@ class Ours:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pids: tuple[int, ...] = ()
-        self.threads: dict[int, tuple[int, int]] = {}  # tid -> (schedstat fd, stat fd)
+        self.pids: dict[int, str] = {}  # pid -> name ("server", "worker 0", "coordinator")
+        self.threads: dict[int, tuple[int, int, int]] = {}  # tid -> (pid, schedstat, stat fds)
         # Per CPU, its last two readings (when, each thread's run ns), newest first: the
         # writer's may fall inside a hiccup (even after its end, before its thread judged
         # it), and a hiccup is judged from the newest reading before it began.
         self.readings: dict[int, list[tuple[int, dict[int, int]]]] = {}
         self.slices = 0
 
-    def set(self, pids: set[int]) -> None:
+    def set(self, pids: dict[int, str]) -> None:
         with self.lock:
-            if tuple(sorted(pids)) == self.pids:
+            if pids == self.pids:
                 return
-            self.pids = tuple(sorted(pids))
+            self.pids = dict(pids)
             self._relist()
             self.readings.clear()
 
     def _relist(self) -> None:
-        kept: dict[int, tuple[int, int]] = {}
+        kept: dict[int, tuple[int, int, int]] = {}
         for pid in self.pids:
             try:
                 tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
@@ -135,13 +138,13 @@ class Ours:
                 if fds is not None:
                     kept[tid] = fds
         for fds in self.threads.values():
-            for fd in fds:
+            for fd in fds[1:]:
                 os.close(fd)
         self.threads = kept
 
     def _runs(self) -> dict[int, int]:
         runs = {}
-        for tid, (schedstat, _) in self.threads.items():
+        for tid, (_, schedstat, _) in self.threads.items():
             try:
                 runs[tid] = int(os.pread(schedstat, 96, 0).split()[0])
             except (OSError, IndexError, ValueError):
@@ -164,34 +167,43 @@ class Ours:
     def _keep(self, cpu: int, at: int, runs: dict[int, int]) -> None:
         self.readings[cpu] = [(at, runs), *self.readings.get(cpu, [])[:1]]
 
-    def held(self, cpu: int, late: int, woke: int) -> bool:
+    def held(self, cpu: int, late: int, woke: int) -> str:
         """Whether our threads last seen on `cpu` ran at least `OWN_SHARE` of the hiccup of
         `late` ns that ended at `woke` (monotonic ns), or of the time since `cpu`'s reading
-        when that began within it. `cpu` is read again now."""
+        when that began within it, and `OWN_BUSY` of the time since that reading: the name of
+        the one that ran longest there, or "" when not our own. `cpu` is read again now."""
         with self.lock:
             if not self.pids:
-                return False
+                return ""
             runs = self._runs()
-            here = [tid for tid, (_, stat) in self.threads.items() if _cpu(stat) == cpu]
+            here = [(t, pid) for t, (pid, _, stat) in self.threads.items() if _cpu(stat) == cpu]
+            names = dict(self.pids)
             kept = self.readings.get(cpu, [])
             self._keep(cpu, time.monotonic_ns(), runs)
         began = woke - late
         before = next((r for r in kept if r[0] <= began), kept[-1] if kept else None)
         if before is None:
-            return False
+            return ""
         at, then = before
-        ran = sum(runs[t] - then[t] for t in here if t in runs and t in then)
-        span = min(late, woke - at)
-        return span > 0 and ran >= OWN_SHARE * span
+        by_pid: dict[int, int] = {}
+        for t, pid in here:
+            if t in runs and t in then:
+                by_pid[pid] = by_pid.get(pid, 0) + runs[t] - then[t]
+        ran = sum(by_pid.values())
+        window = woke - at
+        span = min(late, window)
+        if span <= 0 or ran < OWN_SHARE * span or ran < OWN_BUSY * window:
+            return ""
+        return names.get(max(by_pid, key=lambda pid: (by_pid[pid], -pid)), "")
 
 
-def _open_thread(pid: int, tid: int) -> tuple[int, int] | None:
+def _open_thread(pid: int, tid: int) -> tuple[int, int, int] | None:
     try:
         schedstat = os.open(f"/proc/{pid}/task/{tid}/schedstat", os.O_RDONLY)
     except OSError:
         return None
     try:
-        return schedstat, os.open(f"/proc/{pid}/task/{tid}/stat", os.O_RDONLY)
+        return pid, schedstat, os.open(f"/proc/{pid}/task/{tid}/stat", os.O_RDONLY)
     except OSError:
         os.close(schedstat)
         return None
@@ -301,7 +313,8 @@ def read_orders(meter: Meter) -> None:
         frame = json.loads(stdin.read(size))
         if frame.get("type") == "watch":
             meter.watched = {str(k): int(v) for k, v in frame.get("pids", {}).items()}
-            meter.ours.set({*meter.watched.values(), *map(int, frame.get("own", ()))})
+            own = {int(v): str(k) for k, v in frame.get("own", {}).items()}
+            meter.ours.set({**own, **{pid: name for name, pid in meter.watched.items()}})
     meter.stop.set()
 
 

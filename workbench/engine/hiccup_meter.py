@@ -57,10 +57,10 @@ class Slice:
             (str(cpu), int(wakes), int(longest), int(over), int(lost))
             for cpu, (wakes, longest, over, lost) in frame.get("cpus", {}).items()
         )
-        # Hiccups over the threshold: (cpu, start ns, length ns, processes on it, whether
-        # the run's own processes held the CPU); rare.
+        # Hiccups over the threshold: (cpu, start ns, length ns, processes on it, which of
+        # the run's own processes held the CPU, "" if none did); rare.
         self.events = tuple(
-            (str(cpu), int(at), int(length), tuple(on), bool(own and own[0]))
+            (str(cpu), int(at), int(length), tuple(on), str(own[0] or "") if own else "")
             for cpu, at, length, on, *own in frame.get("events", ())
         )
         self.seen = tuple((str(k), str(v)) for k, v in frame.get("seen", {}).items())
@@ -172,7 +172,7 @@ def _meter_name(ready: dict[str, Any]) -> str:
 
 
 def _hiccup(
-    event: tuple[str, int, int, tuple[str, ...], bool], origin: float, prefix: str
+    event: tuple[str, int, int, tuple[str, ...], str], origin: float, prefix: str
 ) -> Hiccup:
     cpu, at_ns, length, on, own = event
     return Hiccup(f"{prefix}{cpu}", at_ns / 1e9 - origin, length, on, own)
@@ -236,13 +236,13 @@ class MeterProcess:
             if self.on_slice is not None:
                 self.on_slice()
 
-    async def watch(self, pids: dict[str, int], own: tuple[int, ...] = ()) -> None:
+    async def watch(self, pids: dict[str, int], own: dict[str, int] | None = None) -> None:
         """Watch these processes (by name: "server", "worker 0") from now on; they and
-        `own` (the coordinator) are the run's own, whose CPU time is the load's."""
+        `own` ({"coordinator": pid}) are the run's own, whose CPU time is the load's."""
         if self.proc.stdin is None or self.proc.stdin.is_closing():
             return
         with contextlib.suppress(OSError, ConnectionError):
-            self.proc.stdin.write(pack({"type": "watch", "pids": pids, "own": list(own)}))
+            self.proc.stdin.write(pack({"type": "watch", "pids": pids, "own": own or {}}))
             await self.proc.stdin.drain()
 
     async def close(self) -> None:

@@ -55,7 +55,7 @@ class MachineWatch:
             pids.update(_named(found))
             anywhere = unknown_server(options, found)
         # This process is the run's too: its CPU time is the load's, not the machine's.
-        await self.meter.watch(pids, own=(os.getpid(),))
+        await self.meter.watch(pids, own={"coordinator": os.getpid()})
         return StepHiccups(self.meter.book, remote, server_anywhere=anywhere)
 
     def watch_nodes(self, side: StepHiccups | None, read: Callable[[], Any] | None) -> None:

@@ -13,7 +13,7 @@ as a late wake-up on that CPU. The coordinator lays the meter's slices on each i
 - ``events``: the longest hiccups (at least the threshold, 1 ms by default), each with its
   CPU, when it began (seconds into the step's measured phase, as `Interval.elapsed`), its
   length, the watched processes (``server``, ``worker 0``) seen on that CPU as it
-  ended, and whether the run's own processes held the CPU for it (``own``: the load's
+  ended, and which of the run's own processes held the CPU for it (``own``: the load's
   own CPU sharing, which `workbench.results.stalls` does not count as the machine's);
   ``dropped`` counts those not kept;
 - ``seen``: the CPUs each watched process was seen on during the span;
@@ -54,23 +54,23 @@ class Hiccup:
     at: float
     length_ns: int
     on: tuple[str, ...] = ()  # watched processes seen on that CPU as it ended
-    # The run's own processes (the coordinator, the workers, the server) held the CPU for
-    # it: the load's own CPU sharing, not a stall of the machine (`stalls.counts`).
-    own: bool = False
+    # Which of the run's own processes ("server", "worker 0", "coordinator") held the CPU
+    # for it, "" if none did: the load's own CPU sharing, not a stall of the machine
+    # (`stalls.counts`).
+    own: str = ""
 
     def text(self) -> str:
         return f"CPU {self.cpu} lost {format_us(self.length_ns / 1000)} at {self.at:.1f} s"
 
     def to_list(self) -> list[Any]:
         out = [self.cpu, round(self.at, 4), self.length_ns, list(self.on)]
-        return [*out, True] if self.own else out
+        return [*out, self.own] if self.own else out
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Hiccup:
         cpu, at, length, on, *own = data
-        return cls(
-            str(cpu), float(at), int(length), tuple(str(x) for x in on), bool(own and own[0])
-        )
+        held = str(own[0] or "") if own else ""
+        return cls(str(cpu), float(at), int(length), tuple(str(x) for x in on), held)
 
 
 @dataclass

@@ -7,7 +7,9 @@ figures of where they ran), every CPU counts. A hiccup the run's own processes (
 coordinator, the workers, the server) held the CPU through does not count (`Hiccup.own`):
 on a machine the load fills, the meter's thread waits behind them as any woken thread
 does, and that is the load's own CPU sharing; what it cost the server is the server's own
-wait for a CPU, which counts (`starved`, below).
+wait for a CPU, which counts (`starved`, below). Such a hiccup still explains a long wait
+when a worker or the coordinator held the CPU (the server or a worker waited behind it as
+the meter did: the load's doing, not the server's), not when the server did (`delays`).
 
 The meter also reads how long the server and the workers waited for a CPU while they
 could run (`Hiccups.starved`, the longest spell): a machine full of other work delays them
@@ -39,7 +41,7 @@ and no spell of waiting for a CPU: what the server did with the machine out of t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from workbench.results.hiccups import MAX_EVENTS, Hiccup, Hiccups
@@ -65,15 +67,28 @@ def our_cpus(h: Hiccups) -> set[str] | None:
     return cpus or None
 
 
-def counts(h: Hiccups) -> list[Hiccup]:
-    """The hiccups that took a CPU our server or workers used from them, not those the
-    run's own processes held (`Hiccup.own`)."""
+def on_our_cpus(h: Hiccups) -> list[Hiccup]:
+    """The hiccups on a CPU our server or workers used, whoever held it."""
     ours = our_cpus(h)
     return [
         e
         for e in h.events
-        if not e.own and (ours is None or e.cpu in ours or any(n.startswith(WATCHED) for n in e.on))
+        if ours is None or e.cpu in ours or any(n.startswith(WATCHED) for n in e.on)
     ]
+
+
+def counts(h: Hiccups) -> list[Hiccup]:
+    """The hiccups that took a CPU our server or workers used from them: not those the
+    run's own processes held (`Hiccup.own`)."""
+    return [e for e in on_our_cpus(h) if not e.own]
+
+
+def delays(h: Hiccups) -> list[Hiccup]:
+    """The hiccups that may explain a long wait: those that count, and those the run's
+    generator (a worker, the coordinator) held, behind which the server or a worker waited
+    as the meter did; not those the server held: it ran through them, and a wait then is
+    its own."""
+    return [e for e in on_our_cpus(h) if not e.own.startswith("server")]
 
 
 def starved_ns(h: Hiccups) -> int:
@@ -114,17 +129,20 @@ def chain_ns(stalls: Iterable[Hiccup]) -> int:
     return round(best * 1e9)
 
 
-def _near(h: Hiccups, before: tuple[Hiccup, ...], start: float) -> list[Hiccup]:
-    """This interval's hiccups that count, and those of the one before that ended less than
-    `RECOVERY` s before `start`."""
+def _near(
+    h: Hiccups, before: tuple[Hiccup, ...], start: float, which: Callable[[Hiccups], list[Hiccup]]
+) -> list[Hiccup]:
+    """This interval's hiccups `which` keeps, and those of the one before (`before`, kept
+    alike) that ended less than `RECOVERY` s before `start`."""
     late = [e for e in before if e.at + e.length_ns / 1e9 > start - RECOVERY]
-    return counts(h) + late
+    return which(h) + late
 
 
 def stall_ns(h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0) -> int:
-    """The interval's stall: its longest run of hiccups (`chain_ns`), or its longest spell
-    of the server or a worker waiting for a CPU."""
-    return max(chain_ns(_near(h, before, start)), starved_ns(h))
+    """The interval's stall: its longest run of hiccups that may explain a wait (`delays`,
+    `chain_ns`; `before`: the last interval's), or its longest spell of the server or a
+    worker waiting for a CPU."""
+    return max(chain_ns(_near(h, before, start, delays)), starved_ns(h))
 
 
 def explained(
@@ -138,7 +156,7 @@ def explained(
 def clean(h: Hiccups, before: tuple[Hiccup, ...] = (), start: float = 0.0) -> bool:
     """No hiccup that counts fell in the interval, or just before it, and neither the
     server nor a worker spent a spell waiting for a CPU."""
-    return not _near(h, before, start) and not starved_ns(h)
+    return not _near(h, before, start, counts) and not starved_ns(h)
 
 
 def mark_interval(stats: Stats, before: tuple[Hiccup, ...], start: float) -> None:
@@ -197,7 +215,7 @@ class MachineUsage:
     # all (`LateWait`): the step's utilization decides (`unexplained`).
     late: tuple[LateWait, ...] = ()
     stall_ns: int = 0  # the longest stall of an interval (`stall_ns`)
-    before: tuple[Hiccup, ...] = ()  # the last interval's hiccups that counted
+    before: tuple[Hiccup, ...] = ()  # the last interval's hiccups that may explain (`delays`)
     elapsed: float = 0.0  # the end of the last interval added
     remote_server: bool = False
     starved: tuple[tuple[str, int], ...] = ()  # per watched process, its longest spell
@@ -211,7 +229,7 @@ class MachineUsage:
             return replace(self, elapsed=end, before=())
         mine = counts(h)
         kept = tuple(sorted((*self.hiccups, *mine), key=lambda e: -e.length_ns)[:MAX_EVENTS])
-        stall = stall_ns(h, self.before, start)
+        stall = stall_ns(h, self.before, start)  # `before`: the last interval's `delays`
         out = replace(
             self,
             measured=True,
@@ -219,7 +237,7 @@ class MachineUsage:
             count=self.count + len(mine),
             lost_ns=self.lost_ns + sum(e.length_ns for e in mine),
             stall_ns=max(self.stall_ns, stall),
-            before=tuple(mine),
+            before=tuple(delays(h)),
             elapsed=end,
             remote_server=self.remote_server or h.remote_server,
             starved=_longest(self.starved, h.starved),

@@ -10,7 +10,9 @@
 //! file descriptors kept open (a pread of /proc/PID/task/TID/schedstat and stat). The
 //! slice writer takes the reading every slice, so a hiccup is judged over at most a slice
 //! and its own length. The hiccup is our own when our threads ran at least `OWN_SHARE` of
-//! it (or of the time since the reading, when that is shorter).
+//! it (or of the time since the reading, when that is shorter) and at least `OWN_BUSY` of
+//! the time since the reading; it is named by the process of ours that ran longest there
+//! (a hiccup the server held explains no wait: the server ran through it).
 
 use crate::pacing::now_ns;
 use std::collections::HashMap;
@@ -20,12 +22,20 @@ use std::sync::{Arc, Mutex};
 
 /// The share of a hiccup our processes must have run on its CPU for it to be our own.
 pub const OWN_SHARE: f64 = 0.5;
+/// The share of the time since the CPU's reading our processes must have run on it too:
+/// the reading may be a slice older than the hiccup, and what they ran before it also
+/// counts, so a light load (a worker polling a few % of a CPU) would otherwise cover a
+/// short hiccup something else caused. A load that holds a CPU a quarter of the time or
+/// more is one a woken thread waits behind; a server spinning through the hiccup holds it
+/// most of a slice and its hiccup.
+pub const OWN_BUSY: f64 = 0.25;
 /// Slices between re-listings of our processes' threads (threads come and go rarely: a
 /// new one is read from its first listing, and counts from there).
 const RELIST_SLICES: u32 = 20;
 
-/// One thread of ours, its /proc files kept open.
+/// One thread of ours, its /proc files kept open, and the process it belongs to.
 struct Thread {
+    pid: i32,
     schedstat: File,
     stat: File,
 }
@@ -34,6 +44,7 @@ impl Thread {
     fn open(pid: i32, tid: i32) -> Option<Thread> {
         let dir = format!("/proc/{}/task/{}", pid, tid);
         Some(Thread {
+            pid,
             schedstat: File::open(format!("{}/schedstat", dir)).ok()?,
             stat: File::open(format!("{}/stat", dir)).ok()?,
         })
@@ -66,7 +77,8 @@ type Reading = (u64, HashMap<i32, u64>);
 
 #[derive(Default)]
 struct State {
-    pids: Vec<i32>,
+    /// Our processes by pid, each with its name ("server", "worker 0", "coordinator").
+    pids: Vec<(i32, String)>,
     threads: HashMap<i32, Thread>,
     /// Per CPU, its last two readings, newest first: the slice writer's may fall inside a
     /// hiccup (even after its end, before the meter thread judged it), and a hiccup is
@@ -78,7 +90,7 @@ struct State {
 impl State {
     fn relist(&mut self) {
         let mut kept = HashMap::new();
-        for &pid in &self.pids {
+        for &(pid, _) in &self.pids {
             let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", pid)) else {
                 continue;
             };
@@ -113,10 +125,10 @@ impl State {
 pub struct Ours(Arc<Mutex<State>>);
 
 impl Ours {
-    /// Our processes from now on (their threads listed at once).
-    pub fn set(&self, mut pids: Vec<i32>) {
+    /// Our processes (pid, name) from now on (their threads listed at once).
+    pub fn set(&self, mut pids: Vec<(i32, String)>) {
         pids.sort_unstable();
-        pids.dedup();
+        pids.dedup_by_key(|p| p.0);
         let mut s = self.0.lock().expect("our processes");
         if s.pids == pids {
             return;
@@ -147,32 +159,42 @@ impl Ours {
 
     /// Whether the hiccup of `late` ns that ended `woke` (monotonic ns) on `cpu` was our
     /// own: our threads last seen on `cpu` ran at least `OWN_SHARE` of it (or of the time
-    /// since `cpu`'s reading, when that began within it). `cpu` is read again now.
-    pub fn held(&self, cpu: usize, late: u64, woke: u64) -> bool {
+    /// since `cpu`'s reading, when that began within it), and `OWN_BUSY` of the time since
+    /// that reading. `cpu` is read again now.
+    /// Says which of them ran longest there (by its name), or None when not our own.
+    pub fn held(&self, cpu: usize, late: u64, woke: u64) -> Option<String> {
         let mut s = self.0.lock().expect("our processes");
         if s.pids.is_empty() {
-            return false;
+            return None;
         }
         let runs = s.runs();
-        let here: Vec<i32> = s
+        let here: Vec<(i32, i32)> = s
             .threads
             .iter()
             .filter(|(_, t)| t.cpu() == Some(cpu))
-            .map(|(&tid, _)| tid)
+            .map(|(&tid, t)| (tid, t.pid))
             .collect();
         let began = woke.saturating_sub(late);
         let kept = s.readings.get(&cpu).map_or(&[][..], |r| &r[..]);
         let from = kept.iter().find(|(at, _)| *at <= began).or(kept.last());
-        let judged = from.map(|(at, then)| {
-            let ran: u64 = here
-                .iter()
-                .filter_map(|tid| Some(runs.get(tid)?.saturating_sub(*then.get(tid)?)))
-                .sum();
-            let span = late.min(woke.saturating_sub(*at));
-            span > 0 && ran as f64 >= OWN_SHARE * span as f64
+        let judged = from.and_then(|(at, then)| {
+            let mut by_pid: HashMap<i32, u64> = HashMap::new();
+            for (tid, pid) in &here {
+                if let (Some(now), Some(before)) = (runs.get(tid), then.get(tid)) {
+                    *by_pid.entry(*pid).or_insert(0) += now.saturating_sub(*before);
+                }
+            }
+            let ran = by_pid.values().sum::<u64>() as f64;
+            let window = woke.saturating_sub(*at);
+            let span = late.min(window);
+            if span == 0 || ran < OWN_SHARE * span as f64 || ran < OWN_BUSY * window as f64 {
+                return None;
+            }
+            let (pid, _) = by_pid.into_iter().max_by_key(|&(pid, ns)| (ns, -pid))?;
+            s.pids.iter().find(|p| p.0 == pid).map(|p| p.1.clone())
         });
         s.keep(cpu, (now_ns(), runs));
-        judged.unwrap_or(false)
+        judged
     }
 }
 
@@ -190,7 +212,7 @@ mod tests {
     fn nothing_of_ours_holds_nothing() {
         let ours = Ours::default();
         ours.read(&[0]);
-        assert!(!ours.held(0, 2_000_000, now_ns()));
+        assert_eq!(ours.held(0, 2_000_000, now_ns()), None);
     }
 
     #[test]
@@ -205,7 +227,7 @@ mod tests {
         });
         let _ = rx.recv();
         let ours = Ours::default();
-        ours.set(vec![std::process::id() as i32]);
+        ours.set(vec![(std::process::id() as i32, "worker 0".into())]);
         let cpus: Vec<usize> = super::super::tick::allowed_cpus();
         ours.read(&cpus);
         let start = now_ns();
@@ -215,19 +237,25 @@ mod tests {
         let woke = now_ns();
         // Our two busy threads ran on whichever CPUs the whole time: on one of them at least,
         // they held a 10 ms hiccup; a process not ours held none.
-        let held = cpus.iter().any(|&c| ours.held(c, 10_000_000, woke));
+        let held: Vec<_> = cpus
+            .iter()
+            .filter_map(|&c| ours.held(c, 10_000_000, woke))
+            .collect();
         stop.store(true, Ordering::Relaxed);
         busy.join().expect("the busy thread");
-        assert!(held);
+        assert!(!held.is_empty());
+        assert!(held.iter().all(|name| name == "worker 0"));
         let mut asleep = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
             .expect("start sleep");
         let others = Ours::default();
-        others.set(vec![asleep.id() as i32]);
+        others.set(vec![(asleep.id() as i32, "server".into())]);
         others.read(&cpus);
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let held = cpus.iter().any(|&c| others.held(c, 10_000_000, now_ns()));
+        let held = cpus
+            .iter()
+            .any(|&c| others.held(c, 10_000_000, now_ns()).is_some());
         let _ = asleep.kill();
         let _ = asleep.wait();
         assert!(!held);

@@ -18,8 +18,9 @@ pub struct Event {
     pub len: u64,
     /// The watched processes (the server, the workers) seen on this CPU when it ended.
     pub on: Vec<String>,
-    /// The run's own processes held the CPU for it (`own.rs`): the load's CPU sharing.
-    pub own: bool,
+    /// Which of the run's own processes held the CPU for it (`own.rs`), if they did: the
+    /// load's CPU sharing.
+    pub own: Option<String>,
 }
 
 /// What a CPU's thread recorded since the writer last took it.
@@ -153,7 +154,7 @@ mod tests {
                 start: 20_000,
                 len: 5_000_000,
                 on: vec![],
-                own: false,
+                own: None,
             }]
         );
         assert!(cpu.take().late.is_empty());

@@ -25,9 +25,13 @@ pub struct Watched(
 );
 
 impl Watched {
-    /// Watch `pids`; the run's own processes are they and `also`.
-    pub fn set(&self, pids: Vec<(String, i32)>, also: Vec<i32>) {
-        let own = pids.iter().map(|(_, pid)| *pid).chain(also).collect();
+    /// Watch `pids`; the run's own processes are they and `also` (by name too).
+    pub fn set(&self, pids: Vec<(String, i32)>, also: Vec<(String, i32)>) {
+        let own = pids
+            .iter()
+            .chain(&also)
+            .map(|(n, pid)| (*pid, n.clone()))
+            .collect();
         *self.0.lock().expect("the watch list") = pids;
         self.2.set(own);
     }
@@ -77,26 +81,24 @@ pub fn processor(pid: i32) -> Option<usize> {
     fields.split_whitespace().nth(36)?.parse().ok()
 }
 
-/// The watched processes by name, and the run's other processes of its own.
-pub type Orders = (Vec<(String, i32)>, Vec<i32>);
+/// The watched processes by name, and the run's other processes of its own, by name.
+pub type Orders = (Vec<(String, i32)>, Vec<(String, i32)>);
 
 /// A watch list and the run's other processes from a
-/// `{"type":"watch","pids":{"server":123,...},"own":[456]}` frame.
+/// `{"type":"watch","pids":{"server":123,...},"own":{"coordinator":456}}` frame.
 pub fn watch_list(frame: &Value) -> Option<Orders> {
     if frame["type"] != "watch" {
         return None;
     }
-    let pids = frame["pids"].as_object()?;
-    let also = frame["own"].as_array().map_or(vec![], |own| {
-        own.iter()
-            .filter_map(|p| Some(p.as_i64()? as i32))
-            .collect()
-    });
-    let watched = pids
-        .iter()
-        .filter_map(|(name, pid)| Some((name.clone(), pid.as_i64()? as i32)))
-        .collect();
-    Some((watched, also))
+    let named = |v: &Value| -> Vec<(String, i32)> {
+        v.as_object().map_or(vec![], |pids| {
+            pids.iter()
+                .filter_map(|(name, pid)| Some((name.clone(), pid.as_i64()? as i32)))
+                .collect()
+        })
+    };
+    frame["pids"].as_object()?;
+    Some((named(&frame["pids"]), named(&frame["own"])))
 }
 
 /// Read orders from stdin on a thread of its own; at its end, `stop`.
@@ -146,8 +148,9 @@ mod tests {
             vec![("server".to_string(), 12), ("worker 0".to_string(), 34)]
         );
         assert!(also.is_empty());
-        let frame = json!({"type": "watch", "pids": {}, "own": [56]});
-        assert_eq!(watch_list(&frame), Some((vec![], vec![56])));
+        let frame = json!({"type": "watch", "pids": {}, "own": {"coordinator": 56}});
+        let own = vec![("coordinator".to_string(), 56)];
+        assert_eq!(watch_list(&frame), Some((vec![], own)));
         assert_eq!(watch_list(&json!({"type": "go"})), None);
     }
 
