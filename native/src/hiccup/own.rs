@@ -91,12 +91,15 @@ impl State {
     fn relist(&mut self) {
         let mut kept = HashMap::new();
         for &(pid, _) in &self.pids {
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", pid)) else {
-                continue;
+            // No let-else: the crate builds with rustc 1.63 (Debian's), which lacks it.
+            let dir = match std::fs::read_dir(format!("/proc/{}/task", pid)) {
+                Ok(dir) => dir,
+                Err(_) => continue,
             };
             for entry in dir.flatten() {
-                let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                    continue;
+                let tid = match entry.file_name().to_str().and_then(|s| s.parse().ok()) {
+                    Some(tid) => tid,
+                    None => continue,
                 };
                 if let Some(t) = self.threads.remove(&tid).or_else(|| Thread::open(pid, tid)) {
                     kept.insert(tid, t);
