@@ -139,7 +139,7 @@ def test_the_highest_passing_rate_is_far_above_the_generators_own_pacing(
 
 @pytest.mark.xfail(
     reason="issue 35, open: the meter no longer counts hiccups the run's own processes held "
-    "(2/3 to 3/4 of those kept under this load), yet on this VM on 2026-11-29 07:00 UTC the "
+    "(2/3 to 3/4 of those kept under this load), yet on this 2-core VM the "
     "server's knee was 2-9% of the closed loop in five searches, with the server pinned to "
     "one CPU and the workbench to the other (2-9%) or not (5-6%): the intervals with no "
     "counted stall fail p99<1ms from 4-6k ops/s (1.1-5.9 ms), the idle meter itself waits "
