@@ -133,8 +133,11 @@ def test_the_highest_passing_rate_is_far_above_the_generators_own_pacing(
     # What this guards is a search that measures its own pacing: one failed every probe
     # from 125 ops/s up. The first probe (1/16) can fail on this VM's own stalls, confirmed
     # (a quiet clean-clone CI run: 3,573 ops/s passed, 3,898 failed at p99 6.6 ms, of
-    # 83,163 in closed loop), so the bound is 1/40, still far above such a pacing.
-    assert found.rate >= throughput / 40, (throughput, searched.target, search.conclusion())
+    # 83,163 in closed loop). Since hiccups our own processes held no longer set intervals
+    # aside, the server's knee is read in intervals that hold our own CPU sharing: 2-9% of
+    # the closed loop in five quiet searches (docs/results/machine.md). So the bound is
+    # 1/100, still six times above such a pacing (about 1/660).
+    assert found.rate >= throughput / 100, (throughput, searched.target, search.conclusion())
 
 
 @pytest.mark.xfail(
