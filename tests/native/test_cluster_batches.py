@@ -125,6 +125,10 @@ def node_counts(port: int) -> tuple[int, int]:
         r.close()
 
 
+# Serial: how a node's reads group its GETs depends on when the client's writes reach it.
+# Beside other tests, with the CPUs full, one node read 14.6 GETs a read (the drift this
+# guards read 12.6-14.3 quiet).
+@pytest.mark.serial
 def test_every_batch_a_closed_loop_writes_a_node_is_whole(cluster: ClusterProcess) -> None:
     # Keys are drawn uniformly, yet each node takes one batch per round trip, so the
     # nodes' queues drift apart: when a client stopped drawing at `pipeline` x nodes
